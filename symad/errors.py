@@ -1,0 +1,63 @@
+"""symad's one error hierarchy: every error a user can cause is a SymadError."""
+
+from __future__ import annotations
+
+
+class SymadError(Exception):
+    """Base class of every error symad raises on bad input."""
+
+
+class ParseError(SymadError, ValueError):
+    """The text is not a valid expression; knows where (1-based line and column)."""
+
+    def __init__(self, message: str, text: str = "", line: int = 1, column: int = 1,
+                 expected: tuple[str, ...] = ()):
+        self.reason = message
+        self.text = text
+        self.line = line
+        self.column = column
+        self.expected = expected
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        head = f"{self.reason} at line {self.line}, column {self.column}"
+        if self.expected:
+            head += "; expected " + _or_list(self.expected)
+        lines = self.text.splitlines() or [""]
+        if not self.text or self.line > len(lines):
+            return head
+        src = lines[self.line - 1]
+        col = self.column - 1
+        # Show a window around long lines so the caret stays on screen.
+        start = max(0, col - 60)
+        snippet = src[start:start + 120]
+        prefix = "..." if start else ""
+        suffix = "..." if start + 120 < len(src) else ""
+        caret = " " * (len(prefix) + col - start) + "^"
+        return f"{head}\n  {prefix}{snippet}{suffix}\n  {caret}"
+
+
+class UnknownFunctionError(ParseError):
+    """A call names a function symad does not know, or with the wrong number of arguments."""
+
+
+class VariableError(SymadError, KeyError):
+    """A point misses a variable the expression uses, or names one it does not."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class PointError(SymadError, ValueError):
+    """A point's value is not a number, or an array of the wrong shape."""
+
+
+class LimitError(SymadError):
+    """Input exceeds a documented resource limit."""
+
+
+def _or_list(items: tuple[str, ...]) -> str:
+    items = tuple(items)
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " or " + items[-1]

@@ -1,0 +1,191 @@
+"""The user-facing expression: a node of a graph, with arithmetic, derivatives and printing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import SymadError, VariableError
+from .graph import Graph
+from .ops import OPS
+
+if TYPE_CHECKING:
+    from .compiler import Function
+
+DEFAULT_GRAPH = Graph()
+
+
+def as_node(graph: Graph, value: Any) -> int:
+    """The node id of an Expr or a number, in ``graph``."""
+    if isinstance(value, Expr):
+        if value.graph is not graph:
+            raise SymadError("cannot combine expressions from different graphs")
+        return value.id
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return graph.const(float(value))
+    raise TypeError(f"cannot use {type(value).__name__} in an expression")
+
+
+class Expr:
+    """An expression: node ``id`` of ``graph``.  Equal expressions are the same node.
+
+    >>> e = parse("(x+y)+x*(x+y)")
+    >>> e.variables
+    ('x', 'y')
+    >>> str(e.diff("x"))
+    '1 + 2*x + y'
+    """
+
+    __slots__ = ("graph", "id")
+
+    def __init__(self, graph: Graph, node: int):
+        self.graph = graph
+        self.id = node
+
+    # ------------------------------------------------------------------ building
+    def apply(self, op: str, *others: Any) -> Expr:
+        """``op(self, *others)`` as a new (or existing) node."""
+        g = self.graph
+        return Expr(g, g.make(op, self.id, *(as_node(g, o) for o in others)))
+
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> Expr:
+        g = self.graph
+        try:
+            o = as_node(g, other)
+        except TypeError:
+            return NotImplemented
+        return Expr(g, g.make(op, o, self.id) if reflected else g.make(op, self.id, o))
+
+    def __add__(self, o: Any) -> Expr: return self._binary("add", o)
+    def __radd__(self, o: Any) -> Expr: return self._binary("add", o, True)
+    def __sub__(self, o: Any) -> Expr: return self._binary("sub", o)
+    def __rsub__(self, o: Any) -> Expr: return self._binary("sub", o, True)
+    def __mul__(self, o: Any) -> Expr: return self._binary("mul", o)
+    def __rmul__(self, o: Any) -> Expr: return self._binary("mul", o, True)
+    def __truediv__(self, o: Any) -> Expr: return self._binary("div", o)
+    def __rtruediv__(self, o: Any) -> Expr: return self._binary("div", o, True)
+    def __pow__(self, o: Any) -> Expr: return self._binary("pow", o)
+    def __rpow__(self, o: Any) -> Expr: return self._binary("pow", o, True)
+    def __neg__(self) -> Expr: return self.apply("neg")
+    def __pos__(self) -> Expr: return self
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and other.graph is self.graph and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash((id(self.graph), self.id))
+
+    # ------------------------------------------------------------------ inspecting
+    @property
+    def op(self) -> str:
+        """The node's operation name (a key of :data:`symad.ops.OPS`)."""
+        return self.graph.op[self.id]
+
+    @property
+    def args(self) -> tuple[Expr, ...]:
+        """The argument expressions."""
+        return tuple(Expr(self.graph, a) for a in self.graph.args[self.id])
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """The variables the expression uses, in natural order (x2 before x10)."""
+        return tuple(self.graph.variables([self.id]))
+
+    def __str__(self) -> str:
+        from .printing import to_infix
+
+        return to_infix(self.graph, self.id)
+
+    def __repr__(self) -> str:
+        return f"Expr({str(self)!r})"
+
+    # ------------------------------------------------------------------ derivatives
+    def _var_node(self, name: str) -> int:
+        if not isinstance(name, str):
+            name = str(name)
+        node = self.graph._index.get(("var", name))
+        if node is None:
+            node = self.graph.var(name)
+        return node
+
+    def grad(self, wrt: list[str] | None = None) -> dict[str, Expr]:
+        """Every partial derivative (reverse mode, one sweep): ``{name: ∂self/∂name}``."""
+        from .diff import gradient
+
+        names = list(self.variables if wrt is None else wrt)
+        nodes = [self._var_node(n) for n in names]
+        partials = gradient(self.graph, self.id, nodes)
+        return {n: Expr(self.graph, partials[v]) for n, v in zip(names, nodes)}
+
+    def diff(self, var: str) -> Expr:
+        """The partial derivative with respect to one variable."""
+        return self.grad([var])[var]
+
+    def jvp(self, direction: Mapping[str, Any]) -> Expr:
+        """Forward mode: the derivative along ``direction`` (``{name: number or Expr}``)."""
+        from .diff import jvp
+
+        g = self.graph
+        tangents = {self._var_node(n): as_node(g, d) for n, d in direction.items()}
+        return Expr(g, jvp(g, self.id, tangents))
+
+    # ------------------------------------------------------------------ evaluating
+    def compile(self, variables: list[str] | None = None) -> Function:
+        """A compiled function of value and gradient; see :class:`symad.compiler.Function`."""
+        from .compiler import Function
+
+        return Function(self, variables=variables)
+
+    def evaluate(self, point: Any = None, /, **kwargs: Any) -> Any:
+        """The value at a point (dict, keywords or sequence in ``.variables`` order)."""
+        return self.compile().value(point, **kwargs)
+
+    def stats(self) -> dict[str, Any]:
+        """Sizes: as a tree, as a DAG, what the gradient adds, depth and variables."""
+        g = self.graph
+        forward = g.reachable([self.id])
+        grads = self.grad()
+        both = g.reachable([self.id, *(e.id for e in grads.values())])
+        return {
+            "tree_nodes": g.tree_size(self.id),
+            "dag_nodes": len(forward),
+            "gradient_nodes": len(both) - len(forward),
+            "depth": g.depth(self.id),
+            "variables": list(self.variables),
+            "ops": _op_counts(g, forward),
+        }
+
+
+def _op_counts(g: Graph, nodes: list[int]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for n in nodes:
+        counts[g.op[n]] = counts.get(g.op[n], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: list(OPS).index(kv[0])))
+
+
+def parse(text: str, graph: Graph | None = None) -> Expr:
+    """Parse infix text into an expression of ``graph`` (the shared default graph if None).
+
+    >>> parse("x*y") == parse("y*x")
+    True
+    """
+    from .parser import fold, to_postfix
+
+    g = DEFAULT_GRAPH if graph is None else graph
+    return Expr(g, fold(to_postfix(text), g))
+
+
+def var(name: str, graph: Graph | None = None) -> Expr:
+    """The variable ``name`` as an expression."""
+    g = DEFAULT_GRAPH if graph is None else graph
+    return Expr(g, g.var(name))
+
+
+def check_variables(expected: tuple[str, ...], given: Mapping[str, Any]) -> None:
+    """Raise VariableError if ``given`` misses or adds variables."""
+    missing = [v for v in expected if v not in given]
+    extra = [v for v in given if v not in expected]
+    uses = ", ".join(expected) if expected else "no variables"
+    if missing:
+        raise VariableError(f"missing value for variable {', '.join(missing)} (the expression uses {uses})")
+    if extra:
+        raise VariableError(f"unknown variable {', '.join(extra)} (the expression uses {uses})")

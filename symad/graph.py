@@ -1,0 +1,142 @@
+"""The hash-consed expression DAG: a flat node table where children precede parents.
+
+A node is an integer id into parallel lists (``op``, ``args``, ``data``).  Building
+a node that already exists returns the existing id, so structural equality *is*
+id equality.  Nodes are keyed by the ids of their children, never by text, and
+constants by their exact bits (``float.hex``), so ``0.0`` and ``-0.0`` differ.
+Because a child is always built before its parent, ascending id order is a
+topological order and every pass below is a plain loop.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+
+from .errors import SymadError
+from .ops import OPS
+from .simplify import RULES
+
+
+class Graph:
+    """An interning table of expression nodes."""
+
+    __slots__ = ("op", "args", "data", "_index")
+
+    def __init__(self) -> None:
+        self.op: list[str] = []
+        self.args: list[tuple[int, ...]] = []
+        self.data: list[float | str | None] = []  # a constant's value or a variable's name
+        self._index: dict[tuple, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.op)
+
+    # ------------------------------------------------------------------ building
+    def _intern(self, key: tuple, op: str, args: tuple[int, ...], data: float | str | None) -> int:
+        node = self._index.get(key)
+        if node is None:
+            node = len(self.op)
+            self.op.append(op)
+            self.args.append(args)
+            self.data.append(data)
+            self._index[key] = node
+        return node
+
+    def const(self, value: float) -> int:
+        """The node of a number (keyed by its exact bits)."""
+        value = float(value)
+        return self._intern(("const", value.hex()), "const", (), value)
+
+    def var(self, name: str) -> int:
+        """The node of a variable."""
+        return self._intern(("var", name), "var", (), name)
+
+    def make(self, op: str, *args: int) -> int:
+        """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.simplify`."""
+        spec = OPS.get(op)
+        if spec is None or spec.kind == "leaf":
+            raise SymadError(f"unknown operation {op!r}")
+        if len(args) != spec.arity:
+            raise SymadError(f"{op} takes {spec.arity} argument(s), got {len(args)}")
+        if spec.commutative and self._order_key(args[1]) < self._order_key(args[0]):
+            args = (args[1], args[0])
+        if all(self.op[a] == "const" for a in args):
+            folded = self._fold(spec.np, args)
+            if folded is not None:
+                return self.const(folded)
+        rule = RULES.get(op)
+        if rule is not None:
+            node = rule(self, args)
+            if node is not None:
+                return node
+        return self._intern((op, args), op, args, None)
+
+    def _order_key(self, node: int) -> tuple[int, int]:
+        # Canonical order of commutative arguments: constants first, then by id.
+        return (0 if self.op[node] == "const" else 1, node)
+
+    def _fold(self, fn, args: tuple[int, ...]) -> float | None:
+        values = [self.data[a] for a in args]
+        with np.errstate(all="ignore"):
+            result = float(fn(*(np.float64(v) for v in values)))
+        # Keep `1/0`, `log(-1)`, `9^9^9` as nodes: folding them into inf/nan would
+        # hide from the user *where* the non-finite value came from.
+        if math.isfinite(result) or not all(math.isfinite(v) for v in values):
+            return result
+        return None
+
+    # ------------------------------------------------------------------ queries
+    def is_const(self, node: int, value: float | None = None) -> bool:
+        """Whether ``node`` is a constant (equal to ``value`` when given)."""
+        return self.op[node] == "const" and (value is None or self.data[node] == value)
+
+    def reachable(self, roots: Iterable[int]) -> list[int]:
+        """Every node the roots depend on, in ascending (topological) order."""
+        seen: set[int] = set()
+        stack = [r for r in roots]
+        args = self.args
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(a for a in args[node] if a not in seen)
+        return sorted(seen)
+
+    def variables(self, roots: Iterable[int]) -> list[str]:
+        """Names of the variables the roots depend on, in natural order (x2 before x10)."""
+        names = [self.data[n] for n in self.reachable(roots) if self.op[n] == "var"]
+        return sorted(names, key=natural_key)  # type: ignore[arg-type]
+
+    def depth(self, root: int) -> int:
+        """Length of the longest path from ``root`` down to a leaf (a leaf has depth 0)."""
+        depth: dict[int, int] = {}
+        for node in self.reachable([root]):
+            depth[node] = 1 + max((depth[a] for a in self.args[node]), default=-1)
+        return depth[root]
+
+    def tree_size(self, root: int) -> int:
+        """How many nodes the expression would have as a tree (shared nodes counted per use)."""
+        size: dict[int, int] = {}
+        for node in self.reachable([root]):
+            size[node] = 1 + sum(size[a] for a in self.args[node])
+        return size[root]
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that orders embedded numbers numerically: x2 < x10 < y."""
+    key: list = []
+    digits = ""
+    for ch in name + "\0":
+        if ch.isdigit():
+            digits += ch
+            continue
+        if digits:
+            key.append((1, int(digits), digits))
+            digits = ""
+        if ch != "\0":
+            key.append((0, ch, ""))
+    return tuple(key)
