@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -13,7 +14,11 @@ from .errors import PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
 from .parser import fold, to_postfix
-from .printing import format_number
+from .printing import format_number as _format_expr_number
+
+# Commands that live beside their own layer: name -> module providing HELP (str),
+# TAKES_POINT (bool: gets --at), add_arguments(parser) and run(args, text, expr).
+COMMAND_MODULES: dict[str, str] = {}
 
 EPILOG = """\
 examples:
@@ -66,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--wrt", metavar="x[,y]", help="the variable(s); default: all")
     command("postfix", "print the parser's postfix (RPN) form")
     command("stats", "print tree size, DAG size, gradient size, depth and variables")
+    for name, module in COMMAND_MODULES.items():
+        mod = importlib.import_module(module)
+        mod.add_arguments(command(name, mod.HELP, at=mod.TAKES_POINT))
     return top
 
 
@@ -119,6 +127,11 @@ def parse_point(specs: Sequence[str]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------- outputs
+def format_number(v: float) -> str:
+    """A result for people: shortest round-trip digits, no named constants (3.14..., not pi)."""
+    return _format_expr_number(v, named_constants=False)
+
+
 def _json_number(v: float) -> float | str:
     return v if math.isfinite(v) else format_number(v)
 
@@ -229,8 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "postfix":
             words = [str(t) for t in tokens]
             _emit(args, {"expr": text.strip(), "postfix": words}, [" ".join(words)], [])
-        else:
+        elif args.command in COMMANDS:
             COMMANDS[args.command](args, text, expr)
+        else:
+            importlib.import_module(COMMAND_MODULES[args.command]).run(args, text, expr)
     except SymadError as err:
         print(f"symad: error: {err}", file=sys.stderr)
         return 2

@@ -105,6 +105,7 @@ class Function:
     sequence an array of shape ``(n_points, n_vars)``: then every result has one
     entry per point, computed in one vectorised pass.
 
+    >>> from symad import parse
     >>> f = parse("(x+y)+x*(x+y)").compile()
     >>> f.value_and_grad(x=1, y=2)
     (6.0, array([5., 2.]))

@@ -32,7 +32,7 @@ class Expr:
     >>> e.variables
     ('x', 'y')
     >>> str(e.diff("x"))
-    '1 + 2*x + y'
+    'x + y + (1 + x)'
     """
 
     __slots__ = ("graph", "id")

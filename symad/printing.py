@@ -14,9 +14,9 @@ from .ops import OPS, PREC_ATOM, PREC_UNARY
 _NAMED = {math.pi.hex(): "pi", math.e.hex(): "e"}
 
 
-def format_number(value: float) -> str:
+def format_number(value: float, named_constants: bool = True) -> str:
     """Shortest text that reads back as exactly ``value``: ``2``, ``0.5``, ``1e-05``, ``pi``."""
-    named = _NAMED.get(value.hex()) or _NAMED.get((-value).hex())
+    named = _NAMED.get(value.hex()) or _NAMED.get((-value).hex()) if named_constants else None
     if named is not None:
         return named if value > 0 else "-" + named
     if math.isnan(value):
