@@ -136,7 +136,7 @@ def _json_number(v: float) -> float | str:
     return v if math.isfinite(v) else format_number(v)
 
 
-def _warnings(outputs: dict[str, tuple[float, Expr]], point: dict[str, float]) -> list[str]:
+def nonfinite_warnings(outputs: dict[str, tuple[float, Expr]], point: dict[str, float]) -> list[str]:
     """One line per non-finite output, naming the subexpression where it first went wrong."""
     from .diagnose import first_nonfinite
 
@@ -153,7 +153,8 @@ def _format_point(point: dict[str, float]) -> str:
     return ",".join(f"{k}={format_number(v)}" for k, v in point.items())
 
 
-def _emit(args: argparse.Namespace, obj: dict[str, Any], lines: list[str], warnings: list[str]) -> None:
+def emit(args: argparse.Namespace, obj: dict[str, Any], lines: list[str], warnings: list[str]) -> None:
+    """Print `obj` as one JSON object with --json, else `lines`; warnings go to stderr (or into the JSON)."""
     if args.json:
         if warnings:
             obj["warnings"] = warnings
@@ -183,7 +184,7 @@ def run_grad(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if not all(map(math.isfinite, partials.values())):
         symbolic = expr.grad()
         outputs.update({f"df/d{v}": (g, symbolic[v]) for v, g in partials.items()})
-    _emit(args, obj, _table(rows), _warnings(outputs, point))
+    emit(args, obj, _table(rows), nonfinite_warnings(outputs, point))
 
 
 def run_eval(args: argparse.Namespace, text: str, expr: Expr) -> None:
@@ -192,7 +193,7 @@ def run_eval(args: argparse.Namespace, text: str, expr: Expr) -> None:
     point = {v: point[v] for v in expr.variables}
     value = expr.compile().value(point)
     obj = {"expr": text.strip(), "at": point, "value": _json_number(value)}
-    _emit(args, obj, [format_number(value)], _warnings({"f": (value, expr)}, point))
+    emit(args, obj, [format_number(value)], nonfinite_warnings({"f": (value, expr)}, point))
 
 
 def run_diff(args: argparse.Namespace, text: str, expr: Expr) -> None:
@@ -205,7 +206,7 @@ def run_diff(args: argparse.Namespace, text: str, expr: Expr) -> None:
         lines = [partials[wrt[0]]]
     else:
         lines = _table([(f"df/d{w}", d) for w, d in partials.items()])
-    _emit(args, {"expr": text.strip(), "diff": partials}, lines, [])
+    emit(args, {"expr": text.strip(), "diff": partials}, lines, [])
 
 
 def run_stats(args: argparse.Namespace, text: str, expr: Expr) -> None:
@@ -215,7 +216,7 @@ def run_stats(args: argparse.Namespace, text: str, expr: Expr) -> None:
             ("variables", ", ".join(stats["variables"]) or "(none)"),
             ("ops", ", ".join(f"{k} {v}" for k, v in stats["ops"].items()))]
     width = max(len(k) for k, _ in rows)
-    _emit(args, {"expr": text.strip(), **stats}, [f"{k.ljust(width)}  {v}" for k, v in rows], [])
+    emit(args, {"expr": text.strip(), **stats}, [f"{k.ljust(width)}  {v}" for k, v in rows], [])
 
 
 COMMANDS = {"grad": run_grad, "eval": run_eval, "diff": run_diff, "stats": run_stats}
@@ -241,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expr = Expr(graph, fold(tokens, graph))
         if args.command == "postfix":
             words = [str(t) for t in tokens]
-            _emit(args, {"expr": text.strip(), "postfix": words}, [" ".join(words)], [])
+            emit(args, {"expr": text.strip(), "postfix": words}, [" ".join(words)], [])
         elif args.command in COMMANDS:
             COMMANDS[args.command](args, text, expr)
         else:
