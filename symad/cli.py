@@ -18,7 +18,7 @@ from .printing import format_number as _format_expr_number
 
 # Commands that live beside their own layer: name -> module providing HELP (str),
 # TAKES_POINT (bool: gets --at), add_arguments(parser) and run(args, text, expr).
-COMMAND_MODULES: dict[str, str] = {}
+COMMAND_MODULES: dict[str, str] = {"graph": "symad.viz_cli"}
 
 EPILOG = """\
 examples:

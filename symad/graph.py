@@ -61,7 +61,7 @@ class Graph:
             raise SymadError(f"unknown operation {op!r}")
         if len(args) != spec.arity:
             raise SymadError(f"{op} takes {spec.arity} argument(s), got {len(args)}")
-        if spec.commutative and self._order_key(args[1]) < self._order_key(args[0]):
+        if spec.commutative and self._order_key(op, args[1]) < self._order_key(op, args[0]):
             args = (args[1], args[0])
         if all(self.op[a] == "const" for a in args):
             folded = self._fold(spec.np, args)
@@ -74,9 +74,11 @@ class Graph:
                 return node
         return self._intern((op, args), op, args, None)
 
-    def _order_key(self, node: int) -> tuple[int, int]:
-        # Canonical order of commutative arguments: constants first, then by id.
-        return (0 if self.op[node] == "const" else 1, node)
+    def _order_key(self, op: str, node: int) -> tuple[int, int]:
+        # Canonical order of commutative arguments: by id, except that numbers come
+        # last in sums and first elsewhere, as people write them: `x + 2`, `2*x`.
+        is_const = self.op[node] == "const"
+        return (int(is_const) if op == "add" else int(not is_const), node)
 
     def _fold(self, fn, args: tuple[int, ...]) -> float | None:
         values = [self.data[a] for a in args]

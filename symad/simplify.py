@@ -1,12 +1,12 @@
 """Construction-time rewrites, as a table keyed by op name.
 
 Each rule gets the graph and the argument ids (commutative arguments already in
-canonical order, constants first) and returns an existing node id to use
+canonical order: a number comes last in a sum, first in a product) and returns an existing node id to use
 instead, or None to build the node as asked.  These are the *only* rewrites
 symad does (constant folding lives in :meth:`symad.graph.Graph.make`):
 
 ====== ===================================================================
-add    ``0 + a → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number)
+add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number)
 sub    ``a - 0 → a``;  ``0 - a → -a``;  ``a - a → 0``;  ``a - (-b) → a + b``;  ``a - (-c) → a + c``
 mul    ``0 * a → 0``;  ``1 * a → a``;  ``-1 * a → -a``
 div    ``a / 1 → a``;  ``a / -1 → -a``
@@ -31,11 +31,11 @@ Rule = Callable[["Graph", tuple[int, ...]], "int | None"]
 
 
 def _add(g: Graph, args: tuple[int, ...]) -> int | None:
-    a, b = args
-    if g.is_const(a, 0.0):
-        return b
-    if _negative_const(g, a):
-        return g.make("sub", b, g.const(-g.data[a]))  # type: ignore[operator]
+    a, b = args  # a number, if any, is b
+    if g.is_const(b, 0.0):
+        return a
+    if _negative_const(g, b):
+        return g.make("sub", a, g.const(-g.data[b]))  # type: ignore[operator]
     if g.op[b] == "neg":
         return g.make("sub", a, g.args[b][0])
     if g.op[a] == "neg":

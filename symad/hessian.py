@@ -1,0 +1,227 @@
+"""Second derivatives: the Hessian as expressions, and Hessian-vector products without it.
+
+The Hessian is *reverse over reverse*: each partial ``∂f/∂x_i`` of the symbolic
+gradient is itself an expression of the DAG, so one more reverse sweep from it
+gives row ``i``.  Rows are hash-consed into the same graph, so they share every
+common subexpression, and the whole of value, gradient and Hessian compiles into
+one straight-line :class:`symad.compiler.Program`.
+
+A Hessian-vector product ``H p`` is *forward over reverse*: a single forward
+(tangent) sweep through the gradient DAG, with the direction's components as
+fresh variables, carries the tangent of every gradient component at once.  It
+costs a small multiple of one gradient, however many variables there are, and
+never builds the ``n × n`` matrix.
+
+>>> from symad import parse
+>>> f = SecondOrder(parse("x^3*y"))
+>>> f.hessian(x=1, y=2)
+array([[12.,  3.],
+       [ 3.,  0.]])
+>>> f.hessp([1, 2], [1, 0])
+array([12.,  3.])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .compiler import Function, Program
+from .diff import _local_partial, gradient
+from .errors import PointError
+from .expr import Expr, as_node, parse
+from .graph import Graph
+
+
+# ---------------------------------------------------------------- on the DAG
+def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) -> list[int]:
+    """Forward mode for several outputs in one sweep: the tangent node of each root.
+
+    ``tangents`` maps variable nodes to the nodes of their direction components.
+    Nodes are visited once, in topological order, whatever the number of roots;
+    a node whose tangent is zero carries none, so inactive parts cost nothing.
+    """
+    tangent: dict[int, int] = {}
+    op_of, args_of = graph.op, graph.args
+    for node in graph.reachable(roots):
+        if op_of[node] == "var":
+            if node in tangents and not graph.is_const(tangents[node], 0.0):
+                tangent[node] = tangents[node]
+            continue
+        total: int | None = None
+        for k, arg in enumerate(args_of[node]):
+            t = tangent.get(arg)
+            if t is None:
+                continue
+            term = graph.make("mul", t, _local_partial(graph, node, k))
+            total = term if total is None else graph.make("add", total, term)
+        if total is not None and not graph.is_const(total, 0.0):
+            tangent[node] = total
+    zero = graph.const(0.0)
+    return [tangent.get(r, zero) for r in roots]
+
+
+def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int]) -> list[list[int]]:
+    """The Hessian of ``root`` as node ids, ``H[i][j] = ∂²root/∂wrt[i]∂wrt[j]``.
+
+    Row ``i`` is the reverse-mode gradient of gradient component ``i``.  The
+    upper triangle is mirrored, so the result is symmetric node for node.
+    """
+    grad = gradient(graph, root, list(wrt))
+    rows = [gradient(graph, grad[v], list(wrt)) for v in wrt]
+    n = len(wrt)
+    return [[rows[min(i, j)][wrt[max(i, j)]] for j in range(n)] for i in range(n)]
+
+
+def direction_names(variables: Sequence[str]) -> list[str]:
+    """Names of the direction variables of a Hessian-vector product: ``x'`` for ``x``.
+
+    The quote cannot occur in a parsed name, so they never collide with a user's variables.
+    """
+    return [f"{v}'" for v in variables]
+
+
+# ---------------------------------------------------------------- on expressions
+def _as_expr(expr: Expr | str) -> Expr:
+    return parse(expr) if isinstance(expr, str) else expr
+
+
+def hessian(expr: Expr | str, variables: Sequence[str] | None = None) -> list[list[Expr]]:
+    """Every second partial derivative, as expressions sharing one DAG.
+
+    >>> from symad import Graph
+    >>> [[str(e) for e in row] for row in hessian(parse("x^3*y", Graph()))]
+    [['3*y*(2*x)', '3*x^2'], ['3*x^2', '0']]
+    """
+    expr = _as_expr(expr)
+    names = list(expr.variables if variables is None else variables)
+    g = expr.graph
+    nodes = hessian_nodes(g, expr.id, [g.var(v) for v in names])
+    return [[Expr(g, h) for h in row] for row in nodes]
+
+
+def hvp(expr: Expr | str, direction: Mapping[str, Any],
+        variables: Sequence[str] | None = None) -> dict[str, Expr]:
+    """The Hessian-vector product ``H·direction`` as expressions (forward over reverse).
+
+    ``direction`` maps variable names to numbers or expressions; missing ones are 0.
+
+    >>> from symad import Graph
+    >>> {k: str(v) for k, v in hvp(parse("x^3*y", Graph()), {"x": 1}).items()}
+    {'x': 'y*(3*(2*x))', 'y': '3*x^2'}
+    """
+    expr = _as_expr(expr)
+    g = expr.graph
+    names = list(expr.variables if variables is None else variables)
+    wrt = [g.var(v) for v in names]
+    grad = gradient(g, expr.id, wrt)
+    tangents = {g.var(k): as_node(g, d) for k, d in direction.items()}
+    products = jvp_many(g, [grad[v] for v in wrt], tangents)
+    return {v: Expr(g, p) for v, p in zip(names, products)}
+
+
+# ---------------------------------------------------------------- compiled
+class SecondOrder(Function):
+    """A compiled expression with value, gradient, Hessian and Hessian-vector products.
+
+    Everything :class:`symad.compiler.Function` does (points as keywords, dicts,
+    sequences or batches of shape ``(n_points, n_vars)``), plus:
+
+    - ``hessian(x)`` and ``value_grad_hess(x)``: one program computing ``f``, ``∇f``
+      and the distinct entries of ``∇²f`` (shape ``(n, n)``, or ``(n_points, n, n)``);
+    - ``hessp(x, p)``: ``∇²f(x)·p`` from the forward-over-reverse program, whose
+      size grows like the gradient's, not like ``n²``.
+    """
+
+    def __init__(self, expr: Any, variables: Sequence[str] | None = None):
+        super().__init__(_as_expr(expr), variables)
+        self._hess: Program | None = None
+        self._hess_index: np.ndarray | None = None
+        self._hvp: Program | None = None
+
+    def hessian_exprs(self) -> list[list[Expr]]:
+        """The Hessian as expressions, in ``variables`` order."""
+        return hessian(self.expr, self.variables)
+
+    def value_grad_hess_program(self) -> Program:
+        """One program: the value, every partial, then each distinct Hessian entry once."""
+        if self._hess is None:
+            g, n = self.expr.graph, len(self.variables)
+            wrt = self._inputs
+            grad = gradient(g, self.expr.id, wrt)
+            rows = hessian_nodes(g, self.expr.id, wrt)
+            distinct: dict[int, int] = {}
+            index = [distinct.setdefault(h, len(distinct)) for row in rows for h in row]
+            self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
+            outputs = [self.expr.id, *(grad[v] for v in wrt), *distinct]
+            self._hess = Program(g, outputs, wrt)
+        return self._hess
+
+    def hvp_program(self) -> Program:
+        """The forward-over-reverse program: inputs ``(x..., p...)``, outputs ``H·p``."""
+        if self._hvp is None:
+            g = self.expr.graph
+            wrt = self._inputs
+            grad = gradient(g, self.expr.id, wrt)
+            directions = [g.var(d) for d in direction_names(self.variables)]
+            products = jvp_many(g, [grad[v] for v in wrt], dict(zip(wrt, directions)))
+            self._hvp = Program(g, products, wrt + directions)
+        return self._hvp
+
+    def value_grad_hess(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(value, gradient, Hessian)`` in one pass of one program."""
+        program = self.value_grad_hess_program()
+        out = self._run(program, point, kwargs)
+        n = len(self.variables)
+        index = self._hess_index
+        assert index is not None
+        if isinstance(out[0], float):
+            grad = np.array(out[1:1 + n], dtype=float)
+            entries = np.array(out[1 + n:], dtype=float)
+            return out[0], grad, entries[index] if n else np.zeros((0, 0))
+        grad = np.stack(out[1:1 + n], axis=-1) if n else np.zeros(out[0].shape + (0,))
+        if not n:
+            return out[0], grad, np.zeros(out[0].shape + (0, 0))
+        return out[0], grad, np.stack(out[1 + n:], axis=-1)[..., index]
+
+    def hessian(self, point: Any = None, /, **kwargs: Any) -> np.ndarray:
+        """The Hessian matrix at a point (last two axes for a batch)."""
+        return self.value_grad_hess(point, **kwargs)[2]
+
+    def hessp(self, point: Any, p: Any) -> np.ndarray:
+        """``∇²f(point)·p`` without forming the Hessian; ``point`` and ``p`` may be batches."""
+        values, batch = self._arguments(point, {})
+        n = len(self.variables)
+        direction = np.asarray(p, dtype=float)
+        if direction.ndim == 0 or direction.shape[-1] != n:
+            raise PointError(f"a direction needs {n} value(s), got shape {direction.shape}")
+        if direction.ndim == 1:
+            components: list[Any] = [float(d) for d in direction]
+        else:
+            components, batch = list(np.moveaxis(direction, -1, 0)), True
+        out = _execute(self.hvp_program(), values + components, batch)
+        if not batch:
+            return np.array(out, dtype=float)
+        return np.stack(out, axis=-1) if n else np.zeros(np.shape(out) + (0,))
+
+    def sizes(self) -> dict[str, int]:
+        """Lines of straight-line code: value+gradient, +Hessian, and the Hessian-vector product."""
+        return {"value_grad": self.value_grad_program().size,
+                "value_grad_hess": self.value_grad_hess_program().size,
+                "hvp": self.hvp_program().size}
+
+
+def _execute(program: Program, values: list[Any], batch: bool) -> list[Any]:
+    """Run a program on floats, or with NumPy for arrays and IEEE semantics (as Function does)."""
+    if not batch:
+        try:
+            return [float(v) for v in program.run_float(*values)]
+        except (ArithmeticError, ValueError):
+            values = [np.float64(v) for v in values]
+    with np.errstate(all="ignore"):
+        out = program.run_numpy(*values)
+    if not batch:
+        return [float(v) for v in out]
+    shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+    return [np.broadcast_to(np.asarray(v, dtype=float), shape) for v in out]
