@@ -269,7 +269,7 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
         args = g.args[node]
         numbered = len(args) > 1 and not OPS[g.op[node]].commutative
         for k, a in enumerate(args):
-            extra = {"taillabel": "", "headlabel": str(k + 1), "labelfontsize": "9",
+            extra = {"headlabel": str(k + 1), "labelfontsize": "9",
                      "labelfontcolor": "#777777"} if numbered else {}
             dot.edge(f"n{local[a]}", f"n{local[node]}", **_FORWARD_EDGE, **extra)
 

@@ -1,0 +1,47 @@
+"""The wheel ships the grammar: `pip install .` into a fresh virtual environment works."""
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
+    wheels = tmp_path / "wheels"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(wheels), str(ROOT)], check=True, timeout=300)
+    (wheel,) = wheels.glob("symad-*.whl")
+    import zipfile
+
+    assert "symad/grammar/symad.lark" in zipfile.ZipFile(wheel).namelist()
+    env_dir = tmp_path / "venv"
+    # Reuse this interpreter's lark/numpy/graphviz so the test needs no download.
+    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
+                    "--ignore-installed", str(wheel)], check=True, timeout=300) if _pip_has_python_flag() \
+        else subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--ignore-installed",
+                             "--prefix", str(env_dir), str(wheel)], check=True, timeout=300)
+    symad = env_dir / "bin" / "symad"
+    assert symad.exists()
+    # Run from an unrelated directory so the checkout's grammar/ cannot be found.
+    p = subprocess.run([str(symad), "grad", "(x+y)+x*(x+y)", "--at", "x=1,y=2", "--json"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["value"] == 6.0 and out["grad"] == {"x": 5.0, "y": 2.0}
+    p = subprocess.run([str(symad), "stats", "(x+y)+x*(x+y)", "--json"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert json.loads(p.stdout)["dag_nodes"] == 5
+    where = subprocess.run([str(py), "-c", "import symad; print(symad.__file__)"], cwd=tmp_path,
+                           capture_output=True, text=True).stdout
+    assert str(env_dir) in where
+
+
+def _pip_has_python_flag() -> bool:
+    out = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True).stdout
+    major, minor = (int(p) for p in out.split()[1].split(".")[:2])
+    return (major, minor) >= (22, 3)
