@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = read_expr(args.expr)
         tokens = to_postfix(text)
         graph = Graph()
-        expr = Expr(graph, fold(tokens, graph))
+        expr = Expr(graph, fold(tokens, graph, text))
         if args.command == "postfix":
             words = [str(t) for t in tokens]
             emit(args, {"expr": text.strip(), "postfix": words}, [" ".join(words)], [])

@@ -91,9 +91,14 @@ class Expr:
         return tuple(self.graph.variables([self.id]))
 
     def __str__(self) -> str:
-        from .printing import to_infix
+        return self.to_text()
 
-        return to_infix(self.graph, self.id)
+    def to_text(self, form: str = "auto") -> str:
+        """Text that parses back to this node: ``"inline"``, ``"shared"`` or ``"auto"``
+        (named shared subexpressions when inline text would be much larger than the DAG)."""
+        from .printing import to_text
+
+        return to_text(self.graph, self.id, form)
 
     def __repr__(self) -> str:
         return f"Expr({str(self)!r})"
@@ -171,7 +176,7 @@ def parse(text: str, graph: Graph | None = None) -> Expr:
     from .parser import fold, to_postfix
 
     g = DEFAULT_GRAPH if graph is None else graph
-    return Expr(g, fold(to_postfix(text), g))
+    return Expr(g, fold(to_postfix(text), g, text))
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:

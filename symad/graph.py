@@ -120,12 +120,20 @@ class Graph:
             depth[node] = 1 + max((depth[a] for a in self.args[node]), default=-1)
         return depth[root]
 
-    def tree_size(self, root: int) -> int:
-        """How many nodes the expression would have as a tree (shared nodes counted per use)."""
-        size: dict[int, int] = {}
+    def tree_size(self, root: int) -> int | float:
+        """How many nodes the expression would have as a tree (shared nodes counted per use).
+
+        Exact up to 2**53; beyond, a float (inf past 1e308), so that heavy sharing
+        never makes this exponentially slow.
+        """
+        size: dict[int, int | float] = {}
         for node in self.reachable([root]):
-            size[node] = 1 + sum(size[a] for a in self.args[node])
+            s = 1 + sum(size[a] for a in self.args[node])
+            size[node] = float(s) if s > _EXACT else s
         return size[root]
+
+
+_EXACT = 2**53
 
 
 def natural_key(name: str) -> tuple:

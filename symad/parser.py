@@ -23,7 +23,7 @@ from .ops import CONSTANTS, FUNCTIONS, OPS
 class Token:
     """One postfix token: a number, a name, an operator, or a call with its arity."""
 
-    kind: str  # "number", "name", "op" or "call"
+    kind: str  # "number", "name", "op", "call", or "define" (binds the name to the value on top)
     text: str  # the number as typed, the name, or the op/function name
     arity: int = 0
     line: int = 1
@@ -34,6 +34,8 @@ class Token:
             return OPS[self.text].symbol if OPS[self.text].kind == "infix" else self.text
         if self.kind == "call" and self.arity != _default_arity(self.text):
             return f"{self.text}/{self.arity}"
+        if self.kind == "define":
+            return f"={self.text}"
         return self.text
 
 
@@ -75,6 +77,16 @@ class _Emitter(lark.Transformer):
     def args(self, children: list) -> int:
         return len(children)
 
+    def define(self, children: list) -> None:
+        tok = children[0]
+        name = str(tok)
+        if name in FUNCTIONS or name in CONSTANTS:
+            raise ParseError(f"cannot define {name}: it is a built-in name", self.text, tok.line, tok.column)
+        self.out.append(Token("define", name, 1, tok.line, tok.column))
+
+    def program(self, children: list) -> None:
+        pass
+
     def call(self, children: list) -> None:
         tok, arity = children
         name = str(tok)
@@ -101,7 +113,12 @@ class _Emitter(lark.Transformer):
 _TERMINAL_NAMES = {
     "NUMBER": "a number", "NAME": "a name", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
     "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "'^'", "$END": "end of input",
+    "SEMICOLON": "';'", "EQUAL": "'='",
 }
+
+# Characters people paste from documents, and what symad's language spells them as.
+_LOOKALIKES = {"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "²": "^2", "³": "^3", "，": ",",
+               "（": "(", "）": ")", "π": "pi", "√": "sqrt"}
 
 
 class _Parser:
@@ -127,14 +144,19 @@ def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> ParseError
     names = tuple(sorted({_TERMINAL_NAMES.get(t, repr(t)) for t in expected}))
     line, column = getattr(err, "line", 1), getattr(err, "column", 1)
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        reason = f"unexpected character {text[err.pos_in_stream]!r}"
+        char = text[err.pos_in_stream]
+        reason = f"unexpected character {char!r}"
+        if char in _LOOKALIKES:
+            reason += f" (write {_LOOKALIKES[char]!r} instead)"
     elif isinstance(err, lark.exceptions.UnexpectedEOF) or getattr(err, "token", None) in (None, "$END") \
             or getattr(err.token, "type", "") == "$END":
         reason = "unexpected end of input"
         lines = text.splitlines() or [""]
         line, column = len(lines), len(lines[-1]) + 1
     else:
-        reason = f"unexpected {err.token!s:.40}"
+        tok = err.token
+        kind = {"NAME": "name ", "NUMBER": "number "}.get(tok.type, "")
+        reason = f"unexpected {kind}{str(tok)[:40]!r}"
     if line is None or line < 1:
         line, column = 1, 1
     return ParseError(reason, text, line, column, names)
@@ -157,17 +179,27 @@ def to_postfix(text: str) -> list[Token]:
     return _parser.postfix(text)
 
 
-def fold(tokens: list[Token], graph: Graph) -> int:
-    """Fold postfix tokens into the DAG with a stack; returns the root's id."""
+def fold(tokens: list[Token], graph: Graph, text: str = "") -> int:
+    """Fold postfix tokens into the DAG with a stack; returns the root's id.
+
+    ``text`` is the source, used only to point at errors."""
     from .expr import Expr  # derived functions (log base b) build through Expr
 
     stack: list[int] = []
+    defined: dict[str, int] = {}
     for tok in tokens:
         if tok.kind == "number":
             stack.append(graph.const(float(tok.text)))
         elif tok.kind == "name":
-            value = CONSTANTS.get(tok.text)
-            stack.append(graph.var(tok.text) if value is None else graph.const(value))
+            node = defined.get(tok.text)
+            if node is None:
+                value = CONSTANTS.get(tok.text)
+                node = graph.var(tok.text) if value is None else graph.const(value)
+            stack.append(node)
+        elif tok.kind == "define":
+            if tok.text in defined:
+                raise ParseError(f"{tok.text} is defined twice", text, tok.line, tok.column)
+            defined[tok.text] = stack.pop()
         else:
             n = tok.arity
             args = stack[len(stack) - n:]

@@ -36,12 +36,59 @@ def precedence(graph: Graph, node: int) -> int:
     return OPS[op].prec
 
 
-def to_infix(graph: Graph, root: int) -> str:
+# `auto` printing switches to named shared subexpressions when expanding the DAG
+# into a tree would give more than this many nodes *and* SHARED_RATIO times the DAG.
+SHARED_MIN_TREE = 2000
+SHARED_RATIO = 4
+
+
+def to_text(graph: Graph, root: int, form: str = "auto") -> str:
+    """The expression as text: ``"inline"`` infix, ``"shared"`` with named shared
+    subexpressions (``_1 = x + y; _1*_1``), or ``"auto"``: shared only when inline
+    text would be much larger than the DAG.  Every form parses back to ``root``.
+    """
+    if form not in ("auto", "inline", "shared"):
+        raise ValueError(f"form must be auto, inline or shared, not {form!r}")
+    if form == "auto":
+        tree = graph.tree_size(root)
+        shared = tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(graph.reachable([root]))
+        form = "shared" if shared else "inline"
+    return to_infix(graph, root) if form == "inline" else to_shared(graph, root)
+
+
+def to_shared(graph: Graph, root: int) -> str:
+    """Infix text in which every operation used more than once is defined once by name.
+
+    The text grows with the DAG, not with the tree, whatever the sharing.
+    """
+    order = graph.reachable([root])
+    uses: dict[int, int] = {}
+    for node in order:
+        for a in graph.args[node]:
+            uses[a] = uses.get(a, 0) + 1
+    taken = {graph.data[n] for n in order if graph.op[n] == "var"}
+    prefix = "_"
+    while any(isinstance(v, str) and v.startswith(prefix) and v[len(prefix):].isdigit() for v in taken):
+        prefix += "_"
+    names: dict[int, str] = {}
+    lines: list[str] = []
+    for node in order:
+        if node != root and graph.args[node] and uses.get(node, 0) > 1:
+            name = f"{prefix}{len(names) + 1}"
+            lines.append(f"{name} = {to_infix(graph, node, names)};")
+            names[node] = name
+    lines.append(to_infix(graph, root, names))
+    return "\n".join(lines)
+
+
+def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
     """The expression as infix text; ``parse(to_infix(g, n))`` is node ``n`` again.
 
     Infix printing expands shared nodes once per use (a tree), so heavily
-    shared DAGs print long; :func:`symad.graph.Graph.tree_size` tells how long.
+    shared DAGs print long (see :func:`to_text`).  Nodes in ``names`` print as
+    those names.
     """
+    names = names or {}
     out: list[str] = []
     stack: list[object] = [root]  # ints are nodes to print, strings are literal pieces
     op_of, args_of, data_of = graph.op, graph.args, graph.data
@@ -51,6 +98,9 @@ def to_infix(graph: Graph, root: int) -> str:
             out.append(item)
             continue
         node = item  # type: ignore[assignment]
+        if node in names and node != root:
+            out.append(names[node])
+            continue
         op = op_of[node]
         if op == "const":
             out.append(format_number(data_of[node]))  # type: ignore[arg-type]
@@ -63,7 +113,8 @@ def to_infix(graph: Graph, root: int) -> str:
         pieces: list[object]
         if spec.kind == "infix":
             left, right = args
-            lp, rp = precedence(graph, left), precedence(graph, right)
+            lp = PREC_ATOM if left in names else precedence(graph, left)
+            rp = PREC_ATOM if right in names else precedence(graph, right)
             if spec.assoc == "left":
                 left_paren, right_paren = lp < spec.prec, rp <= spec.prec
             else:  # right-assoc power: base is an atom, exponent a unary expression
@@ -72,7 +123,8 @@ def to_infix(graph: Graph, root: int) -> str:
             pieces = [*_wrap(left, left_paren), sep, *_wrap(right, right_paren)]
         elif spec.kind == "prefix":
             (arg,) = args
-            pieces = [spec.symbol, *_wrap(arg, precedence(graph, arg) < PREC_UNARY)]
+            paren = arg not in names and precedence(graph, arg) < PREC_UNARY
+            pieces = [spec.symbol, *_wrap(arg, paren)]
         else:
             pieces = [spec.symbol, "("]
             for i, arg in enumerate(args):
