@@ -13,12 +13,14 @@ from . import __version__
 from .errors import PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
+from .limits import LIMITS
 from .parser import fold, to_postfix
 from .printing import format_number as _format_expr_number
 
 # Commands that live beside their own layer: name -> module providing HELP (str),
 # TAKES_POINT (bool: gets --at), add_arguments(parser) and run(args, text, expr).
-COMMAND_MODULES: dict[str, str] = {"graph": "symad.viz_cli"}
+COMMAND_MODULES: dict[str, str] = {"graph": "symad.viz_cli", "minimize": "symad.optimize_cli",
+                                    "hessian": "symad.hessian_cli"}
 
 EPILOG = """\
 examples:
@@ -59,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("expr", metavar="EXPR",
                        help="the expression; '-' reads it from stdin, '@FILE' from a file")
         p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--max-input", type=int, metavar="CHARS", default=LIMITS.max_input_chars,
+                       help=f"longest expression text accepted (default {LIMITS.max_input_chars:,})")
+        p.add_argument("--max-dag-nodes", type=int, metavar="N", default=LIMITS.max_nodes,
+                       help=f"most DAG nodes built, derivatives included (default {LIMITS.max_nodes:,})")
         if at:
             p.add_argument("--at", action="append", default=[], metavar="x=1,y=2",
                            help="the point: name=value pairs; values may be constant "
@@ -223,7 +229,15 @@ COMMANDS = {"grad": run_grad, "eval": run_eval, "diff": run_diff, "stats": run_s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 2 bad input)."""
+    """Run the CLI; returns the exit status (0 ok, 2 bad input, 70 a bug in symad)."""
+    try:
+        return _main(argv)
+    except Exception as err:  # a bug in symad: still no traceback for the user
+        print(f"symad: internal error: {type(err).__name__}: {err} (please report this)", file=sys.stderr)
+        return 70
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -235,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    LIMITS.max_input_chars, LIMITS.max_nodes = args.max_input, args.max_dag_nodes
     try:
         text = read_expr(args.expr)
         tokens = to_postfix(text)
@@ -257,9 +272,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except Exception as err:  # a bug in symad: still no traceback for the user
-        print(f"symad: internal error: {type(err).__name__}: {err} (please report this)", file=sys.stderr)
-        return 70
     return 0
 
 

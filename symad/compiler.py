@@ -23,6 +23,7 @@ import numpy as np
 
 from .errors import PointError, SymadError
 from .graph import Graph
+from .limits import LIMITS
 from .ops import OPS
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -57,7 +58,7 @@ class Program:
 
     def _generate(self, graph: Graph) -> tuple[str, int]:
         order = graph.reachable(self.outputs)
-        position = {node: p for p, node in enumerate(order)}
+        LIMITS.check_program(len(order))
         last_use = {node: p for p, node in enumerate(order)}
         for p, node in enumerate(order):
             for a in graph.args[node]:
@@ -90,7 +91,6 @@ class Program:
                 n_registers += 1
             names[node] = reg
             lines.append(f"    {reg} = {text}")
-        del position
         params = ", ".join(f"a{k}" for k in range(len(self.inputs)))
         result = ", ".join(names[n] for n in self.outputs)
         source = f"def program({params}):\n" + "\n".join(lines) + f"\n    return ({result},)\n"

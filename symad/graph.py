@@ -16,6 +16,7 @@ from typing import Iterable
 import numpy as np
 
 from .errors import SymadError
+from .limits import LIMITS
 from .ops import OPS
 from .simplify import RULES
 
@@ -39,6 +40,8 @@ class Graph:
         node = self._index.get(key)
         if node is None:
             node = len(self.op)
+            if node >= LIMITS.max_nodes:
+                raise LIMITS.nodes_exceeded()
             self.op.append(op)
             self.args.append(args)
             self.data.append(data)

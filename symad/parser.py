@@ -16,6 +16,7 @@ import lark
 
 from .errors import ParseError, UnknownFunctionError
 from .graph import Graph
+from .limits import LIMITS
 from .ops import CONSTANTS, FUNCTIONS, OPS
 
 
@@ -176,6 +177,7 @@ def to_postfix(text: str) -> list[Token]:
         _parser = _Parser()
     if not isinstance(text, str):
         raise TypeError(f"expected a string, got {type(text).__name__}")
+    LIMITS.check_input(text)
     return _parser.postfix(text)
 
 
