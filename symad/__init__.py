@@ -6,7 +6,7 @@
 (6.0, array([5., 2.]))
 """
 
-from .compiler import Function
+from .function import Function
 from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
 from .expr import Expr, parse, var
 from .graph import Graph
@@ -15,11 +15,11 @@ from .parser import to_postfix
 __version__ = "0.1.0"
 
 
-def compile(expr: Expr | str, variables: list[str] | None = None) -> Function:  # noqa: A001
+def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto") -> Function:  # noqa: A001
     """Compile an expression (or its text) into a :class:`Function` of value and gradient."""
     if isinstance(expr, str):
         expr = parse(expr)
-    return Function(expr, variables=variables)
+    return Function(expr, variables=variables, backend=backend)
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from .graph import Graph
 from .ops import OPS
 
 if TYPE_CHECKING:
-    from .compiler import Function
+    from .function import Function
 
 DEFAULT_GRAPH = Graph()
 
@@ -134,11 +134,11 @@ class Expr:
         return Expr(g, jvp(g, self.id, tangents))
 
     # ------------------------------------------------------------------ evaluating
-    def compile(self, variables: list[str] | None = None) -> Function:
-        """A compiled function of value and gradient; see :class:`symad.compiler.Function`."""
-        from .compiler import Function
+    def compile(self, variables: list[str] | None = None, backend: str = "auto") -> Function:
+        """A compiled function of value and gradient; see :class:`symad.function.Function`."""
+        from .function import Function
 
-        return Function(self, variables=variables)
+        return Function(self, variables=variables, backend=backend)
 
     def evaluate(self, point: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (dict, keywords or sequence in ``.variables`` order)."""

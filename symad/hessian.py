@@ -27,10 +27,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .compiler import Function, Program
+from .compiler import Program
+from .function import Function  # (moved from compiler.py; Function._run now returns (outputs, batch shape))
 from .diff import _local_partial, gradient
 from .errors import PointError
 from .expr import Expr, as_node, parse
+from .function import Function
 from .graph import Graph
 
 
@@ -125,7 +127,7 @@ def hvp(expr: Expr | str, direction: Mapping[str, Any],
 class SecondOrder(Function):
     """A compiled expression with value, gradient, Hessian and Hessian-vector products.
 
-    Everything :class:`symad.compiler.Function` does (points as keywords, dicts,
+    Everything :class:`symad.function.Function` does (points as keywords, dicts,
     sequences or batches of shape ``(n_points, n_vars)``), plus:
 
     - ``hessian(x)`` and ``value_grad_hess(x)``: one program computing ``f``, ``∇f``
@@ -134,10 +136,10 @@ class SecondOrder(Function):
       size grows like the gradient's, not like ``n²``.
     """
 
-    def __init__(self, expr: Any, variables: Sequence[str] | None = None):
-        super().__init__(_as_expr(expr), variables)
+    def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto"):
+        super().__init__(_as_expr(expr), variables, backend)
         self._hess: Program | None = None
-        self._hess_index: np.ndarray | None = None
+        self._hess_index: np.ndarray = np.zeros((0, 0), dtype=np.intp)
         self._hvp: Program | None = None
 
     def hessian_exprs(self) -> list[list[Expr]]:
@@ -152,10 +154,10 @@ class SecondOrder(Function):
             grad = gradient(g, self.expr.id, wrt)
             rows = hessian_nodes(g, self.expr.id, wrt)
             distinct: dict[int, int] = {}
-            index = [distinct.setdefault(h, len(distinct)) for row in rows for h in row]
+            index = [1 + n + distinct.setdefault(h, len(distinct)) for row in rows for h in row]
             self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
             outputs = [self.expr.id, *(grad[v] for v in wrt), *distinct]
-            self._hess = Program(g, outputs, wrt)
+            self._hess = Program(g, outputs, wrt, self.backend)
         return self._hess
 
     def hvp_program(self) -> Program:
@@ -166,24 +168,18 @@ class SecondOrder(Function):
             grad = gradient(g, self.expr.id, wrt)
             directions = [g.var(d) for d in direction_names(self.variables)]
             products = jvp_many(g, [grad[v] for v in wrt], dict(zip(wrt, directions)))
-            self._hvp = Program(g, products, wrt + directions)
+            self._hvp = Program(g, products, wrt + directions, self.backend)
         return self._hvp
 
     def value_grad_hess(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(value, gradient, Hessian)`` in one pass of one program."""
         program = self.value_grad_hess_program()
-        out = self._run(program, point, kwargs)
+        out, shape = self._run(program, point, kwargs)
         n = len(self.variables)
-        index = self._hess_index
-        assert index is not None
-        if isinstance(out[0], float):
-            grad = np.array(out[1:1 + n], dtype=float)
-            entries = np.array(out[1 + n:], dtype=float)
-            return out[0], grad, entries[index] if n else np.zeros((0, 0))
-        grad = np.stack(out[1:1 + n], axis=-1) if n else np.zeros(out[0].shape + (0,))
-        if not n:
-            return out[0], grad, np.zeros(out[0].shape + (0, 0))
-        return out[0], grad, np.stack(out[1 + n:], axis=-1)[..., index]
+        if shape is None:
+            return float(out[0]), out[1:1 + n], out[self._hess_index]
+        return (out[:, 0].reshape(shape), out[:, 1:1 + n].reshape(*shape, n),
+                out[:, self._hess_index].reshape(*shape, n, n))
 
     def hessian(self, point: Any = None, /, **kwargs: Any) -> np.ndarray:
         """The Hessian matrix at a point (last two axes for a batch)."""
@@ -191,37 +187,24 @@ class SecondOrder(Function):
 
     def hessp(self, point: Any, p: Any) -> np.ndarray:
         """``∇²f(point)·p`` without forming the Hessian; ``point`` and ``p`` may be batches."""
-        values, batch = self._arguments(point, {})
+        x, shape = self._arguments(point, {})
         n = len(self.variables)
-        direction = np.asarray(p, dtype=float)
+        try:
+            direction = np.asarray(p, dtype=float)
+        except (TypeError, ValueError):
+            raise PointError(f"a direction is not numbers: {p!r:.60}") from None
         if direction.ndim == 0 or direction.shape[-1] != n:
             raise PointError(f"a direction needs {n} value(s), got shape {direction.shape}")
-        if direction.ndim == 1:
-            components: list[Any] = [float(d) for d in direction]
-        else:
-            components, batch = list(np.moveaxis(direction, -1, 0)), True
-        out = _execute(self.hvp_program(), values + components, batch)
-        if not batch:
-            return np.array(out, dtype=float)
-        return np.stack(out, axis=-1) if n else np.zeros(np.shape(out) + (0,))
+        program = self.hvp_program()
+        if shape is None and direction.ndim == 1:
+            return program.point(np.concatenate([x, direction]))
+        xs = x.reshape(*(shape or ()), n)
+        xs, ps = np.broadcast_arrays(xs, direction)
+        rows = np.concatenate([xs, ps], axis=-1)
+        return program.batch(rows.reshape(-1, 2 * n)).reshape(rows.shape[:-1] + (n,))
 
     def sizes(self) -> dict[str, int]:
-        """Lines of straight-line code: value+gradient, +Hessian, and the Hessian-vector product."""
+        """Operations of straight-line code: value+gradient, +Hessian, and the Hessian-vector product."""
         return {"value_grad": self.value_grad_program().size,
                 "value_grad_hess": self.value_grad_hess_program().size,
                 "hvp": self.hvp_program().size}
-
-
-def _execute(program: Program, values: list[Any], batch: bool) -> list[Any]:
-    """Run a program on floats, or with NumPy for arrays and IEEE semantics (as Function does)."""
-    if not batch:
-        try:
-            return [float(v) for v in program.run_float(*values)]
-        except (ArithmeticError, ValueError):
-            values = [np.float64(v) for v in values]
-    with np.errstate(all="ignore"):
-        out = program.run_numpy(*values)
-    if not batch:
-        return [float(v) for v in out]
-    shape = np.broadcast_shapes(*(np.shape(v) for v in values))
-    return [np.broadcast_to(np.asarray(v, dtype=float), shape) for v in out]

@@ -1,0 +1,182 @@
+"""Native backend: the straight-line program as one LLVM function, compiled with llvmlite.
+
+Two entry points are emitted for a schedule: ``point(in, out)`` for one point,
+and ``batch(in, out, n)``, one fused loop over ``n`` points in which every
+intermediate value stays in registers (no temporary array per node, unlike
+NumPy).  No fast-math flags are set, so results follow IEEE arithmetic like the
+other backends (``1/0 → inf``, ``log(-1) → nan``); ``sin``, ``exp`` and the like
+call the C library, as Python's ``math`` module does.
+
+llvmlite needs no C compiler at run time; compiled machine code is cached in
+memory keyed by the program's structural hash, so an expression never compiles
+twice in a process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .compiler import Schedule
+
+_lock = threading.Lock()
+_cache: dict[str, NativeProgram] = {}
+_engines: list[Any] = []  # keep execution engines (and their code) alive
+_machines: dict[int, Any] = {}
+
+POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+def available() -> bool:
+    """Whether llvmlite can be imported (the native backend is optional)."""
+    try:
+        import llvmlite.binding  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class NativeProgram:
+    """Machine code for a schedule: ``point(in_ptr, out_ptr)`` and ``batch(in_ptr, out_ptr, n)``."""
+
+    def __init__(self, point: Callable[..., None], batch: Callable[..., None], n_in: int, n_out: int):
+        self.point, self.batch = point, batch
+        self.n_in, self.n_out = n_in, n_out
+
+
+def _hex(value: float) -> str:
+    """An LLVM double literal with the exact bits of ``value``."""
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+# LLVM IR templates per op; {0}, {1} are the arguments, {t} a fresh name prefix.
+# Ops not listed call the C library function of the same name (tan, asin, ...).
+_INTRINSICS = {"pow": "llvm.pow.f64", "sin": "llvm.sin.f64", "cos": "llvm.cos.f64",
+               "exp": "llvm.exp.f64", "log": "llvm.log.f64", "sqrt": "llvm.sqrt.f64",
+               "abs": "llvm.fabs.f64"}
+_INLINE = {
+    "add": "{r} = fadd double {0}, {1}",
+    "sub": "{r} = fsub double {0}, {1}",
+    "mul": "{r} = fmul double {0}, {1}",
+    "div": "{r} = fdiv double {0}, {1}",
+    "neg": "{r} = fneg double {0}",
+    # min/max propagate nan like NumPy: an unordered pair yields a + b (a nan)
+    "min": ("{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}c = fcmp ole double {0}, {1}\n{t}s = select i1 {t}c, double {0}, double {1}\n"
+            "{r} = select i1 {t}u, double {t}n, double {t}s"),
+    "max": ("{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}c = fcmp oge double {0}, {1}\n{t}s = select i1 {t}c, double {0}, double {1}\n"
+            "{r} = select i1 {t}u, double {t}n, double {t}s"),
+    # sign: -1, 0, 1 (nan stays nan); step: 0, 0.5, 1 (nan stays nan)
+    "sign": ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double 0.0\n"
+             "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double -1.0, double {t}a\n"
+             "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b"),
+    "step": ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double 0.5\n"
+             "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double 0.0, double {t}a\n"
+             "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b"),
+}
+
+
+def _module_ir(schedule: Schedule) -> str:
+    """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast)."""
+    from .compiler import small_power
+    from .ops import OPS
+
+    names: dict[int, str] = {}
+    lines: list[str] = []
+    for k, node in enumerate(schedule.inputs):
+        lines.append(f"  %p{k} = getelementptr double, ptr %in, i64 {k}")
+        lines.append(f"  %v{node} = load double, ptr %p{k}")
+        names[node] = f"%v{node}"
+    for node, c in schedule.consts.items():
+        names[node] = _hex(c)
+    declared: dict[str, int] = {}
+    for node, op, args in schedule.steps:
+        vals = [names[a] for a in args]
+        r = f"%v{node}"
+        k = small_power(schedule.consts, op, args)
+        if k is not None:
+            prev = vals[0]
+            for j in range(abs(k) - 1):
+                cur = r if k > 0 and j == abs(k) - 2 else f"%v{node}m{j}"
+                lines.append(f"  {cur} = fmul double {prev}, {vals[0]}")
+                prev = cur
+            if k < 0:
+                lines.append(f"  {r} = fdiv double 1.0, {prev}")
+        elif op in _INLINE:
+            lines.extend("  " + ln for ln in _INLINE[op].format(*vals, r=r, t=f"%t{node}").split("\n"))
+        else:
+            fn = _INTRINSICS.get(op, op)
+            declared[fn] = OPS[op].arity
+            params = ", ".join(f"double {v}" for v in vals)
+            lines.append(f"  {r} = call double @{fn}({params})")
+        names[node] = r
+    for k, node in enumerate(schedule.outputs):
+        lines.append(f"  %o{k} = getelementptr double, ptr %out, i64 {k}")
+        lines.append(f"  store double {names[node]}, ptr %o{k}")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
+    n_in, n_out = len(schedule.inputs), len(schedule.outputs)
+    # The batch loop calls `point`: one copy of the body keeps compile time down;
+    # for small bodies LLVM inlines it into the loop anyway.
+    return (f"{decls}\n"
+            "define void @point(ptr noalias %in, ptr noalias %out) {\nentry:\n"
+            + "\n".join(lines) + "\n  ret void\n}\n\n"
+            "define void @batch(ptr noalias %in, ptr noalias %out, i64 %n) {\n"
+            "entry:\n  %any = icmp sgt i64 %n, 0\n  br i1 %any, label %loop, label %done\n"
+            "loop:\n  %i = phi i64 [0, %entry], [%next, %loop]\n"
+            f"  %ri = mul i64 %i, {n_in}\n  %ro = mul i64 %i, {n_out}\n"
+            "  %pi = getelementptr double, ptr %in, i64 %ri\n"
+            "  %po = getelementptr double, ptr %out, i64 %ro\n"
+            "  call void @point(ptr %pi, ptr %po)\n"
+            "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %n\n"
+            "  br i1 %more, label %loop, label %done\n"
+            "done:\n  ret void\n}\n")
+
+
+def _target_machine_for(opt: int) -> Any:
+    import llvmlite.binding as llvm
+
+    with _lock:
+        if opt not in _machines:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            target = llvm.Target.from_default_triple()
+            _machines[opt] = target.create_target_machine(opt=opt, codemodel="jitdefault")
+        return _machines[opt]
+
+
+def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
+    """Machine code for ``schedule`` (cached by its structural hash and ``opt``).
+
+    ``opt=2`` runs LLVM's optimisation pipeline (best code, compile time grows
+    faster than linearly with the program); ``opt=0`` only selects instructions
+    and allocates registers (fast to build, slower to run).
+    """
+    import llvmlite.binding as llvm
+
+    key = f"{schedule.key}-O{opt}"
+    cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    tm = _target_machine_for(opt)
+    module = llvm.parse_assembly(_module_ir(schedule))
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    if opt:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+    engine = llvm.create_mcjit_compiler(module, tm)
+    engine.finalize_object()
+    program = NativeProgram(POINT(engine.get_function_address("point")),
+                            BATCH(engine.get_function_address("batch")),
+                            len(schedule.inputs), len(schedule.outputs))
+    with _lock:
+        _engines.append(engine)
+        _cache[key] = program
+    return program

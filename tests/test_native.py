@@ -1,0 +1,112 @@
+"""The native (LLVM) backend gives the same numbers as the Python backend."""
+
+import math
+
+import numpy as np
+import pytest
+
+from symad import Graph, SymadError, parse
+from symad import compiler, native
+from symad.ops import OPS
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")
+
+EXPRESSIONS = [
+    "(x+y)+x*(x+y)",
+    "sin(x)^2/sqrt(1+y) + cos(x*y) - tan(x/3)",
+    "asin(x/4) + acos(y/4) + atan(x*y) + atan2(y, x)",
+    "sinh(x/2) + cosh(y/3) + tanh(x*y) + exp(-x^2) + log(1 + y^2) + log(x^2 + 1, 3)",
+    "abs(x - y) + sign(x) + step(y) + min(x, y) + max(x, 2*y) + x^-2 + y^3 + x^4 + y^-3 + x^y",
+    "100*(y-x^2)^2+(1-x)^2",
+]
+
+
+def every_op_is_covered():
+    text = " ".join(EXPRESSIONS)
+    return [op for op, spec in OPS.items() if spec.arity and op not in ("add", "sub", "mul", "div", "neg", "pow")
+            and op + "(" not in text]
+
+
+def test_expressions_cover_every_function():
+    assert every_op_is_covered() == []
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS)
+def test_native_equals_python_bit_for_bit_on_points(text):
+    g = Graph()
+    e = parse(text, g)
+    fn, fp = e.compile(backend="native"), e.compile(backend="python")
+    rng = np.random.default_rng(7)
+    for p in rng.uniform(-3, 3, size=(200, len(e.variables))):
+        vn, gn = fn.value_and_grad(p)
+        vp, gp = fp.value_and_grad(p)
+        np.testing.assert_array_equal(np.array([vn, *gn]), np.array([vp, *gp]))
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS)
+def test_native_batch_matches_numpy_batch(text):
+    g = Graph()
+    e = parse(text, g)
+    pts = np.random.default_rng(3).uniform(-3, 3, size=(1000, len(e.variables)))
+    vn, gn = e.compile(backend="native").value_and_grad(pts)
+    vp, gp = e.compile(backend="python").value_and_grad(pts)
+    np.testing.assert_allclose(vn, vp, rtol=1e-13, equal_nan=True)
+    np.testing.assert_allclose(gn, gp, rtol=1e-12, atol=1e-300, equal_nan=True)
+
+
+def test_large_batches_are_split_across_threads(monkeypatch):
+    monkeypatch.setattr(compiler, "PARALLEL_MIN_POINTS", 10)
+    e = parse("100*(y-x^2)^2+(1-x)^2", Graph())
+    pts = np.random.default_rng(1).normal(size=(1001, 2))
+    v, grad = e.compile(backend="native").value_and_grad(pts)
+    vp, gp = e.compile(backend="python").value_and_grad(pts)
+    np.testing.assert_allclose(v, vp, rtol=1e-14)
+    np.testing.assert_allclose(grad, gp, rtol=1e-14)
+
+
+@pytest.mark.parametrize("text, point, expected", [
+    ("1/x", {"x": 0.0}, math.inf),
+    ("log(x)", {"x": 0.0}, -math.inf),
+    ("log(x)", {"x": -1.0}, math.nan),
+    ("sqrt(x)", {"x": -1.0}, math.nan),
+    ("x^y", {"x": -8.0, "y": 1 / 3}, math.nan),
+    ("x^y", {"x": 0.0, "y": 0.0}, 1.0),
+    ("exp(x)", {"x": 1000.0}, math.inf),
+    ("min(x, y)", {"x": math.nan, "y": 1.0}, math.nan),
+    ("max(x, y)", {"x": 1.0, "y": math.nan}, math.nan),
+    ("sign(x)", {"x": math.nan}, math.nan),
+    ("step(x)", {"x": 0.0}, 0.5),
+    ("sign(x)", {"x": 0.0}, 0.0),
+])
+def test_ieee_semantics_match(text, point, expected):
+    g = Graph()
+    e = parse(text, g)
+    for backend in ("native", "python"):
+        value = e.compile(backend=backend).value(point)
+        assert (math.isnan(value) and math.isnan(expected)) or value == expected, backend
+
+
+def test_big_programs_tier_up_in_the_background(monkeypatch):
+    monkeypatch.setattr(compiler, "NATIVE_SYNC_OPS", 10)
+    n = 30
+    text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(1, n))
+    e = parse(text, Graph())
+    f = e.compile(backend="auto")
+    program = f.value_grad_program()
+    x = np.linspace(-1, 1, n)
+    first = f.value_and_grad(x)  # served by Python or native, whichever is ready
+    program.wait_native()
+    assert program.native is not None
+    second = f.value_and_grad(x)
+    assert first[0] == second[0] and np.array_equal(first[1], second[1])
+
+
+def test_compiled_code_is_cached_by_structure():
+    a = parse("sin(x)*y + 100*(y-x^2)^2 + cos(x*y)^3", Graph()).compile(backend="native").value_grad_program()
+    b = parse("sin(x)*y + 100*(y-x^2)^2 + cos(x*y)^3", Graph()).compile(backend="native").value_grad_program()
+    assert a.schedule.key == b.schedule.key and a.native is b.native
+
+
+def test_unknown_backend():
+    with pytest.raises(SymadError, match="backend must be one of"):
+        parse("x", Graph()).compile(backend="gpu")
