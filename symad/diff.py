@@ -22,13 +22,31 @@ def _active(graph: Graph, order: list[int]) -> set[int]:
     return active
 
 
-def _local_partial(graph: Graph, node: int, k: int) -> int:
-    """The expression ∂node/∂(its k-th argument), built from the op table's rule."""
-    from .expr import Expr, as_node
+def _local_partials(graph: Graph, node: int, wanted: list[int]) -> list[int | float]:
+    """∂node/∂(argument k) for each k in ``wanted``, from the op table's rules.
 
-    args = [Expr(graph, a) for a in graph.args[node]]
-    rule = OPS[graph.op[node]].partials[k]
-    return as_node(graph, rule(*args, Expr(graph, node)))
+    A partial that is a plain number (1 for a sum, -1 for a difference) stays a
+    float, so callers can skip multiplying by it.
+    """
+    from .expr import Expr
+
+    wrapped = [Expr(graph, a) for a in graph.args[node]]
+    wrapped.append(Expr(graph, node))
+    rules = OPS[graph.op[node]].partials
+    out: list[int | float] = []
+    for k in wanted:
+        local = rules[k](*wrapped)
+        out.append(float(local) if isinstance(local, (int, float)) else local.id)
+    return out
+
+
+def _times(graph: Graph, factor: int, local: int | float) -> int | None:
+    """``factor * local`` as a node; None when ``local`` is 0."""
+    if isinstance(local, float):
+        if local == 0.0:
+            return None
+        return factor if local == 1.0 else graph.make("mul", graph.const(local), factor)
+    return graph.make("mul", factor, local)
 
 
 def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int, int]:
@@ -42,12 +60,15 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
     adjoint: dict[int, int] = {root: graph.const(1.0)}
     for node in reversed(order):
         adj = adjoint.get(node)
-        if adj is None or not graph.args[node]:
+        args = graph.args[node]
+        if adj is None or not args:
             continue
-        for k, arg in enumerate(graph.args[node]):
-            if arg not in active:
+        wanted = [k for k, a in enumerate(args) if a in active]
+        for k, local in zip(wanted, _local_partials(graph, node, wanted)):
+            contribution = _times(graph, adj, local)
+            if contribution is None:
                 continue
-            contribution = graph.make("mul", adj, _local_partial(graph, node, k))
+            arg = args[k]
             previous = adjoint.get(arg)
             adjoint[arg] = contribution if previous is None else graph.make("add", previous, contribution)
     if wrt is None:
@@ -69,12 +90,23 @@ def jvp(graph: Graph, root: int, tangents: Mapping[int, int]) -> int:
                 tangent[node] = tangents[node]
             continue
         total: int | None = None
-        for k, arg in enumerate(graph.args[node]):
-            t = tangent.get(arg)
-            if t is None:
-                continue
-            term = graph.make("mul", t, _local_partial(graph, node, k))
-            total = term if total is None else graph.make("add", total, term)
+        args = graph.args[node]
+        wanted = [k for k, a in enumerate(args) if a in tangent]
+        if not wanted:
+            continue
+        for k, local in zip(wanted, _local_partials(graph, node, wanted)):
+            term = _times(graph, tangent[args[k]], local)
+            if term is not None:
+                total = term if total is None else graph.make("add", total, term)
         if total is not None:
             tangent[node] = total
     return tangent.get(root, graph.const(0.0))
+
+
+def local_partial(graph: Graph, node: int, k: int) -> int:
+    """The expression ∂node/∂(its k-th argument), as a node."""
+    local = _local_partials(graph, node, [k])[0]
+    return graph.const(local) if isinstance(local, float) else local
+
+
+_local_partial = local_partial  # older name, still used by some modules

@@ -59,37 +59,47 @@ class Graph:
 
     def make(self, op: str, *args: int) -> int:
         """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.simplify`."""
-        spec = OPS.get(op)
-        if spec is None or spec.kind == "leaf":
+        spec = _MAKE.get(op)
+        if spec is None:
             raise SymadError(f"unknown operation {op!r}")
-        if len(args) != spec.arity:
-            raise SymadError(f"{op} takes {spec.arity} argument(s), got {len(args)}")
-        if spec.commutative and self._order_key(op, args[1]) < self._order_key(op, args[0]):
-            args = (args[1], args[0])
-        if all(self.op[a] == "const" for a in args):
-            folded = self._fold(spec.np, args)
+        arity, commutative, py, np_fn, rule = spec
+        if len(args) != arity:
+            raise SymadError(f"{op} takes {arity} argument(s), got {len(args)}")
+        ops = self.op
+        if commutative:
+            a, b = args
+            ca, cb = ops[a] == "const", ops[b] == "const"
+            # Canonical order: by id, except that numbers come last in sums and
+            # first elsewhere, as people write them: `x + 2`, `2*x`.
+            if ca != cb:
+                swap = ca if op == "add" else cb
+            else:
+                swap = b < a
+            if swap:
+                args = (b, a)
+        node = self._index.get((op, args))
+        if node is not None:  # built before: rewrites are deterministic, so reuse it
+            return node
+        if all(ops[a] == "const" for a in args):
+            folded = self._fold(py, np_fn, args)
             if folded is not None:
                 return self.const(folded)
-        rule = RULES.get(op)
         if rule is not None:
             node = rule(self, args)
             if node is not None:
                 return node
         return self._intern((op, args), op, args, None)
 
-    def _order_key(self, op: str, node: int) -> tuple[int, int]:
-        # Canonical order of commutative arguments: by id, except that numbers come
-        # last in sums and first elsewhere, as people write them: `x + 2`, `2*x`.
-        is_const = self.op[node] == "const"
-        return (int(is_const) if op == "add" else int(not is_const), node)
-
-    def _fold(self, fn, args: tuple[int, ...]) -> float | None:
+    def _fold(self, py, np_fn, args: tuple[int, ...]) -> float | None:
         values = [self.data[a] for a in args]
-        with np.errstate(all="ignore"):
-            result = float(fn(*(np.float64(v) for v in values)))
+        try:
+            result = float(py(*values))
+        except (ArithmeticError, ValueError):
+            with np.errstate(all="ignore"):
+                result = float(np_fn(*(np.float64(v) for v in values)))
         # Keep `1/0`, `log(-1)`, `9^9^9` as nodes: folding them into inf/nan would
         # hide from the user *where* the non-finite value came from.
-        if math.isfinite(result) or not all(math.isfinite(v) for v in values):
+        if math.isfinite(result) or not all(math.isfinite(v) for v in values):  # type: ignore[arg-type]
             return result
         return None
 
@@ -137,6 +147,9 @@ class Graph:
 
 
 _EXACT = 2**53
+# Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
+_MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))
+         for name, spec in OPS.items() if spec.kind != "leaf"}
 
 
 def natural_key(name: str) -> tuple:
