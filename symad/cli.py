@@ -14,7 +14,7 @@ from .errors import PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
 from .limits import LIMITS
-from .parser import fold, to_postfix
+from .parser import fold, parse_into, to_postfix
 from .printing import format_number as _format_expr_number
 
 # Commands that live beside their own layer: name -> module providing HELP (str),
@@ -252,13 +252,15 @@ def _main(argv: Sequence[str] | None) -> int:
     LIMITS.max_input_chars, LIMITS.max_nodes = args.max_input, args.max_dag_nodes
     try:
         text = read_expr(args.expr)
-        tokens = to_postfix(text)
         graph = Graph()
-        expr = Expr(graph, fold(tokens, graph, text))
         if args.command == "postfix":
+            tokens = to_postfix(text)
+            fold(tokens, graph, text)  # reports what parsing alone cannot (e.g. double definitions)
             words = [str(t) for t in tokens]
             emit(args, {"expr": text.strip(), "postfix": words}, [" ".join(words)], [])
-        elif args.command in COMMANDS:
+            return 0
+        expr = Expr(graph, parse_into(text, graph))
+        if args.command in COMMANDS:
             COMMANDS[args.command](args, text, expr)
         else:
             importlib.import_module(COMMAND_MODULES[args.command]).run(args, text, expr)

@@ -173,10 +173,10 @@ def parse(text: str, graph: Graph | None = None) -> Expr:
     >>> parse("x*y") == parse("y*x")
     True
     """
-    from .parser import fold, to_postfix
+    from .parser import parse_into
 
     g = DEFAULT_GRAPH if graph is None else graph
-    return Expr(g, fold(to_postfix(text), g, text))
+    return Expr(g, parse_into(text, g))
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:

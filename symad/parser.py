@@ -1,16 +1,21 @@
-"""Text → postfix (Lark LALR, emitted as the parser reduces) → DAG (a stack fold).
+"""Text → postfix → DAG.
 
-Bottom-up parsing reduces every operand before its operator, so appending a
-token at each reduction *is* postfix order: no parse tree is built and nothing
-recurses, however deep the nesting.
+Lark reads ``grammar/symad.lark`` and builds its LALR(1) tables and terminal
+patterns.  symad drives those tables with a small loop: bottom-up parsing
+reduces every operand before its operator, so emitting a token at each
+reduction *is* postfix order.  No parse tree and no token objects are built,
+and nothing recurses, however deep the nesting.  (Lark's generic driver does
+the same work through per-token objects and child lists; this loop is several
+times faster and emits straight into the DAG builder.)
 """
 
 from __future__ import annotations
 
+import re
 import threading
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Callable, Iterable, NamedTuple
 
 import lark
 
@@ -20,28 +25,22 @@ from .limits import LIMITS
 from .ops import CONSTANTS, FUNCTIONS, OPS
 
 
-@dataclass(frozen=True)
-class Token:
-    """One postfix token: a number, a name, an operator, or a call with its arity."""
+class Token(NamedTuple):
+    """One postfix token: a number, a name, an operator, a call with its arity, or a definition."""
 
     kind: str  # "number", "name", "op", "call", or "define" (binds the name to the value on top)
     text: str  # the number as typed, the name, or the op/function name
     arity: int = 0
-    line: int = 1
-    column: int = 1
+    pos: int = 0  # offset in the source text
 
     def __str__(self) -> str:
         if self.kind == "op":
             return OPS[self.text].symbol if OPS[self.text].kind == "infix" else self.text
-        if self.kind == "call" and self.arity != _default_arity(self.text):
+        if self.kind == "call" and self.arity != min(FUNCTIONS[self.text]):
             return f"{self.text}/{self.arity}"
         if self.kind == "define":
             return f"={self.text}"
         return self.text
-
-
-def _default_arity(name: str) -> int:
-    return min(FUNCTIONS[name])
 
 
 def grammar_text() -> str:
@@ -52,63 +51,10 @@ def grammar_text() -> str:
     return (Path(__file__).resolve().parent.parent / "grammar" / "symad.lark").read_text(encoding="utf-8")
 
 
-class _Emitter(lark.Transformer):
-    """Parser callbacks, one per grammar alias: each appends its postfix token."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.out: list[Token] = []
-        self.text = ""
-
-    def _op(self, name: str, where: lark.Token | None = None) -> None:
-        line, col = (where.line, where.column) if where is not None else (1, 1)
-        self.out.append(Token("op", name, OPS[name].arity, line, col))
-
-    def number(self, children: list) -> None:
-        tok = children[0]
-        self.out.append(Token("number", str(tok), 0, tok.line, tok.column))
-
-    def name(self, children: list) -> None:
-        tok = children[0]
-        if str(tok) in FUNCTIONS:
-            raise UnknownFunctionError(f"{tok} is a function: call it as {tok}(...)", self.text,
-                                       tok.line, tok.column)
-        self.out.append(Token("name", str(tok), 0, tok.line, tok.column))
-
-    def args(self, children: list) -> int:
-        return len(children)
-
-    def define(self, children: list) -> None:
-        tok = children[0]
-        name = str(tok)
-        if name in FUNCTIONS or name in CONSTANTS:
-            raise ParseError(f"cannot define {name}: it is a built-in name", self.text, tok.line, tok.column)
-        self.out.append(Token("define", name, 1, tok.line, tok.column))
-
-    def program(self, children: list) -> None:
-        pass
-
-    def call(self, children: list) -> None:
-        tok, arity = children
-        name = str(tok)
-        arities = FUNCTIONS.get(name)
-        if arities is None:
-            known = ", ".join(sorted(FUNCTIONS))
-            raise UnknownFunctionError(f"unknown function {name!r} (known: {known})", self.text,
-                                       tok.line, tok.column)
-        if arity not in arities:
-            want = " or ".join(str(a) for a in sorted(arities))
-            raise UnknownFunctionError(f"{name} takes {want} argument(s), got {arity}", self.text,
-                                       tok.line, tok.column)
-        self.out.append(Token("call", name, arity, tok.line, tok.column))
-
-    def add(self, c: list) -> None: self._op("add")
-    def sub(self, c: list) -> None: self._op("sub")
-    def mul(self, c: list) -> None: self._op("mul")
-    def div(self, c: list) -> None: self._op("div")
-    def neg(self, c: list) -> None: self._op("neg")
-    def pos(self, c: list) -> None: pass  # unary plus is the identity: no token
-    def pow(self, c: list) -> None: self._op("pow", c[1])
+def line_column(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of offset ``pos``."""
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
 
 _TERMINAL_NAMES = {
@@ -121,49 +67,171 @@ _TERMINAL_NAMES = {
 _LOOKALIKES = {"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "²": "^2", "³": "^3", "，": ",",
                "（": "(", "）": ")", "π": "pi", "√": "sqrt"}
 
+Emit = Callable[[Token], None]
 
-class _Parser:
+
+class _Driver:
+    """Lark's LALR(1) tables for the grammar, run by a lean shift/reduce loop."""
+
     def __init__(self) -> None:
-        self._emitter = _Emitter()
-        self._lark = lark.Lark(grammar_text(), parser="lalr", transformer=self._emitter,
-                               propagate_positions=False, maybe_placeholders=False)
-        self._lock = threading.Lock()
+        lk = lark.Lark(grammar_text(), parser="lalr")
+        table = lk.parser.parser.parser.parse_table
+        self.start = table.start_states["start"]
+        self.end = table.end_states["start"]
+        # states[state][terminal or rule name] = (True, next state) for a shift,
+        # (False, (rule name, length, callback name)) for a reduction.
+        self.states: dict[int, dict[str, tuple[bool, object]]] = {}
+        for state, actions in table.states.items():
+            row: dict[str, tuple[bool, object]] = {}
+            for symbol, (action, arg) in actions.items():
+                if action.name == "Shift":
+                    row[symbol] = (True, arg)
+                else:
+                    name = arg.alias or arg.origin.name
+                    row[symbol] = (False, (arg.origin.name, len(arg.expansion), name))
+            self.states[state] = row
+        # One master pattern for the terminals, ordered as Lark's lexer orders them.
+        terminals = sorted(lk.terminals, key=lambda t: (-t.priority, -t.pattern.max_width,
+                                                        -len(t.pattern.value), t.name))
+        self.ignore = set(lk.ignore_tokens)
+        self.pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals))
+        self.lock = threading.Lock()
 
-    def postfix(self, text: str) -> list[Token]:
-        with self._lock:
-            self._emitter.out = []
-            self._emitter.text = text
-            try:
-                self._lark.parse(text)
-            except lark.exceptions.UnexpectedInput as err:
-                raise _syntax_error(err, text) from None
-            return self._emitter.out
+    def run(self, text: str, emit: Emit) -> None:
+        """Parse ``text``, calling ``emit`` with each postfix token in order."""
+        states, ignore, match = self.states, self.ignore, self.pattern.match
+        state_stack = [self.start]
+        values: list[object] = []
+        pos, n = 0, len(text)
+        while True:
+            if pos < n:
+                m = match(text, pos)
+                if m is None:
+                    raise _unexpected_char(text, pos, states[state_stack[-1]])
+                kind = m.lastgroup
+                start, pos = pos, m.end()
+                if kind in ignore:
+                    continue
+                value: object = (m.group(), start)
+            else:
+                kind, start, value = "$END", n, None
+            while True:
+                action = states[state_stack[-1]].get(kind)  # type: ignore[arg-type]
+                if action is None:
+                    raise _unexpected_token(text, kind, value, start, states[state_stack[-1]])
+                shift, arg = action
+                if shift:
+                    state_stack.append(arg)  # type: ignore[arg-type]
+                    values.append(value)
+                    break
+                origin, size, name = arg  # type: ignore[misc]
+                children = values[len(values) - size:] if size else []
+                if size:
+                    del values[len(values) - size:]
+                    del state_stack[len(state_stack) - size:]
+                handler = _REDUCE.get(name)
+                result = handler(children, emit, text) if handler else (children[0] if children else None)
+                goto = states[state_stack[-1]][origin][1]
+                if kind == "$END" and goto == self.end:
+                    return
+                state_stack.append(goto)  # type: ignore[arg-type]
+                values.append(result)
 
 
-def _syntax_error(err: lark.exceptions.UnexpectedInput, text: str) -> ParseError:
-    expected = getattr(err, "expected", None) or getattr(err, "allowed", None) or ()
-    names = tuple(sorted({_TERMINAL_NAMES.get(t, repr(t)) for t in expected}))
-    line, column = getattr(err, "line", 1), getattr(err, "column", 1)
-    if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        char = text[err.pos_in_stream]
-        reason = f"unexpected character {char!r}"
-        if char in _LOOKALIKES:
-            reason += f" (write {_LOOKALIKES[char]!r} instead)"
-    elif isinstance(err, lark.exceptions.UnexpectedEOF) or getattr(err, "token", None) in (None, "$END") \
-            or getattr(err.token, "type", "") == "$END":
+# ---------------------------------------------------------------- reductions
+# Each takes the rule's children (terminals as (text, offset); nonterminals as the
+# value their own reduction returned) and emits postfix.
+
+def _op(name: str) -> Callable[[list, Emit, str], None]:
+    def reduce(children: list, emit: Emit, text: str) -> None:
+        emit(Token("op", name, OPS[name].arity, 0))
+    return reduce
+
+
+def _number(children: list, emit: Emit, text: str) -> None:
+    word, pos = children[0]
+    emit(Token("number", word, 0, pos))
+
+
+def _name(children: list, emit: Emit, text: str) -> None:
+    word, pos = children[0]
+    if word in FUNCTIONS:
+        raise UnknownFunctionError(f"{word} is a function: call it as {word}(...)", text,
+                                   *line_column(text, pos))
+    emit(Token("name", word, 0, pos))
+
+
+def _call(children: list, emit: Emit, text: str) -> None:
+    (word, pos), _, arity, _ = children
+    arities = FUNCTIONS.get(word)
+    if arities is None:
+        known = ", ".join(sorted(FUNCTIONS))
+        raise UnknownFunctionError(f"unknown function {word!r} (known: {known})", text, *line_column(text, pos))
+    if arity not in arities:
+        want = " or ".join(str(a) for a in sorted(arities))
+        raise UnknownFunctionError(f"{word} takes {want} argument(s), got {arity}", text,
+                                   *line_column(text, pos))
+    emit(Token("call", word, arity, pos))
+
+
+def _define(children: list, emit: Emit, text: str) -> None:
+    word, pos = children[0]
+    if word in FUNCTIONS or word in CONSTANTS:
+        raise ParseError(f"cannot define {word}: it is a built-in name", text, *line_column(text, pos))
+    emit(Token("define", word, 1, pos))
+
+
+_REDUCE: dict[str, Callable[[list, Emit, str], object]] = {
+    "number": _number, "name": _name, "call": _call, "define": _define,
+    "first_arg": lambda c, e, t: 1,
+    "next_arg": lambda c, e, t: c[0] + 1,
+    "pos": lambda c, e, t: None,  # unary plus is the identity: no token
+    "program": lambda c, e, t: None,
+    **{name: _op(name) for name in ("add", "sub", "mul", "div", "neg", "pow")},
+}
+
+
+# ---------------------------------------------------------------- errors
+def _expected(row: dict[str, tuple[bool, object]]) -> tuple[str, ...]:
+    return tuple(sorted({_TERMINAL_NAMES.get(s, repr(s)) for s in row if s.isupper() or s == "$END"}))
+
+
+def _unexpected_char(text: str, pos: int, row: dict) -> ParseError:
+    char = text[pos]
+    reason = f"unexpected character {char!r}"
+    if char in _LOOKALIKES:
+        reason += f" (write {_LOOKALIKES[char]!r} instead)"
+    return ParseError(reason, text, *line_column(text, pos), _expected(row))
+
+
+def _unexpected_token(text: str, kind: str | None, value: object, pos: int, row: dict) -> ParseError:
+    if kind == "$END":
         reason = "unexpected end of input"
-        lines = text.splitlines() or [""]
-        line, column = len(lines), len(lines[-1]) + 1
     else:
-        tok = err.token
-        kind = {"NAME": "name ", "NUMBER": "number "}.get(tok.type, "")
-        reason = f"unexpected {kind}{str(tok)[:40]!r}"
-    if line is None or line < 1:
-        line, column = 1, 1
-    return ParseError(reason, text, line, column, names)
+        word = value[0]  # type: ignore[index]
+        prefix = {"NAME": "name ", "NUMBER": "number "}.get(kind or "", "")
+        reason = f"unexpected {prefix}{word[:40]!r}"
+    return ParseError(reason, text, *line_column(text, pos), _expected(row))
 
 
-_parser: _Parser | None = None
+_driver: _Driver | None = None
+_driver_lock = threading.Lock()
+
+
+def _get_driver() -> _Driver:
+    global _driver
+    with _driver_lock:
+        if _driver is None:
+            _driver = _Driver()
+    return _driver
+
+
+def parse_postfix(text: str, emit: Emit) -> None:
+    """Parse infix ``text``, calling ``emit`` with each postfix token in order."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected a string, got {type(text).__name__}")
+    LIMITS.check_input(text)
+    _get_driver().run(text, emit)
 
 
 def to_postfix(text: str) -> list[Token]:
@@ -172,36 +240,35 @@ def to_postfix(text: str) -> list[Token]:
     >>> " ".join(map(str, to_postfix("(x+y)+x*(x+y)")))
     'x y + x x y + * +'
     """
-    global _parser
-    if _parser is None:
-        _parser = _Parser()
-    if not isinstance(text, str):
-        raise TypeError(f"expected a string, got {type(text).__name__}")
-    LIMITS.check_input(text)
-    return _parser.postfix(text)
+    out: list[Token] = []
+    parse_postfix(text, out.append)
+    return out
 
 
-def fold(tokens: list[Token], graph: Graph, text: str = "") -> int:
-    """Fold postfix tokens into the DAG with a stack; returns the root's id.
+class Folder:
+    """Folds a stream of postfix tokens into the DAG with a stack (``push`` each, then ``result``)."""
 
-    ``text`` is the source, used only to point at errors."""
-    from .expr import Expr  # derived functions (log base b) build through Expr
+    def __init__(self, graph: Graph, text: str = ""):
+        self.graph, self.text = graph, text
+        self.stack: list[int] = []
+        self.defined: dict[str, int] = {}
 
-    stack: list[int] = []
-    defined: dict[str, int] = {}
-    for tok in tokens:
-        if tok.kind == "number":
+    def push(self, tok: Token) -> None:
+        """Apply one token to the stack."""
+        graph, stack = self.graph, self.stack
+        kind = tok.kind
+        if kind == "number":
             stack.append(graph.const(float(tok.text)))
-        elif tok.kind == "name":
-            node = defined.get(tok.text)
+        elif kind == "name":
+            node = self.defined.get(tok.text)
             if node is None:
                 value = CONSTANTS.get(tok.text)
                 node = graph.var(tok.text) if value is None else graph.const(value)
             stack.append(node)
-        elif tok.kind == "define":
-            if tok.text in defined:
-                raise ParseError(f"{tok.text} is defined twice", text, tok.line, tok.column)
-            defined[tok.text] = stack.pop()
+        elif kind == "define":
+            if tok.text in self.defined:
+                raise ParseError(f"{tok.text} is defined twice", self.text, *line_column(self.text, tok.pos))
+            self.defined[tok.text] = stack.pop()
         else:
             n = tok.arity
             args = stack[len(stack) - n:]
@@ -210,8 +277,29 @@ def fold(tokens: list[Token], graph: Graph, text: str = "") -> int:
             if spec is not None and spec.arity == n:
                 stack.append(graph.make(tok.text, *args))
             else:
-                built = FUNCTIONS[tok.text][n](*(Expr(graph, a) for a in args))
-                stack.append(built.id)
-    if len(stack) != 1:
-        raise ParseError("malformed postfix", "", 1, 1)
-    return stack[0]
+                from .expr import Expr  # derived functions (log base b) build through Expr
+
+                stack.append(FUNCTIONS[tok.text][n](*(Expr(graph, a) for a in args)).id)
+
+    def result(self) -> int:
+        """The root node, once every token has been pushed."""
+        if len(self.stack) != 1:
+            raise ParseError("malformed postfix", self.text, 1, 1)
+        return self.stack[0]
+
+
+def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:
+    """Fold postfix tokens into the DAG with a stack; returns the root's id.
+
+    ``text`` is the source, used only to point at errors."""
+    folder = Folder(graph, text)
+    for tok in tokens:
+        folder.push(tok)
+    return folder.result()
+
+
+def parse_into(text: str, graph: Graph) -> int:
+    """Parse ``text`` straight into ``graph`` (postfix streamed into the fold); the root's id."""
+    folder = Folder(graph, text)
+    parse_postfix(text, folder.push)
+    return folder.result()
