@@ -20,7 +20,7 @@ from .printing import format_number as _format_expr_number
 # Commands that live beside their own layer: name -> module providing HELP (str),
 # TAKES_POINT (bool: gets --at), add_arguments(parser) and run(args, text, expr).
 COMMAND_MODULES: dict[str, str] = {"graph": "symad.viz_cli", "minimize": "symad.optimize_cli",
-                                    "hessian": "symad.hessian_cli"}
+                                    "hessian": "symad.hessian_cli", "explain": "symad.explain_cli"}
 
 EPILOG = """\
 examples:
@@ -30,6 +30,7 @@ examples:
   symad diff "x^3*y" --wrt x                      the derivative as an expression
   symad postfix "(x+y)+x*(x+y)"                   the parser's postfix output
   symad stats "(x+y)+x*(x+y)"                     tree size vs hash-consed DAG size
+  symad explain "(x+y)+x*(x+y)" --at x=1,y=2      reverse-mode AD step by step
   symad grad - --at x=1 < big_expression.txt       read the expression from stdin (or @FILE)
 
 language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,
