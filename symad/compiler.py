@@ -45,6 +45,7 @@ BACKENDS = ("auto", "python", "native")
 NATIVE_MIN_OPS = 40
 NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
+NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -123,16 +124,19 @@ class Schedule:
         return len(self.steps)
 
 
-def _python_source(inputs: list[int], outputs: list[int], steps: list[tuple[int, str, tuple[int, ...]]],
-                   consts: dict[int, float]) -> str:
+def _straight_line(steps: list[tuple[int, str, tuple[int, ...]]], names: dict[int, str],
+                   consts: dict[int, float], live_after: set[int], store: dict[int, str]) -> list[str]:
+    """Python lines computing ``steps``; ``names`` maps nodes defined earlier to their text.
+
+    Registers ``r0, r1, ...`` are reused after a value's last use (values in
+    ``live_after`` are never released); a node in ``store`` is also written there.
+    """
     last_use: dict[int, int] = {}
     for p, (_, _, args) in enumerate(steps):
         for a in args:
             last_use[a] = p
-    for node in outputs:
+    for node in live_after:
         last_use[node] = len(steps)
-    names: dict[int, str] = {v: f"a{k}" for k, v in enumerate(inputs)}
-    names.update((node, _literal(c)) for node, c in consts.items())
     free: list[str] = []
     n_registers = 0
     lines = []
@@ -147,7 +151,7 @@ def _python_source(inputs: list[int], outputs: list[int], steps: list[tuple[int,
         else:
             text = f"f_{op}({', '.join(arg_names)})"
         for a in set(args):
-            if last_use[a] == p and names[a][0] == "r":
+            if last_use.get(a) == p and names[a][0] == "r":
                 free.append(names[a])
         if free:
             reg = free.pop()
@@ -156,9 +160,66 @@ def _python_source(inputs: list[int], outputs: list[int], steps: list[tuple[int,
             n_registers += 1
         names[node] = reg
         lines.append(f"    {reg} = {text}")
-    params = ", ".join(f"a{k}" for k in range(len(inputs)))
-    result = ", ".join(names[n] for n in outputs)
-    return f"def program({params}):\n" + "".join(line + "\n" for line in lines) + f"    return ({result},)\n"
+        if node in store:
+            lines.append(f"    {store[node]} = {reg}")
+    return lines
+
+
+# Programs longer than this are split into functions of this many operations, so
+# that compiling Python source takes bounded memory whatever the program's size.
+CHUNK_OPS = 20_000
+
+
+def _python_source(inputs: list[int], outputs: list[int], steps: list[tuple[int, str, tuple[int, ...]]],
+                   consts: dict[int, float]) -> str:
+    literals = {node: _literal(c) for node, c in consts.items()}
+    if len(steps) <= CHUNK_OPS:
+        names = {v: f"a{k}" for k, v in enumerate(inputs)}
+        names.update(literals)
+        lines = _straight_line(steps, names, consts, set(outputs), {})
+        params = ", ".join(f"a{k}" for k in range(len(inputs)))
+        result = ", ".join(names[n] for n in outputs)
+        return f"def program({params}):\n" + "".join(ln + "\n" for ln in lines) + f"    return ({result},)\n"
+    # Chunked: values that cross a chunk boundary live in the list `s`.
+    chunks = [steps[i:i + CHUNK_OPS] for i in range(0, len(steps), CHUNK_OPS)]
+    chunk_of = {node: c for c, chunk in enumerate(chunks) for node, _, _ in chunk}
+    slot: dict[int, int] = {}
+    for c, chunk in enumerate(chunks):
+        for _, _, args in chunk:
+            for a in args:
+                if chunk_of.get(a, c) < c and a not in slot:
+                    slot[a] = len(slot)
+    for node in outputs:
+        if node in chunk_of and node not in slot:
+            slot[node] = len(slot)
+    index = {v: k for k, v in enumerate(inputs)}
+    parts = []
+    for c, chunk in enumerate(chunks):
+        names = dict(literals)
+        head = []
+        for _, _, args in chunk:
+            for a in args:
+                if a in names or chunk_of.get(a) == c:
+                    continue
+                if a in index:
+                    names[a] = f"a{index[a]}"
+                    head.append(f"    a{index[a]} = a[{index[a]}]")
+                else:
+                    names[a] = f"v{slot[a]}"
+                    head.append(f"    v{slot[a]} = s[{slot[a]}]")
+        store = {node: f"s[{slot[node]}]" for node, _, _ in chunk if node in slot}
+        lines = head + _straight_line(chunk, names, consts, set(), store)
+        parts.append(f"def chunk{c}(a, s):\n" + "".join(ln + "\n" for ln in lines) + "    return None\n")
+
+    def ref(node: int) -> str:
+        if node in literals:
+            return literals[node]
+        return f"a[{index[node]}]" if node in index else f"s[{slot[node]}]"
+
+    calls = "".join(f"    chunk{c}(a, s)\n" for c in range(len(chunks)))
+    result = ", ".join(ref(n) for n in outputs)
+    parts.append(f"def program(*a):\n    s = [0.0] * {len(slot)}\n{calls}    return ({result},)\n")
+    return "\n".join(parts)
 
 
 class Program:
@@ -171,7 +232,7 @@ class Program:
         self._python: tuple[Any, Any] | None = None
         self._compiling: threading.Thread | None = None
         use_native = backend == "native" or (
-            backend == "auto" and self.size >= NATIVE_MIN_OPS and native.available())
+            backend == "auto" and NATIVE_MIN_OPS <= self.size <= NATIVE_MAX_OPS and native.available())
         # Reused argument buffers: reading an array's address costs more than copying
         # a point into a buffer whose address is known.
         self._in = np.empty(max(1, len(self.schedule.inputs)))
