@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import native
-from .errors import SymadError
+from .errors import PointError, SymadError
 from .graph import Graph
 from .limits import LIMITS
 from .ops import OPS
@@ -309,13 +309,20 @@ class Program:
             with np.errstate(all="ignore"):
                 return np.array([float(v) for v in self.run_numpy(*(np.float64(a) for a in args))])
 
-    def batch(self, rows: np.ndarray) -> np.ndarray:
-        """Outputs at many points: ``rows`` has shape (n_points, n_inputs); result (n_points, n_out)."""
+    def batch(self, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Outputs at many points: ``rows`` has shape (n_points, n_inputs); result (n_points, n_out).
+
+        ``out``, a C-contiguous float64 array of that shape, is written into and returned.
+        """
         n = rows.shape[0]
+        if out is None:
+            out = np.empty((n, self.n_out))
+        elif out.shape != (n, self.n_out) or out.dtype != np.float64 or not out.flags.c_contiguous:
+            raise PointError(f"out must be a C-contiguous float64 array of shape {(n, self.n_out)}, "
+                             f"got {out.dtype} {out.shape}")
         nat = self.native
         if nat is not None:
             rows = np.ascontiguousarray(rows, dtype=float)
-            out = np.empty((n, self.n_out))
             if not rows.size:
                 return out
             workers = min(os.cpu_count() or 1, 8)
@@ -333,7 +340,6 @@ class Program:
             return out
         with np.errstate(all="ignore"):
             cols = self.run_numpy(*(rows[:, k] for k in range(rows.shape[1])))
-        out = np.empty((n, self.n_out))
         for k, c in enumerate(cols):
             out[:, k] = c
         return out

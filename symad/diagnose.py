@@ -8,6 +8,7 @@ from typing import Mapping
 import numpy as np
 
 from .graph import Graph
+from .interpret import apply_op
 from .ops import OPS
 from .printing import format_number, to_infix
 
@@ -34,14 +35,14 @@ def first_nonfinite(graph: Graph, root: int, point: Mapping[str, float]) -> str 
             value[node] = float(point[graph.data[node]])  # type: ignore[index]
             continue
         inputs = [value[a] for a in graph.args[node]]
+        result = apply_op(op, inputs)
         reason = ""
-        with np.errstate(all="raise"):
-            try:
-                result = float(OPS[op].np(*(np.float64(v) for v in inputs)))
-            except FloatingPointError as err:
-                reason = str(err).split(" encountered")[0]
-                with np.errstate(all="ignore"):
-                    result = float(OPS[op].np(*(np.float64(v) for v in inputs)))
+        if not math.isfinite(result) and all(math.isfinite(v) for v in inputs):
+            with np.errstate(all="raise"):  # ask NumPy which IEEE exception it was
+                try:
+                    OPS[op].np(*(np.float64(v) for v in inputs))  # type: ignore[misc]
+                except FloatingPointError as err:
+                    reason = str(err).split(" encountered")[0]
         value[node] = result
         if not math.isfinite(result) and all(math.isfinite(v) for v in inputs):
             text = to_infix(graph, node) if graph.tree_size(node) < 4 * _MAX_SHOWN else ""

@@ -81,6 +81,26 @@ class Function:
         n = len(self.variables)
         return out[:, 0].reshape(shape), out[:, 1:].reshape(*shape, n)
 
+    def value_and_grad_into(self, points: Any, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Batch ``value_and_grad`` writing into ``out`` (shape ``(n_points, 1 + n_vars)``,
+        float64, C-contiguous), for repeated calls without allocation; returns views of it.
+
+        >>> from symad import parse
+        >>> import numpy as np
+        >>> f = parse("x*y").compile()
+        >>> buf = np.empty((2, 3))
+        >>> v, g = f.value_and_grad_into([[1, 2], [3, 4]], buf)
+        >>> v, g
+        (array([ 2., 12.]), array([[2., 1.],
+               [4., 3.]]))
+        """
+        arr = _array(points, None)
+        n = len(self.variables)
+        if arr.ndim != 2 or arr.shape[1] != n:
+            raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
+        result = self.value_grad_program().batch(arr, out)
+        return result[:, 0], result[:, 1:]
+
     def _run(self, program: Program, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
         n = len(self.variables)

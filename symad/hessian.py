@@ -28,7 +28,6 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .compiler import Program
-from .function import Function  # (moved from compiler.py; Function._run now returns (outputs, batch shape))
 from .diff import _local_partial, gradient
 from .errors import PointError
 from .expr import Expr, as_node, parse
