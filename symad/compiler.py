@@ -39,9 +39,11 @@ from .ops import OPS
 BACKENDS = ("auto", "python", "native")
 # `auto` policy: below NATIVE_MIN_OPS operations a foreign call costs more than the
 # work, so single points run in Python.  Up to NATIVE_SYNC_OPS optimised native code
-# is compiled before the first call.  Beyond, Python serves the first calls while a
-# background thread compiles quick native code (LLVM -O0) and then, up to
-# NATIVE_OPTIMIZE_OPS, optimised code (-O2), each swapped in when ready.
+# (LLVM -O2) is compiled before the first call.  Beyond, quick native code (-O0,
+# compiled in about the time Python needs to compile the same program, and in less
+# memory) serves the first calls while a background thread compiles optimised code,
+# up to NATIVE_OPTIMIZE_OPS (-O2's time grows faster than linearly).  Past
+# NATIVE_MAX_OPS, Python code compiled in chunks keeps memory bounded.
 NATIVE_MIN_OPS = 40
 NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
@@ -241,22 +243,17 @@ class Program:
         self._lock = threading.Lock()
         if use_native and self.size <= NATIVE_SYNC_OPS:
             self.native = native.compile_native(self.schedule)
-        elif use_native and backend == "native":  # asked for native: compile now, quickly
+        elif use_native:
             self.native = native.compile_native(self.schedule, opt=0)
             if self.size <= NATIVE_OPTIMIZE_OPS:
                 self._compiling = threading.Thread(target=self._compile_native, daemon=True)
                 self._compiling.start()
-        elif use_native:
-            self._compiling = threading.Thread(target=self._compile_native, daemon=True)
-            self._compiling.start()
         self.prefer_native_points = backend == "native" or (use_native and self.size >= NATIVE_MIN_OPS)
 
     def _compile_native(self) -> None:
-        levels = (0, 2) if self.size <= NATIVE_OPTIMIZE_OPS else (0,)
         try:
-            for opt in levels:
-                self.native = native.compile_native(self.schedule, opt)
-        except Exception:  # keep serving from Python; the native tier is an optimisation
+            self.native = native.compile_native(self.schedule, opt=2)
+        except Exception:  # keep serving the quick code; -O2 is an optimisation
             pass
 
     def wait_native(self) -> None:
