@@ -6,9 +6,9 @@
 (6.0, array([5., 2.]))
 """
 
-from .function import Function
 from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
 from .expr import Expr, parse, var
+from .function import Function
 from .graph import Graph
 from .parser import to_postfix
 

@@ -7,7 +7,8 @@ import importlib
 import json
 import math
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from . import __version__
 from .errors import PointError, SymadError, VariableError

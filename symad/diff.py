@@ -7,7 +7,7 @@ differentiated again.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .graph import Graph
 from .ops import OPS

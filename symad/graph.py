@@ -11,7 +11,7 @@ topological order and every pass below is a plain loop.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

@@ -8,8 +8,8 @@ with ``--max-input`` / ``--max-dag-nodes``.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
-from typing import Iterator
 
 from .errors import LimitError
 

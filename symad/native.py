@@ -17,7 +17,8 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .compiler import Schedule
@@ -50,7 +51,7 @@ class NativeProgram:
 
 def _hex(value: float) -> str:
     """An LLVM double literal with the exact bits of ``value``."""
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
 
 # LLVM IR templates per op; {0}, {1} are the arguments, {t} a fresh name prefix.

@@ -17,8 +17,9 @@ evenly (``step(0) = 0.5``), so ``d/dx max(x, x) = 1``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from cli_helpers import run
 
 

@@ -5,8 +5,8 @@ import math
 import sys
 
 import pytest
-
 from cli_helpers import run
+
 from symad import Graph, parse
 
 DEPTH = 100_000

@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from cli_helpers import run
+
 from symad import Graph, parse
 from symad.explain import explain
 

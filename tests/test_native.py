@@ -5,8 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from symad import Graph, SymadError, parse
-from symad import compiler, native
+from symad import Graph, SymadError, compiler, native, parse
 from symad.ops import OPS
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")

@@ -119,8 +119,8 @@ def test_grammar_is_the_checked_in_file():
 
 def test_no_eval_or_exec_of_user_text():
     """The only exec in the package runs generated code (compiler.py), never user text."""
-    from pathlib import Path
     import re
+    from pathlib import Path
 
     pkg = Path(symad.__file__).parent
     for path in pkg.glob("*.py"):

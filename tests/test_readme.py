@@ -7,7 +7,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import symad_command
 
 ROOT = Path(__file__).resolve().parent.parent
