@@ -86,7 +86,8 @@ class Explanation:
 
     def _sweep_parts(self, row: Row) -> tuple[str, str, str]:
         if row.seed:
-            return self.mark(row.name), "(seed)" if self.mode == "reverse" else "(direction)", _num(row.derivative or 0.0)
+            how = "(seed)" if self.mode == "reverse" else "(direction)"
+            return self.mark(row.name), how, _num(row.derivative or 0.0)
         symbolic = " + ".join(f"{self.mark(t.source)}*{t.local}" for t in row.terms)
         numeric = " + ".join(f"{_factor(t.factor)}*{_factor(t.local_value)}" for t in row.terms)
         return self.mark(row.name), f"{symbolic} = {numeric}", _num(row.derivative or 0.0)
