@@ -32,6 +32,7 @@ examples:
   symad postfix "(x+y)+x*(x+y)"                   the parser's postfix output
   symad stats "(x+y)+x*(x+y)"                     tree size vs hash-consed DAG size
   symad explain "(x+y)+x*(x+y)" --at x=1,y=2      reverse-mode AD step by step
+  symad graph "(x+y)+x*(x+y)" --grad --at x=1,y=2 -o dag.png   picture of the DAG and its sweep
   symad grad - --at x=1 < big_expression.txt       read the expression from stdin (or @FILE)
 
 language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,

@@ -146,10 +146,14 @@ def _straight_line(steps: list[tuple[int, str, tuple[int, ...]]], names: dict[in
     for p, (node, op, args) in enumerate(steps):
         spec = OPS[op]
         arg_names = [names[a] for a in args]
-        k = small_power(consts, op, args)
+        # Numbers alone (`1.0 / 0.0`, kept unfolded because the result is not finite)
+        # go through the op's function: Python's operators would raise even when
+        # the NumPy namespace is in use.
+        numbers_only = all(a in consts for a in args)
+        k = None if numbers_only else small_power(consts, op, args)
         if k is not None:
             text = power_code(arg_names[0], k)
-        elif spec.code:
+        elif spec.code and not numbers_only:
             text = spec.code.format(*arg_names)
         else:
             text = f"f_{op}({', '.join(arg_names)})"

@@ -99,7 +99,7 @@ def _module_ir(schedule: Schedule) -> str:
     for node, op, args in schedule.steps:
         vals = [names[a] for a in args]
         r = f"%v{node}"
-        k = small_power(schedule.consts, op, args)
+        k = None if all(a in schedule.consts for a in args) else small_power(schedule.consts, op, args)
         if k is not None:
             prev = vals[0]
             for j in range(abs(k) - 1):

@@ -18,22 +18,38 @@ from __future__ import annotations
 
 import html
 import math
+import subprocess
 import sys
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import graphviz
 import numpy as np
 
-from .diff import _local_partial
+from .diff import local_partial
 from .errors import LimitError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
 from .ops import OPS, PREC_ATOM
 from .printing import format_number, to_infix
 
-MAX_NODES = 500
-"""Default limit on drawn nodes (forward + backward): larger pictures are unreadable and slow."""
+MAX_NODES = 300
+"""Default limit on drawn nodes (forward + backward): beyond it pictures are unreadable and slow.
+
+Drawing time grows with the number of nodes times the rank span of their edges (a
+variable used at every depth crosses every rank): ~300 such nodes take ``dot`` seconds,
+~500 about a minute.
+"""
+
+LARGE = 120
+"""Above this many nodes, layout is traded for speed: straight edges, bounded iterations."""
+
+RENDER_TIMEOUT = 60.0
+"""Seconds ``dot`` may run before :func:`render` gives up (a safety net behind MAX_NODES)."""
+
+_LARGE_LAYOUT = {"splines": "line", "nslimit": "0.2", "nslimit1": "0.2", "mclimit": "0.1"}
 
 FORMATS = ("png", "svg", "pdf", "dot", "gv")
 """File extensions :func:`write` understands; ``dot``/``gv`` are DOT text, the rest need ``dot``."""
@@ -175,6 +191,50 @@ def _value_line(values: Mapping[int, float] | None, node: int, prefix: str = "= 
     return [(prefix + fmt(v), "" if math.isfinite(v) else f'COLOR="{_BAD}"')]
 
 
+# ------------------------------------------------------------------ the reverse sweep
+class _Sweep:
+    """The reverse sweep of :func:`symad.diff.gradient`, kept for drawing; numeric at a point."""
+
+    def __init__(self, g: Graph, order: list[int], root: int, wrt: Sequence[str] | None,
+                 values: dict[int, float] | None, point: Mapping[str, float]):
+        var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
+        for w in wrt or ():
+            if w not in var_nodes:
+                uses = ", ".join(str(v) for v in var_nodes) or "no variables"
+                raise VariableError(f"--wrt: {w} is not a variable of the expression (it uses {uses})")
+        sources = {var_nodes[w] for w in (wrt or var_nodes)}
+        active: set[int] = set()
+        for node in order:  # nodes that depend on a wanted variable: only they carry adjoints
+            if node in sources or any(a in active for a in g.args[node]):
+                active.add(node)
+        self.active = active
+        self.nodes = [n for n in reversed(order) if n in active]  # sweep order: output first
+        self.edges: list[tuple[int, int, int]] = []  # (user, argument, node of ∂user/∂argument)
+        self.incoming: dict[int, list[int]] = {}  # argument -> indices into edges
+        self.adjoint: dict[int, float] = {root: 1.0}
+        self.terms: dict[int, list[float]] = {}  # argument -> numeric contributions, in edge order
+        self._g, self._values, self._point = g, values, point
+
+    def run(self) -> None:
+        """Build the local partials (nodes of the graph) and, at a point, the numeric adjoints."""
+        g, values = self._g, self._values
+        for node in self.nodes:
+            for k, arg in enumerate(g.args[node]):
+                if arg not in self.active:
+                    continue
+                partial = local_partial(g, node, k)
+                self.incoming.setdefault(arg, []).append(len(self.edges))
+                self.edges.append((node, arg, partial))
+                if values is None:
+                    continue
+                _evaluate(g, [partial], self._point, values)
+                with np.errstate(all="ignore"):
+                    term = float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
+                    self.terms.setdefault(arg, []).append(term)
+                    previous = self.adjoint.get(arg)
+                    self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
+
+
 # ------------------------------------------------------------------ the picture
 def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str | None = None,
                at: Mapping[str, float] | None = None, rankdir: str = "TB",
@@ -186,8 +246,10 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     :class:`~symad.errors.LimitError` beyond ``max_nodes`` drawn nodes.
 
     >>> d = to_digraph("(x+y)+x*(x+y)", grad=True, at={"x": 1, "y": 2})
-    >>> sum(line.lstrip().startswith("n") and "->" not in line for line in d.body)
-    5
+    >>> d.source.count("[label=<")  # 5 DAG nodes and their 5 adjoints
+    10
+    >>> "3 + 2 = 5" in d.source  # ∂f/∂x sums what its two users pass back
+    True
     """
     if isinstance(expr, str):
         expr = parse(expr, Graph())
@@ -202,7 +264,6 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     order = g.reachable([root])
     _check_size(len(order), max_nodes, "the DAG")
     local = {node: i for i, node in enumerate(order)}
-    names = _Namer(g, local)
 
     values: dict[int, float] | None = None
     point: dict[str, float] = {}
@@ -211,7 +272,14 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         point = {v: float(at[v]) for v in expr.variables}
         values = {}
         _evaluate(g, order, point, values)
+    sweep = _Sweep(g, order, root, wrt, values, point) if grad else None
+    total = len(order) + (len(sweep.nodes) if sweep else 0)
+    _check_size(total, max_nodes, "the forward and backward graph" if grad else "the DAG")
+    if sweep:
+        sweep.run()
+    large = total > LARGE
 
+    names = _Namer(g, local)
     if title is None:
         _tree_sizes(g, [root], names.sizes)
         title = f"f = {to_infix(g, root)}" if names.sizes[root] <= _SHORT else None
@@ -222,20 +290,20 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
 
     dot = graphviz.Digraph("symad", graph_attr={
         "rankdir": rankdir.upper(), "fontname": _FONT, "labelloc": "t", "fontsize": "16",
-        "nodesep": "0.35", "ranksep": "0.45", "newrank": "true",
+        "nodesep": "0.35", "ranksep": "0.45", "newrank": "true", **(_LARGE_LAYOUT if large else {}),
         **({"label": title} if title else {})})
     dot.attr("node", fontname=_FONT, fontsize="13", margin="0.12,0.05", height="0.4")
     dot.attr("edge", fontname=_FONT, fontsize="11")
-
-    if grad:
-        forward = graphviz.Digraph("cluster_forward", graph_attr={
-            "label": "forward: the DAG, arguments → users", "color": "#bbbbbb", "style": "rounded",
-            "fontsize": "13", "fontcolor": "#555555"})
-        _draw_forward(forward, g, order, local, root, values)
-        dot.subgraph(forward)
-        _draw_backward(dot, g, order, local, root, wrt, values, point, names, max_nodes)
-    else:
-        _draw_forward(dot, g, order, local, root, values)
+    if sweep is None:
+        _draw_forward(dot, g, order, local, root, values, large)
+        return dot
+    forward = graphviz.Digraph("cluster_forward", graph_attr={
+        "label": "forward: the DAG, arguments → users", "color": "#bbbbbb", "style": "rounded",
+        "fontsize": "13", "fontcolor": "#555555"})
+    _draw_forward(forward, g, order, local, root, values, large)
+    dot.subgraph(forward)
+    if sweep.nodes:
+        _draw_backward(dot, g, order, local, root, sweep, values, names, large)
     return dot
 
 
@@ -246,7 +314,7 @@ def _check_size(count: int, limit: int, what: str) -> None:
 
 
 def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapping[int, int],
-                  root: int, values: Mapping[int, float] | None) -> None:
+                  root: int, values: Mapping[int, float] | None, large: bool) -> None:
     for node in order:
         op, i = g.op[node], local[node]
         attrs = dict(STYLES[op])
@@ -264,7 +332,8 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
         if values is not None and not math.isfinite(values[node]):
             attrs["color"] = _BAD
         dot.node(f"n{i}", label, **attrs)
-    _same_rank(dot, [f"n{local[n]}" for n in order if g.op[n] == "var"], "min")
+    if not large:  # inputs on one row, in natural order (costly for dot on big graphs)
+        _same_rank(dot, [f"n{local[n]}" for n in order if g.op[n] == "var"], "min")
     for node in order:
         args = g.args[node]
         numbered = len(args) > 1 and not OPS[g.op[node]].commutative
@@ -276,82 +345,49 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
 
 def _same_rank(dot: graphviz.Digraph, names: list[str], rank: str) -> None:
     """Put ``names`` on one rank, in this order (inputs on top, outputs at the bottom)."""
-    if len(names) < 2 and rank == "same":
+    if not names or (len(names) < 2 and rank == "same"):
         return
     with dot.subgraph() as row:
         row.attr(rank=rank)
         for name in names:
             row.node(name)
-        for a, b in zip(names, names[1:]):
+        for a, b in pairwise(names):
             row.edge(a, b, style="invis")
 
 
 def _draw_backward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapping[int, int],
-                   root: int, wrt: Sequence[str] | None, values: dict[int, float] | None,
-                   point: Mapping[str, float], names: _Namer, max_nodes: int) -> None:
-    var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
-    wanted = list(var_nodes) if not wrt else list(wrt)
-    for w in wanted:
-        if w not in var_nodes:
-            uses = ", ".join(str(v) for v in var_nodes) or "no variables"
-            raise VariableError(f"--wrt: {w} is not a variable of the expression (it uses {uses})")
-    sources = {var_nodes[w] for w in wanted}
-    active: set[int] = set()
-    for node in order:  # nodes that depend on a wanted variable: only they carry adjoints
-        if node in sources or any(a in active for a in g.args[node]):
-            active.add(node)
-    swept = [n for n in reversed(order) if n in active]
-    _check_size(len(order) + len(swept), max_nodes, "the forward and backward graph")
-
-    # The sweep, as in symad.diff.gradient: contributions adjoint(user) × ∂user/∂arg.
-    edges: list[tuple[int, int, int]] = []  # (user, arg, partial node)
-    incoming: dict[int, list[int]] = {}  # arg -> indices into edges
-    adjoint: dict[int, float] = {root: 1.0} if root in active else {}
-    for node in swept:
-        for k, arg in enumerate(g.args[node]):
-            if arg not in active:
-                continue
-            partial = _local_partial(g, node, k)
-            incoming.setdefault(arg, []).append(len(edges))
-            edges.append((node, arg, partial))
-            if values is not None:
-                _evaluate(g, [partial], point, values)
-                with np.errstate(all="ignore"):
-                    term = float(np.float64(adjoint[node]) * np.float64(values[partial]))
-                adjoint[arg] = term if arg not in adjoint else float(np.float64(adjoint[arg]) + term)
-
+                   root: int, sweep: _Sweep, values: Mapping[int, float] | None, names: _Namer,
+                   large: bool) -> None:
     back = graphviz.Digraph("cluster_backward", graph_attr={
         "label": "backward: reverse sweep, adjoints ∂f/∂node", "color": "#2e7d32", "style": "rounded",
         "fontsize": "13", "fontcolor": "#2e7d32", "bgcolor": "#f4fbf4"})
-    for node in swept:
-        i = local[node]
-        op = g.op[node]
-        what = "f" if node == root else (str(g.data[node]) if op == "var" else f"n{i}")
+    for node in sweep.nodes:
+        i, op = local[node], g.op[node]
+        what = str(g.data[node]) if op == "var" else "f" if node == root else f"n{i}"
         lines: list[tuple[str, str]] = [(f"∂f/∂{what}", 'POINT-SIZE="14"')]
-        terms = incoming.get(node, [])
-        style = OUTPUT_STYLE if op == "var" else SUM_STYLE if len(terms) > 1 else ADJOINT_STYLE
-        if len(terms) > 1:
-            lines.append(("Σ of " + str(len(terms)) + " contributions", 'POINT-SIZE="10" COLOR="#1b5e20"'))
+        count = len(sweep.incoming.get(node, ()))
+        style = OUTPUT_STYLE if op == "var" else SUM_STYLE if count > 1 else ADJOINT_STYLE
+        if count > 1:
+            lines.append((f"Σ of {count} contributions", 'POINT-SIZE="10" COLOR="#1b5e20"'))
         if values is not None:
-            v = adjoint[node]
-            if len(terms) > 1 and len(terms) <= 4:
-                parts = [adjoint[edges[e][0]] * values[edges[e][2]] for e in terms]
-                text = fmt(parts[0]) + "".join(
-                    (" − " if p < 0 else " + ") + fmt(abs(p)) for p in parts[1:]) + " = " + fmt(v)
-            else:
-                text = "= " + fmt(v)
+            v, terms = sweep.adjoint[node], sweep.terms.get(node, [])
+            text = "= " + fmt(v)
+            if 1 < len(terms) <= 4:
+                text = fmt(terms[0]) + "".join((" − " if t < 0 else " + ") + fmt(abs(t)) for t in terms[1:]) \
+                    + " " + text
             lines.append((text, "" if math.isfinite(v) else f'COLOR="{_BAD}"'))
         back.node(f"g{i}", _html(*lines), **style)
-    _same_rank(back, [f"g{local[n]}" for n in order if n in active and g.op[n] == "var"], "same")
-    for user, arg, partial in edges:
+    _same_rank(back, [f"g{local[n]}" for n in sweep.nodes[::-1] if g.op[n] == "var"], "same")
+    for user, arg, partial in sweep.edges:
         label = "× " + names.text(partial, wrap=True)
         if values is not None and g.op[partial] != "const":
             label += " = " + fmt(values[partial])
-        back.edge(f"g{local[user]}", f"g{local[arg]}", label=label, **_BACKWARD_EDGE)
+        # Edge labels make dot rank twice as many rows; on big graphs they become tooltips.
+        back.edge(f"g{local[user]}", f"g{local[arg]}", **({"tooltip": label} if large else {"label": label}),
+                  **_BACKWARD_EDGE)
     dot.subgraph(back)
-    if root in active:  # the sweep starts from the output with adjoint 1
-        dot.edge(f"n{local[root]}", f"g{local[root]}", label="seed 1", style="dashed",
-                 color="#2e7d32", fontcolor="#2e7d32", arrowsize="0.7")
+    dot.edge(f"n{local[root]}", f"g{local[root]}", label="seed 1", style="dashed",
+             color="#2e7d32", fontcolor="#2e7d32", arrowsize="0.7")
 
 
 # ------------------------------------------------------------------ files
@@ -375,14 +411,20 @@ def write(dot: graphviz.Digraph, path: str) -> None:
         raise SymadError(f"cannot write {path}: {err.strerror}") from None
 
 
-def render(dot: graphviz.Digraph, format: str) -> bytes:  # noqa: A002
-    """The picture as bytes (``png``, ``svg``, ``pdf``), made by Graphviz's ``dot``."""
+def render(dot: graphviz.Digraph, format: str, timeout: float = RENDER_TIMEOUT) -> bytes:  # noqa: A002
+    """The picture as bytes (``png``, ``svg``, ``pdf``) from Graphviz's ``dot``, within ``timeout`` s."""
     try:
-        return dot.pipe(format=format, engine="dot", quiet=True)
-    except graphviz.ExecutableNotFound:
+        proc = subprocess.run(["dot", f"-T{format}"], input=dot.source.encode("utf-8"),
+                              capture_output=True, timeout=timeout, check=False)
+    except FileNotFoundError:
         raise DotNotFoundError(
             f"writing {format.upper()} needs Graphviz's dot program, which is not installed: "
             "install it with 'apt-get install graphviz' (or write DOT text with -o FILE.dot)") from None
-    except graphviz.CalledProcessError as err:
-        detail = (err.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise SymadError("dot failed" + (f": {detail[0]}" if detail else "")) from None
+    except subprocess.TimeoutExpired:
+        raise LimitError(f"dot did not finish the layout within {timeout:g} s; draw a smaller "
+                         "expression (see --max-nodes), or write DOT text with -o FILE.dot and run "
+                         "dot yourself") from None
+    if proc.returncode:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SymadError("dot failed" + (f": {detail[0]}" if detail else f" with status {proc.returncode}"))
+    return proc.stdout

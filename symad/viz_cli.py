@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from .cli import emit, parse_point
 from .errors import LimitError
@@ -19,7 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the picture; the extension picks the format (.png, .svg, .pdf need "
                              "Graphviz's dot; .dot is the DOT text); '-' prints DOT text (default)")
     parser.add_argument("--grad", action="store_true",
-                        help="add the backward graph: the adjoint ∂f/∂node of every node the reverse sweep reaches")
+                        help="add the backward graph: the adjoint ∂f/∂node of every node the "
+                             "reverse sweep reaches")
     parser.add_argument("--wrt", metavar="x[,y]", help="draw the backward graph only into these variables "
                                                      "(implies --grad)")
     parser.add_argument("--rankdir", type=str.upper, choices=("TB", "LR", "BT", "RL"), default="TB",
@@ -51,5 +53,4 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
 
 
 def _is_node(line: str) -> bool:
-    word = line.strip().split(" ", 1)[0]
-    return "->" not in line and len(word) > 1 and word[0] in "ng" and word[1:].isdigit()
+    return re.match(r"\s*[ng]\d+ \[label=", line) is not None
