@@ -10,6 +10,7 @@ from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunct
 from .expr import Expr, parse, var
 from .function import Function
 from .graph import Graph
+from .optimize import minimize
 from .parser import to_postfix
 
 __version__ = "0.1.0"
@@ -24,5 +25,5 @@ def compile(expr: Expr | str, variables: list[str] | None = None, backend: str =
 
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "compile", "parse", "to_postfix", "var",
+    "UnknownFunctionError", "VariableError", "compile", "minimize", "parse", "to_postfix", "var",
 ]

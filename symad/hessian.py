@@ -13,7 +13,7 @@ costs a small multiple of one gradient, however many variables there are, and
 never builds the ``n × n`` matrix.
 
 >>> from symad import parse
->>> f = SecondOrder(parse("x^3*y"))
+>>> f = SecondOrder("x^3*y")
 >>> f.hessian(x=1, y=2)
 array([[12.,  3.],
        [ 3.,  0.]])
@@ -85,7 +85,8 @@ def direction_names(variables: Sequence[str]) -> list[str]:
 
 # ---------------------------------------------------------------- on expressions
 def _as_expr(expr: Expr | str) -> Expr:
-    return parse(expr) if isinstance(expr, str) else expr
+    """An Expr as given; text is parsed into a graph of its own (the default graph is left alone)."""
+    return parse(expr, Graph()) if isinstance(expr, str) else expr
 
 
 def hessian(expr: Expr | str, variables: Sequence[str] | None = None) -> list[list[Expr]]:
@@ -106,7 +107,8 @@ def hvp(expr: Expr | str, direction: Mapping[str, Any],
         variables: Sequence[str] | None = None) -> dict[str, Expr]:
     """The Hessian-vector product ``H·direction`` as expressions (forward over reverse).
 
-    ``direction`` maps variable names to numbers or expressions; missing ones are 0.
+    ``direction`` maps variable names to numbers or expressions (of ``expr``'s graph; text is
+    parsed into a graph of its own, so give numbers then); missing ones are 0.
 
     >>> from symad import Graph
     >>> {k: str(v) for k, v in hvp(parse("x^3*y", Graph()), {"x": 1}).items()}

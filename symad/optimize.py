@@ -27,6 +27,7 @@ import numpy as np
 
 from .errors import PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
+from .graph import Graph
 from .hessian import SecondOrder
 
 Step = tuple[np.ndarray, float, np.ndarray, float]  # x, f, gradient, length of the step tried
@@ -77,7 +78,7 @@ class Problem:
         compiled = expr if isinstance(expr, SecondOrder) else None
         if compiled is not None:
             expr, variables = compiled.expr, compiled.variables if variables is None else variables
-        expr = parse(expr) if isinstance(expr, str) else expr
+        expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
         self.all_names = list(expr.variables if variables is None else variables)
         self.fixed = {k: _float(v, k) for k, v in (fixed or {}).items()}
         unknown = [k for k in self.fixed if k not in self.all_names]
