@@ -50,6 +50,7 @@ NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
+NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
 _NP_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -254,6 +255,9 @@ class Program:
                 self._compiling = threading.Thread(target=self._compile_native, daemon=True)
                 self._compiling.start()
         self.prefer_native_points = backend == "native" or (use_native and self.size >= NATIVE_MIN_OPS)
+        # Small programs run single points in Python, but a large batch is worth a
+        # native compile whatever the size: the fused loop beats one NumPy pass per node.
+        self._native_for_batches = backend == "auto" and self.size <= NATIVE_MAX_OPS and native.available()
 
     def _compile_native(self) -> None:
         try:
@@ -323,6 +327,9 @@ class Program:
             raise PointError(f"out must be a C-contiguous float64 array of shape {(n, self.n_out)}, "
                              f"got {out.dtype} {out.shape}")
         nat = self.native
+        if nat is None and self._native_for_batches and n >= NATIVE_BATCH_POINTS:
+            self.wait_native()
+            nat = self.native = native.compile_native(self.schedule)
         if nat is not None:
             rows = np.ascontiguousarray(rows, dtype=float)
             if not rows.size:

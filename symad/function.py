@@ -40,7 +40,8 @@ class Function:
         self.variables: tuple[str, ...] = tuple(used if variables is None else variables)
         if len(set(self.variables)) != len(self.variables):
             raise SymadError("variables listed twice")
-        missing = [v for v in used if v not in self.variables]
+        listed = set(self.variables)
+        missing = [v for v in used if v not in listed]
         if missing:
             raise SymadError(f"the expression uses {', '.join(missing)}, which is not in variables")
         self._inputs = [expr.graph.var(v) for v in self.variables]
