@@ -1,0 +1,67 @@
+"""The benchmark harness stays runnable: its quick, symad-only path, end to end (no peers needed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    not (ROOT / "benchmarks" / "run.py").is_file(), reason="needs the source checkout's benchmarks/"
+)
+
+
+def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.run",
+        "--quick",
+        "--jobs",
+        "2",
+        "--peers",
+        "symad",
+        "--out-dir",
+        str(tmp_path),
+    ]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads((tmp_path / "benchmarks.json").read_text())
+    symad = [m for m in data["measurements"] if m["peer"] == "symad"]
+    assert {m["workload"] for m in symad} == {"seed", "rosenbrock", "normalise", "rosenbrock2d_batch"}
+    for m in data["measurements"]:
+        assert m["status"] == "ok", m
+        assert m["build_s"] > 0 and m["info"]["dag_nodes"] > 0
+        assert ("vg" in m) != ("batch_vg" in m)
+    seed = next(m for m in symad if m["workload"] == "seed")
+    assert seed["info"]["dag_nodes"] == 5
+    assert [(p["family"], p["status"]) for p in data["scaling"]] == [
+        ("scaling", "ok"),
+        ("scaling", "ok"),
+        ("scaling_sum", "ok"),
+    ]
+    page = (tmp_path / "benchmarks.md").read_text()
+    for heading in (
+        "## Targets",
+        "## Value and gradient at one new point",
+        "## Batch",
+        "## Build",
+        "## Scaling of symad's build",
+    ):
+        assert heading in page
+
+
+def test_translator_folds_postfix_like_symad() -> None:
+    sys.path.insert(0, str(ROOT))
+    import symad
+    from benchmarks.translate import fold, numpy_dialect
+
+    text = "-x^2 + log(x, 2) + pi*atan2(y, x) - +y/max(x, y) + 2^3^2 + step(x-1)"
+    point = {"x": 1.5, "y": 0.25}
+    got = fold(symad.to_postfix(text), numpy_dialect(), point)
+    assert got == pytest.approx(symad.parse(text).evaluate(point), rel=1e-12)
