@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
+from . import __version__, compiler
 from .errors import PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
@@ -68,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"longest expression text accepted (default {LIMITS.max_input_chars:,})")
         p.add_argument("--max-dag-nodes", type=int, metavar="N", default=LIMITS.max_nodes,
                        help=f"most DAG nodes built, derivatives included (default {LIMITS.max_nodes:,})")
+        p.add_argument("--max-program-ops", type=int, metavar="N", default=LIMITS.max_program_ops,
+                       help=f"most operations in one compiled program (default {LIMITS.max_program_ops:,})")
         if at:
             p.add_argument("--at", action="append", default=[], metavar="x=1,y=2",
                            help="the point: name=value pairs; values may be constant "
@@ -90,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
 def read_expr(arg: str) -> str:
     """The expression text: the argument itself, stdin for '-', a file's contents for '@FILE'."""
     if arg == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SymadError(f"standard input is not UTF-8 text (byte {err.start})") from None
     if arg.startswith("@"):
         try:
             with open(arg[1:], encoding="utf-8") as fh:
@@ -253,6 +259,8 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     LIMITS.max_input_chars, LIMITS.max_nodes = args.max_input, args.max_dag_nodes
+    LIMITS.max_program_ops = args.max_program_ops
+    compiler.BACKGROUND_OPTIMIZE = False  # one evaluation: never wait for an -O2 compile at exit
     try:
         text = read_expr(args.expr)
         graph = Graph()

@@ -20,6 +20,7 @@ floats, never user text.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import math
 import os
@@ -50,6 +51,15 @@ NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
+BACKGROUND_OPTIMIZE = True  # one-shot callers (the CLI) turn the background -O2 tier off
+_background: list[threading.Thread] = []
+
+
+@atexit.register
+def _finish_background_compiles() -> None:
+    # A compile thread still inside LLVM when the interpreter tears down would crash it.
+    for thread in _background:
+        thread.join()
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -251,9 +261,10 @@ class Program:
             self.native = native.compile_native(self.schedule)
         elif use_native:
             self.native = native.compile_native(self.schedule, opt=0)
-            if self.size <= NATIVE_OPTIMIZE_OPS:
+            if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE:
                 self._compiling = threading.Thread(target=self._compile_native, daemon=True)
                 self._compiling.start()
+                _background.append(self._compiling)
         self.prefer_native_points = backend == "native" or (use_native and self.size >= NATIVE_MIN_OPS)
         # Small programs run single points in Python, but a large batch is worth a
         # native compile whatever the size: the fused loop beats one NumPy pass per node.

@@ -23,10 +23,11 @@ class ParseError(SymadError, ValueError):
         head = f"{self.reason} at line {self.line}, column {self.column}"
         if self.expected:
             head += "; expected " + _or_list(self.expected)
-        lines = self.text.splitlines() or [""]
+        lines = self.text.split("\n")  # the same line breaks as the reported line numbers
         if not self.text or self.line > len(lines):
             return head
-        src = lines[self.line - 1]
+        # Control characters (tabs, carriage returns, NUL) show as '?' so the caret stays aligned.
+        src = "".join(ch if ch.isprintable() else "?" for ch in lines[self.line - 1])
         col = self.column - 1
         # Show a window around long lines so the caret stays on screen.
         start = max(0, col - 60)

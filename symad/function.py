@@ -128,7 +128,7 @@ class Function:
             except ValueError as err:
                 raise PointError(f"the point's arrays do not broadcast together: {err}") from None
             shape = arrays[0].shape
-            return np.stack(arrays, axis=-1).reshape(-1, n), shape
+            return np.stack(arrays, axis=-1).reshape(int(np.prod(shape)), n), shape
         if kwargs:
             raise PointError("give a point either as a sequence or as keywords, not both")
         arr = _array(point, None)
@@ -136,7 +136,7 @@ class Function:
             raise PointError(f"a point needs {n} value(s) ({', '.join(self.variables)}), got shape {arr.shape}")
         if arr.ndim == 1:
             return np.ascontiguousarray(arr), None
-        return arr.reshape(-1, n), arr.shape[:-1]
+        return arr.reshape(int(np.prod(arr.shape[:-1])), n), arr.shape[:-1]
 
 
 def _array(value: Any, name: str | None) -> np.ndarray:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .compiler import Schedule
 
 _lock = threading.Lock()
+_compile_lock = threading.Lock()
 _cache: dict[str, NativeProgram] = {}
 _engines: list[Any] = []  # keep execution engines (and their code) alive
 _machines: dict[int, Any] = {}
@@ -163,6 +164,16 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     cached = _cache.get(key)
     if cached is not None:
         return cached
+    # llvmlite works in LLVM's one global context, which is not thread-safe: one
+    # compile at a time (a background -O2 compile and a foreground one would crash).
+    with _compile_lock:
+        cached = _cache.get(key)
+        return cached if cached is not None else _compile(schedule, opt, key)
+
+
+def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
+    import llvmlite.binding as llvm
+
     tm = _target_machine_for(opt)
     module = llvm.parse_assembly(_module_ir(schedule))
     module.triple = tm.triple

@@ -95,7 +95,8 @@ class _Driver:
         terminals = sorted(lk.terminals, key=lambda t: (-t.priority, -t.pattern.max_width,
                                                         -len(t.pattern.value), t.name))
         self.ignore = set(lk.ignore_tokens)
-        self.pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals))
+        # ASCII: `\d` must not accept other scripts' digits, which float() would read.
+        self.pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), re.ASCII)
         self.lock = threading.Lock()
 
     def run(self, text: str, emit: Emit) -> None:

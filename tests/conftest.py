@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# The fuzz tests' tallies (tests/fuzz_counts.py) print their own summary line.
+pytest_plugins = ("fuzz_counts",)
+
 # ============================================================ property-check tallies
 # The property tests (tests/test_properties.py) count how many random expressions
 # each check tried, compared and skipped, and how many disagreed; the terminal

@@ -8,34 +8,54 @@ table).  SymPy is the independent oracle: the same text is translated to SymPy b
 there and evaluated at 30 significant digits.
 
 Random expressions are often undefined at random points (``log`` of a negative
-number, overflow) or sit next to a kink (``abs``, ``min``, ``max``, ``sign``,
-``step``), where derivatives legitimately differ.  Such examples are counted as
-skipped, not compared; the terminal summary prints, per check, how many examples
-were tried, compared and skipped, and how many disagreed (see ``conftest.py``).
-Every check also asserts that most examples were really compared.
+number, overflow), sit next to a kink (``abs``, ``min``, ``max``, ``sign``,
+``step``) where derivatives legitimately differ, or are so ill-conditioned there
+that no float64 evaluation can meet a 1e-9 tolerance (``sin(x + 1e6)``).  Such
+examples are detected (see "float64 trouble detectors") and counted as skipped,
+not compared; the terminal summary prints, per check, how many examples were
+tried, compared and skipped, and how many disagreed (see ``conftest.py``).
+Every check also asserts that at least half of its examples were compared.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
 
 import numpy as np
 import pytest
 import sympy
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+from strategies import VARIABLES, expressions, points
 from sympy.parsing.sympy_parser import auto_number, convert_xor, parse_expr
-from strategies import VARIABLES, coordinates, expressions, points
 
 import symad
 from symad import Graph
+from symad.graph import natural_key
 from symad.ops import CONSTANTS, FUNCTIONS, OPS, PREC_ATOM, PREC_POWER, PREC_PRODUCT, PREC_SUM, PREC_UNARY
 
-# Fixed seeds (derandomize) keep CI reproducible; no example database is written.
-PROPERTY = dict(deadline=None, derandomize=True, database=None, print_blob=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.filter_too_much])
+# Derandomized (the same examples on every run, so CI is reproducible) unless
+# SYMAD_PROPERTY_SEED is set; SYMAD_PROPERTY_SCALE multiplies every example count
+# (a nightly or a hunt for bugs: SYMAD_PROPERTY_SCALE=10 SYMAD_PROPERTY_SEED=7).
+# No example database is written.
+_SEED = os.environ.get("SYMAD_PROPERTY_SEED")
+_SCALE = float(os.environ.get("SYMAD_PROPERTY_SCALE", "1"))
+
+
+def property_test(max_examples: int):
+    """``@settings`` for one property check: ``max_examples`` (scaled), no deadline, fixed seed."""
+    config = settings(max_examples=max(1, round(max_examples * _SCALE)), deadline=None,
+                      derandomize=_SEED is None, database=None, print_blob=False,
+                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                             HealthCheck.filter_too_much])
+
+    def decorate(test):
+        return config(test) if _SEED is None else seed(int(_SEED))(config(test))
+
+    return decorate
+
 
 REL_TOL = 1e-9  # symad's float64 result vs SymPy's 30-digit one
 ABS_TOL = 1e-12  # floor for values near 0
@@ -54,7 +74,12 @@ SYMPY_FUNCTIONS = {
     "asin": sympy.asin, "acos": sympy.acos, "atan": sympy.atan,
     "sinh": sympy.sinh, "cosh": sympy.cosh, "tanh": sympy.tanh,
     "exp": sympy.exp, "log": sympy.log,  # log(x, b) is log(x)/log(b) in SymPy too
-    "sqrt": sympy.sqrt, "abs": sympy.Abs, "sign": sympy.sign,
+    "sqrt": sympy.sqrt,
+    # SymPy differentiates Abs and sign cleanly only where it can prove the
+    # argument real; sqrt(a^2) (which SymPy turns into Abs(a) when it can) and
+    # 2*step(a) - 1 are the same functions on the reals with plain derivatives.
+    "abs": lambda a: sympy.sqrt(a**2),
+    "sign": lambda a: 2 * sympy.Heaviside(a, _HALF) - 1,
     "step": lambda a: sympy.Heaviside(a, _HALF),  # step(0) = 1/2, as in symad
     "atan2": sympy.atan2, "pow": sympy.Pow, "min": sympy.Min, "max": sympy.Max,
 }
@@ -69,80 +94,185 @@ _SYMPY_GLOBALS = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.F
 _SYMPY_LOCALS = {**_SYMBOLS, **SYMPY_FUNCTIONS, **SYMPY_CONSTANTS}
 
 
-def to_sympy(text: str) -> sympy.Expr:
-    """The same expression in SymPy; ``^`` is power (``convert_xor``), names are whitelisted."""
+class TranslationError(Exception):
+    """The text holds something the SymPy translator does not know (a test bug, not symad's)."""
+
+
+def to_sympy(text: str) -> sympy.Expr | None:
+    """The same expression in SymPy; ``^`` is power (``convert_xor``), names are whitelisted.
+
+    None if SymPy refuses to build it (``max(x, log(0))``: SymPy cannot order ``zoo``).
+    """
     if not _ALLOWED_TEXT.fullmatch(text):
-        raise ValueError(f"unexpected character in {text!r}")
+        raise TranslationError(f"unexpected character in {text!r}")
     for name in _NAME.findall(re.sub(r"\d+\.?\d*[eE][+-]?\d+", "", text)):
         if name not in _SYMPY_LOCALS:
-            raise ValueError(f"name {name!r} is not in the SymPy translator")
-    return parse_expr(text, local_dict=dict(_SYMPY_LOCALS), global_dict=dict(_SYMPY_GLOBALS),
-                      transformations=(auto_number, convert_xor))
+            raise TranslationError(f"name {name!r} is not in the SymPy translator")
+    try:
+        return parse_expr(text, local_dict=dict(_SYMPY_LOCALS), global_dict=dict(_SYMPY_GLOBALS),
+                          transformations=(auto_number, convert_xor))
+    except (ValueError, TypeError, ZeroDivisionError):
+        return None
 
 
 def sympy_at(e: sympy.Expr, point: dict[str, float]) -> float | None:
-    """``e`` at the point, to 30 digits, as a float; None if complex, non-finite or undefined."""
-    subs = {_SYMBOLS[n]: sympy.Float(v, 40) for n, v in point.items()}  # exact binary values
+    """``e`` at the point, to 30 digits, as a float; None if complex, non-finite or undefined.
+
+    The point's coordinates become 30-digit Floats holding their exact binary
+    values; SymPy then evaluates every function on them as it builds the result.
+    """
+    subs = {_SYMBOLS[n]: sympy.Float(v, 30) for n, v in point.items()}
     try:
-        value = e.evalf(30, subs=subs)
+        number = complex(e.xreplace(subs).evalf(30))
     except (ValueError, TypeError, ZeroDivisionError, OverflowError):
+        return None  # not a number (zoo, an unevaluated DiracDelta(0), ...)
+    if not (math.isfinite(number.real) and math.isfinite(number.imag)):
         return None
-    if not value.is_number:
-        return None
-    re_part, im_part = value.as_real_imag()
-    if not (re_part.is_Number and im_part.is_Number):
-        return None
-    if im_part != 0 and abs(im_part) > 1e-25 * max(1, abs(re_part)):
-        return None
-    try:
-        result = float(re_part)
-    except (TypeError, ValueError):
-        return None
-    return result if math.isfinite(result) else None
+    if abs(number.imag) > 1e-25 * max(1.0, abs(number.real)):
+        return None  # complex: symad is nan there
+    return number.real
 
 
 def close(got: float, want: float, rel: float = REL_TOL, floor: float = ABS_TOL) -> bool:
     return abs(got - want) <= rel * max(abs(got), abs(want)) + floor
 
 
-# ============================================================ helpers on symad's side
-def node_values(e: symad.Expr, point: dict[str, float]) -> dict[int, float]:
-    """Every node ``e`` depends on, evaluated with the op table's NumPy functions."""
-    g = e.graph
+# ============================================================ float64 trouble detectors
+# symad computes in float64, the oracle exactly.  Where float64 itself cannot get
+# within the tolerance (an amplified rounding error, an underflow, a point next to
+# a kink), an example says nothing about symad's derivatives; these helpers find
+# such examples so that they are skipped and counted instead of compared.
+
+_IGNORE = dict(all="ignore")
+_STRICT = dict(over="raise", under="raise", divide="ignore", invalid="ignore")
+
+
+def _kink(op: str, args: list[float]) -> float:
+    """Distance from the kink of op at these arguments (inf for smooth ops)."""
+    if op in ("abs", "sign", "step"):
+        return abs(args[0])
+    if op in ("min", "max"):
+        a, b = args
+        return abs(a - b) / max(1.0, abs(a), abs(b))
+    return math.inf
+
+
+def _jittered(v: float, key: int, jitter: float, pattern: int) -> float:
+    # Moves v by a relative ±jitter and an absolute ±1e-300 (an underflow's size);
+    # the sign is a fixed pseudo-random function of (key, pattern).
+    sign = 1.0 if ((key * 2654435761 + pattern * 40503) >> 5) & 1 else -1.0
+    return v * (1.0 + sign * jitter) + sign * 1e-300
+
+
+def evaluate_dag(g: Graph, roots: list[int], point: dict[str, float], jitter: float = 0.0,
+                 pattern: int = 0, errors: dict = _IGNORE) -> dict[int, float]:
+    """Every node the roots depend on, evaluated with the op table's NumPy functions.
+
+    With ``jitter``, every node's value is perturbed (see ``_jittered``) before its
+    parents use it: a model of rounding errors.
+    """
     values: dict[int, float] = {}
-    with np.errstate(all="ignore"):
-        for n in g.reachable([e.id]):
+    with np.errstate(**errors):
+        for n in g.reachable(roots):
             op = g.op[n]
             if op == "const":
-                values[n] = g.data[n]
+                v = g.data[n]
             elif op == "var":
-                values[n] = point[g.data[n]]
+                v = point[g.data[n]]
             else:
-                values[n] = float(OPS[op].np(*(np.float64(values[a]) for a in g.args[n])))
+                v = float(OPS[op].np(*(np.float64(values[a]) for a in g.args[n])))
+            values[n] = _jittered(v, n, jitter, pattern) if jitter else v
     return values
 
 
-def kink_distance(e: symad.Expr, point: dict[str, float]) -> float:
-    """How far the point is from the nearest kink of abs/sign/step/min/max in ``e``."""
-    g = e.graph
-    values = node_values(e, point)
+def ill_conditioned(g: Graph, roots: list[int], point: dict[str, float]) -> bool:
+    """Whether rounding errors can move the roots' values by more than the tolerance.
+
+    A first-order forward error analysis: perturb every node by a relative 1e-13
+    (about 500 ulps, with varying signs) and see whether the outputs move by more
+    than 1e-10, i.e. whether some node's error is amplified more than ~1000-fold
+    (``sin(x + 1e6)``, ``sqrt(cos(atan2(1, x - x)))``: cos(π/2 rounded) is 6e-17,
+    not 0).  Well-conditioned points pass with a margin of ~10^4.
+    """
+    base = evaluate_dag(g, roots, point)
+    want = np.array([base[r] for r in roots])
+    for pattern in (1, 2, 3):
+        moved = evaluate_dag(g, roots, point, 1e-13, pattern)
+        got = np.array([moved[r] for r in roots])
+        if not np.all(np.abs(got - want) <= 1e-10 * np.abs(want) + ABS_TOL):
+            return True
+    return False
+
+
+def as_typed(text: str, point: dict[str, float], jitter: float = 0.0, pattern: int = 0,
+             errors: dict = _IGNORE) -> tuple[float, float]:
+    """``text`` evaluated in float64 token by token, before symad folds any constant.
+
+    Returns the value and the distance to the nearest kink (of abs, sign, step,
+    min, max).  The DAG cannot show what constant folding hid: ``sign(sin(pi))``
+    is ``sign(1.2e-16)`` = 1 in float64 but sign(0) = 0 exactly, and
+    ``sign(0.5^(3^10))`` is 1 but 0.5^59049 underflows to 0.
+    """
+    stack: list[float] = []
     nearest = math.inf
-    for n, v in values.items():
-        args = [values[a] for a in g.args[n]]
-        if g.op[n] in ("abs", "sign", "step"):
-            nearest = min(nearest, abs(args[0]))
-        elif g.op[n] in ("min", "max"):
-            a, b = args
-            nearest = min(nearest, abs(a - b) / max(1.0, abs(a), abs(b)))
-    return nearest if nearest == nearest else 0.0
+    with np.errstate(**errors):
+        for i, tok in enumerate(symad.to_postfix(text)):
+            if tok.kind == "number":
+                stack.append(float(tok.text))
+                continue
+            if tok.kind == "name":
+                stack.append(CONSTANTS[tok.text] if tok.text in CONSTANTS else point[tok.text])
+                continue
+            args = stack[len(stack) - tok.arity:]
+            del stack[len(stack) - tok.arity:]
+            spec = OPS.get(tok.text)
+            if spec is not None and spec.arity == tok.arity:
+                v = float(spec.np(*map(np.float64, args)))
+                nearest = min(nearest, _kink(tok.text, args))
+            else:  # a derived form such as log(x, b): build it from ops and evaluate that
+                g = Graph()
+                params = {f"arg{k}": a for k, a in enumerate(args)}
+                built = FUNCTIONS[tok.text][tok.arity](*(symad.var(p, g) for p in params))
+                values = evaluate_dag(g, [built.id], params, errors=errors)
+                v = values[built.id]
+                nearest = min([nearest, *(_kink(g.op[n], [values[a] for a in g.args[n]]) for n in values)])
+            stack.append(_jittered(v, i, jitter, pattern) if jitter else v)
+    return stack[0], (nearest if nearest == nearest else 0.0)
+
+
+def not_comparable(e: symad.Expr, roots: list[int], text: str, point: dict[str, float],
+                   kink: float = KINK) -> str | None:
+    """Why ``roots`` (nodes of ``e``'s graph) cannot be compared with an exact oracle, or None."""
+    try:
+        value, nearest = as_typed(text, point, errors=_STRICT)
+    except FloatingPointError:
+        # atan(20^(20^20)) is finite only because inf stands in for a huge number.
+        return "float64 over/underflow"
+    if nearest < kink:
+        return "near a kink"
+    if not math.isfinite(value) or not finite(list(evaluate_dag(e.graph, roots, point).values())):
+        return "non-finite"
+    for pattern in (1, 2, 3):
+        moved, _ = as_typed(text, point, 1e-13, pattern)
+        if not close(moved, value, rel=1e-10):
+            return "ill-conditioned"
+    if ill_conditioned(e.graph, roots, point):
+        return "ill-conditioned"
+    return None
+
+
+def text_variables(text: str) -> tuple[str, ...]:
+    """The variables the text mentions, in natural order, even those that cancel (``x - x``).
+
+    Points give all of them a value: the as-typed evaluation needs them, and the
+    derivative with respect to a variable that cancelled must be 0.
+    """
+    names = {t.text for t in symad.to_postfix(text) if t.kind == "name" and t.text not in CONSTANTS}
+    return tuple(sorted(names, key=natural_key))
 
 
 def finite(*values) -> bool:
     return all(np.all(np.isfinite(v)) for v in values)
-
-
-def at(point: dict[str, float], names) -> dict[str, float]:
-    return {n: point[n] for n in names}
 
 
 def check_compared_enough(tally) -> None:
@@ -150,7 +280,26 @@ def check_compared_enough(tally) -> None:
         f"only {tally.compared} of {tally.tried} examples were compared: {tally.skipped}")
 
 
-# ============================================================ 1. gradient vs SymPy
+# ============================================================ 0. the generator and the oracle
+def test_strategies_cover_the_op_table():
+    """Random text uses every op and every function of the language, at every arity."""
+    wanted = {("op", name) for name, spec in OPS.items() if spec.kind in ("infix", "prefix")}
+    wanted |= {("call", f"{name}/{arity}") for name, arities in FUNCTIONS.items() for arity in arities}
+    seen: set[tuple[str, str]] = set()
+
+    @property_test(300)
+    @given(text=expressions())
+    def check(text):
+        for tok in symad.to_postfix(text):
+            if tok.kind == "op":
+                seen.add(("op", tok.text))
+            elif tok.kind == "call":
+                seen.add(("call", f"{tok.text}/{tok.arity}"))
+
+    check()
+    assert not wanted - seen, f"never generated: {sorted(wanted - seen)}"
+
+
 def test_sympy_translator_knows_every_function():
     assert set(FUNCTIONS) <= set(SYMPY_FUNCTIONS), "add the new function to SYMPY_FUNCTIONS"
     assert set(CONSTANTS) <= set(SYMPY_CONSTANTS)
@@ -159,22 +308,25 @@ def test_sympy_translator_knows_every_function():
 def test_gradient_matches_sympy(property_tally):
     tally = property_tally("random expressions vs SymPy gradient")
 
-    @settings(max_examples=1500, **PROPERTY)
-    @given(text=expressions(), point=points())
-    def check(text, point):
-        tally.tried += 1
+    @property_test(2000)
+    @given(text=expressions(), data=st.data())
+    def check(text, data):
         e = symad.parse(text, Graph())
-        names = e.variables
-        point = at(point, names)
-        if kink_distance(e, point) < KINK:
-            return tally.skip("near a kink")
-        value, grad = e.compile().value_and_grad(point)
-        if not finite(value, grad):
-            return tally.skip("non-finite in symad")
+        names = text_variables(text)
+        point = data.draw(points(names), label="point")
+        tally.tried += 1
+        value, grad = e.compile(variables=list(names)).value_and_grad(point)
+        reason = not_comparable(e, [e.id, *(d.id for d in e.grad(list(names)).values())], text, point)
+        if reason is None and not finite(value, grad):
+            reason = "non-finite"
+        if reason is not None:
+            return tally.skip(reason)
         s = to_sympy(text)
-        want_value = sympy_at(s, point)
+        want_value = None if s is None else sympy_at(s, point)
+        if want_value is None:
+            return tally.skip("undefined in SymPy")
         want_grad = [sympy_at(sympy.diff(s, _SYMBOLS[n]), point) for n in names]
-        if want_value is None or None in want_grad:
+        if None in want_grad:
             return tally.skip("undefined in SymPy")
         tally.compared += 1
         bad = [f"value {value!r} vs SymPy {want_value!r}"] if not close(value, want_value) else []
@@ -199,28 +351,31 @@ def central_difference(fn: symad.Function, point: dict[str, float], name: str, h
 def test_gradient_matches_finite_differences(property_tally):
     tally = property_tally("random expressions vs finite differences")
 
-    @settings(max_examples=1500, **PROPERTY)
-    @given(text=expressions(), point=points())
-    def check(text, point):
-        tally.tried += 1
+    @property_test(1000)
+    @given(text=expressions(), data=st.data())
+    def check(text, data):
         e = symad.parse(text, Graph())
-        names = e.variables
-        point = at(point, names)
-        if kink_distance(e, point) < 1e-3:
-            return tally.skip("near a kink")
-        fn = e.compile()
+        names = text_variables(text)
+        point = data.draw(points(names), label="point")
+        tally.tried += 1
+        fn = e.compile(variables=list(names))
         value, grad = fn.value_and_grad(point)
+        if as_typed(text, point)[1] < 1e-3:
+            return tally.skip("near a kink")
         if not finite(value, grad):
             return tally.skip("non-finite")
+        if ill_conditioned(e.graph, [e.id], point):
+            return tally.skip("ill-conditioned")
         bad = []
+        floor = 1e-6 * (1 + abs(value))
         for name, g in zip(names, grad):
-            h = 1e-6 * max(1.0, abs(point[name]))
-            fd, coarse = central_difference(fn, point, name, h), central_difference(fn, point, name, 8 * h)
-            if not finite(fd, coarse) or not close(fd, coarse, rel=1e-4, floor=1e-6 * (1 + abs(value))):
-                # The difference quotient itself has not converged: a discontinuity, a
-                # kink or a pole is within a few steps. Nothing to compare with.
+            h = 1e-5 * max(1.0, abs(point[name]))
+            fd, coarse = central_difference(fn, point, name, h), central_difference(fn, point, name, 4 * h)
+            if not finite(fd, coarse) or not close(fd, coarse, rel=1e-5, floor=floor):
+                # The difference quotient itself has not converged: a discontinuity
+                # or a pole is within a few steps.  Nothing to compare with.
                 return tally.skip("finite differences unreliable")
-            if not close(g, fd, rel=1e-5, floor=1e-6 * (1 + abs(value))):
+            if not close(g, fd, rel=1e-5, floor=floor):
                 bad.append(f"d/d{name}: {g!r} vs finite difference {fd!r}")
         tally.compared += 1
         if bad:
@@ -235,22 +390,25 @@ def test_gradient_matches_finite_differences(property_tally):
 def test_jvp_equals_gradient_dot_direction(property_tally):
     tally = property_tally("random expressions: JVP vs gradient·direction")
 
-    @settings(max_examples=1000, **PROPERTY)
-    @given(text=expressions(), point=points(), direction=points())
-    def check(text, point, direction):
-        tally.tried += 1
+    @property_test(600)
+    @given(text=expressions(), data=st.data())
+    def check(text, data):
         e = symad.parse(text, Graph())
-        names = e.variables
-        point, direction = at(point, names), at(direction, names)
-        value, grad = e.compile().value_and_grad(point)
+        names = text_variables(text)
+        point = data.draw(points(names), label="point")
+        direction = data.draw(points(names), label="direction")
+        tally.tried += 1
+        value, grad = e.compile(variables=list(names)).value_and_grad(point)
+        jvp_expr = e.jvp(direction)
+        jvp = jvp_expr.compile(variables=list(names)).value(point)
         if not finite(value, grad):
             return tally.skip("non-finite")
-        jvp = e.jvp(direction).compile(variables=list(names)).value(point)
+        if ill_conditioned(e.graph, [*(d.id for d in e.grad(list(names)).values()), jvp_expr.id], point):
+            return tally.skip("ill-conditioned")
         terms = [g * direction[n] for n, g in zip(names, grad)]
         want = math.fsum(terms)
         tally.compared += 1
-        scale = math.fsum(abs(t) for t in terms)
-        ok = math.isfinite(jvp) and abs(jvp - want) <= 1e-9 * scale + ABS_TOL
+        ok = math.isfinite(jvp) and close(jvp, want, floor=1e-9 * math.fsum(abs(t) for t in terms) + ABS_TOL)
         if not ok:
             tally.mismatch(f"{text} at {point} along {direction}")
         assert ok, f"{text} at {point} along {direction}: jvp {jvp!r} vs gradient·direction {want!r}"
@@ -263,7 +421,7 @@ def test_jvp_equals_gradient_dot_direction(property_tally):
 def test_printing_round_trips(property_tally):
     tally = property_tally("random expressions: print/parse round trips (with their gradients)")
 
-    @settings(max_examples=2000, **PROPERTY)
+    @property_test(2000)
     @given(text=expressions())
     def check(text):
         tally.tried += 1
@@ -282,17 +440,27 @@ def test_printing_round_trips(property_tally):
 
 
 # ============================================================ 5. hash-consing invariants
+def _expansion(name: str, arity: int) -> int:
+    """Nodes a call token becomes, beyond its arguments: 1 for an op, more for a derived form."""
+    spec = OPS.get(name)
+    if spec is not None and spec.arity == arity:
+        return 1
+    g = Graph()
+    built = FUNCTIONS[name][arity](*(symad.var(f"arg{k}", g) for k in range(arity)))
+    return g.tree_size(built.id) - arity
+
+
 def postfix_bound(text: str) -> int:
     """An upper bound on the tree size of ``text``'s DAG, from the parser's postfix alone.
 
-    Every rewrite symad does keeps or shrinks the tree, except ``log(x, b)``, which
-    becomes ``log(x)/log(b)``: two nodes more than its one token.
+    Construction-time rewrites and constant folding never grow the tree; only a
+    derived form (``log(x, b)`` becomes ``log(x)/log(b)``) is larger than its token.
     """
-    tokens = symad.to_postfix(text)
-    return len(tokens) + 2 * sum(1 for t in tokens if t.kind == "call" and t.text == "log" and t.arity == 2)
+    return sum(_expansion(t.text, t.arity) if t.kind == "call" else 1 for t in symad.to_postfix(text))
 
 
 def graph_invariants(g: Graph) -> list[str]:
+    """Violations of: one node per (op, args, data) key; children older than parents; arity."""
     problems = []
     seen: dict[tuple, int] = {}
     for n in range(len(g)):
@@ -308,10 +476,12 @@ def graph_invariants(g: Graph) -> list[str]:
     return problems
 
 
-_COMMUTATIVE = [name for name, spec in OPS.items() if spec.commutative]
+# Commutative ops get one canonical argument order, so a*b and b*a are one node:
+# the ones the README promises, and whatever else the op table declares.
+_COMMUTATIVE = sorted({"add", "mul", "min", "max"} | {name for name, spec in OPS.items() if spec.commutative})
 
 
-def _commuted(name: str, a: str, b: str) -> str:
+def _combined(name: str, a: str, b: str) -> str:
     spec = OPS[name]
     return f"({a}){spec.symbol}({b})" if spec.kind == "infix" else f"{spec.symbol}({a}, {b})"
 
@@ -319,7 +489,7 @@ def _commuted(name: str, a: str, b: str) -> str:
 def test_hash_consing_invariants(property_tally):
     tally = property_tally("random expression pairs: hash-consing invariants")
 
-    @settings(max_examples=1000, **PROPERTY)
+    @property_test(500)
     @given(a=expressions(4), b=expressions(4), op=st.sampled_from(_COMMUTATIVE))
     def check(a, b, op):
         tally.tried += 1
@@ -328,10 +498,10 @@ def test_hash_consing_invariants(property_tally):
         problems = []
         if symad.parse(a, g) != ea:
             problems.append("parsing the same text twice gave two nodes")
-        ab, ba = symad.parse(_commuted(op, a, b), g), symad.parse(_commuted(op, b, a), g)
+        ab, ba = symad.parse(_combined(op, a, b), g), symad.parse(_combined(op, b, a), g)
         if ab != ba:
             problems.append(f"{op}(a, b) is {ab!r} but {op}(b, a) is {ba!r}")
-        for text in (a, b, _commuted(op, a, b)):
+        for text in (a, b, _combined(op, a, b)):
             e = symad.parse(text, g)
             stats = e.stats()
             if stats["dag_nodes"] != len(g.reachable([e.id])):
@@ -353,22 +523,26 @@ def test_hash_consing_invariants(property_tally):
 def test_second_derivatives_match_sympy(property_tally):
     tally = property_tally("random expressions vs SymPy second derivative")
 
-    @settings(max_examples=300, **PROPERTY)
-    @given(text=expressions(), point=points(), pick=st.tuples(st.integers(0, 4), st.integers(0, 4)))
-    def check(text, point, pick):
-        tally.tried += 1
+    @property_test(300)
+    @given(text=expressions(4).filter(text_variables), data=st.data())
+    def check(text, data):
         e = symad.parse(text, Graph())
-        names = e.variables
-        if not names:
-            return tally.skip("no variables")
-        v, w = names[pick[0] % len(names)], names[pick[1] % len(names)]
-        point = at(point, names)
-        if kink_distance(e, point) < KINK:
-            return tally.skip("near a kink")
-        got = e.diff(v).diff(w).compile(variables=list(names)).value(point)
-        if not finite(got):
-            return tally.skip("non-finite in symad")
-        want = sympy_at(sympy.diff(to_sympy(text), _SYMBOLS[v], _SYMBOLS[w]), point)
+        names = text_variables(text)
+        v = data.draw(st.sampled_from(names), label="v")
+        w = data.draw(st.sampled_from(names), label="w")
+        point = data.draw(points(names), label="point")
+        tally.tried += 1
+        d2 = e.diff(v).diff(w)
+        got = d2.compile(variables=list(names)).value(point)
+        reason = not_comparable(e, [e.id, e.diff(v).id, d2.id], text, point)
+        if reason is None and not finite(got):
+            reason = "non-finite"
+        if reason is not None:
+            return tally.skip(reason)
+        s = to_sympy(text)
+        if s is None or sympy_at(s, point) is None:
+            return tally.skip("undefined in SymPy")
+        want = sympy_at(sympy.diff(s, _SYMBOLS[v], _SYMBOLS[w]), point)
         if want is None:
             return tally.skip("undefined in SymPy")
         tally.compared += 1
@@ -382,25 +556,27 @@ def test_second_derivatives_match_sympy(property_tally):
 
 
 # ============================================================ 7. batch vs pointwise
-def same(a: float, b: float) -> bool:
-    """Equal up to rounding (NumPy's and math's libm may differ in the last bit)."""
+def same(a: float, b: float, rel: float = 1e-12) -> bool:
+    """Equal up to rounding, nan matching nan and inf matching inf of the same sign."""
     if math.isnan(a) or math.isnan(b):
         return math.isnan(a) and math.isnan(b)
     if math.isinf(a) or math.isinf(b):
         return a == b
-    return close(a, b, rel=1e-12, floor=1e-300)
+    return close(a, b, rel=rel, floor=1e-300)
 
 
 def test_batch_equals_pointwise(property_tally):
     tally = property_tally("random expressions: batch vs pointwise evaluation")
 
-    @settings(max_examples=500, **PROPERTY)
-    @given(text=expressions(), rows=st.lists(points(), min_size=1, max_size=5))
-    def check(text, rows):
-        tally.tried += 1
+    @property_test(500)
+    @given(text=expressions(), data=st.data())
+    def check(text, data):
         e = symad.parse(text, Graph())
-        names = e.variables
-        fn = e.compile()
+        names = text_variables(text)
+        # Special coordinates (0, ±1) make some rows inf or nan: those must agree too.
+        rows = data.draw(st.lists(points(names, special=True), min_size=1, max_size=5), label="rows")
+        tally.tried += 1
+        fn = e.compile(variables=list(names))
         batch = np.array([[row[n] for n in names] for row in rows], dtype=float).reshape(len(rows), len(names))
         values, grads = fn.value_and_grad(batch)
         problems = []
@@ -408,10 +584,19 @@ def test_batch_equals_pointwise(property_tally):
             problems.append(f"batch of shape {batch.shape} gave shapes {np.shape(values)}, {np.shape(grads)}")
         else:
             for i, row in enumerate(rows):
-                value, grad = fn.value_and_grad(at(row, names))
-                if not same(value, values[i]) or not all(map(same, grad, grads[i])):
-                    problems.append(f"point {at(row, names)}: pointwise {value!r}, {grad!r}, "
-                                    f"batch {values[i]!r}, {grads[i]!r}")
+                value, grad = fn.value_and_grad(row)
+                pairs = [(value, values[i]), *zip(grad, grads[i])]
+                if all(same(a, b, rel=REL_TOL) for a, b in pairs):
+                    continue
+                # The single-point and the batch code may use different libms (math,
+                # NumPy, LLVM) that differ in the last bit; an ill-conditioned point
+                # (1 - tanh(u)^2 near u = 5) amplifies that.  Finite values there are
+                # not held to the tolerance; a nan or inf on one side only always is.
+                roots = [e.id, *(d.id for d in e.grad(list(names)).values())]
+                if finite(*(a for pair in pairs for a in pair)) and ill_conditioned(e.graph, roots, row):
+                    continue
+                problems.append(f"point {row}: pointwise {value!r}, {grad!r}, "
+                                f"batch {values[i]!r}, {grads[i]!r}")
         tally.compared += 1
         if problems:
             tally.mismatch(text)

@@ -1,0 +1,85 @@
+"""Run the installed ``symad`` command and measure its wall time and peak memory.
+
+Used by ``tests/test_limits.py`` and ``benchmarks/huge_inputs.py``.  Peak
+memory is the child's own maximum resident set size, read with ``os.wait4``
+(the ``rusage`` of exactly that process, unlike ``RUSAGE_CHILDREN``, which
+is the maximum over every child so far).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Measured:
+    """One finished run of ``symad``."""
+
+    args: list[str]
+    status: int  # exit status; -N if killed by signal N
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_mb: float  # peak resident set size of the process, MiB
+    timed_out: bool = False
+
+
+def symad_executable() -> list[str]:
+    """The installed console script (next to this Python if there, so no shell shim is timed)."""
+    beside = Path(sys.executable).with_name("symad")
+    if beside.is_file():
+        return [str(beside)]
+    exe = shutil.which("symad")
+    return [exe] if exe else [sys.executable, "-m", "symad.cli"]
+
+
+def run_measured(args: list[str], stdin: str | Path | None = None, timeout: float = 600) -> Measured:
+    """Run ``symad ARGS`` (stdin from a file path or a string) and measure it.
+
+    On timeout the process is killed and ``timed_out`` is set.
+    """
+    return measure_process(symad_executable() + list(args), stdin, timeout)
+
+
+def python_measured(code: str, timeout: float = 600) -> Measured:
+    """Run ``python -c CODE`` in a fresh interpreter and measure it."""
+    return measure_process([sys.executable, "-c", code], None, timeout)
+
+
+def measure_process(command: list[str], stdin: str | Path | None = None, timeout: float = 600) -> Measured:
+    """Run ``command`` with stdin from a file path or a string; its status, output, time and peak memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path, err_path = Path(tmp, "out"), Path(tmp, "err")
+        if isinstance(stdin, str):
+            in_path = Path(tmp, "in")
+            in_path.write_text(stdin, encoding="utf-8")
+        else:
+            in_path = stdin
+        with open(out_path, "wb") as out, open(err_path, "wb") as err, \
+                (open(in_path, "rb") if in_path else open(os.devnull, "rb")) as inp:
+            start = time.perf_counter()
+            proc = subprocess.Popen(command, stdin=inp, stdout=out, stderr=err)
+            deadline = start + timeout
+            timed_out = False
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() > deadline:
+                    proc.kill()
+                    pid, status, usage = os.wait4(proc.pid, 0)
+                    timed_out = True
+                    break
+                time.sleep(0.02)
+            seconds = time.perf_counter() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        peak_mb = usage.ru_maxrss / 1024  # Linux reports KiB
+        return Measured(list(command), proc.returncode, out_path.read_text(errors="replace"),
+                        err_path.read_text(errors="replace"), seconds, peak_mb, timed_out)
