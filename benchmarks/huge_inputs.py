@@ -75,7 +75,7 @@ def row(case_id: str, what: str, m: Measured) -> str:
         outcome = "ok"
     elif m.status == 2:
         first = m.stderr.strip().splitlines()[0] if m.stderr.strip() else ""
-        outcome = "error: " + first.replace("symad: error: ", "")[:90]
+        outcome = "error: " + first.replace("symad: error: ", "").split(" (raise")[0][:90]
     else:
         outcome = f"exit {m.status}: {m.stderr.strip()[-90:]}"
     return f"| {what} | {outcome} | {m.seconds:.1f} s | {m.peak_mb:,.0f} MB |"
