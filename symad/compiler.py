@@ -51,15 +51,22 @@ NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
-BACKGROUND_OPTIMIZE = True  # one-shot callers (the CLI) turn the background -O2 tier off
+BACKGROUND_OPTIMIZE = True  # one-shot callers (the CLI) turn background compiling off
 _background: list[threading.Thread] = []
+
+
+def track_background(thread: threading.Thread) -> None:
+    """Register a compile thread, to be joined before the interpreter exits."""
+    _background.append(thread)
 
 
 @atexit.register
 def _finish_background_compiles() -> None:
     # A compile thread still inside LLVM when the interpreter tears down would crash it.
-    for thread in _background:
+    for thread in list(_background):
         thread.join()
+
+
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -311,6 +318,10 @@ class Program:
         return self._python_functions()[1]
 
     # ------------------------------------------------------------------ running
+    def outputs(self, x: np.ndarray, batch: bool) -> np.ndarray:
+        """The outputs at one point (a vector) or at a batch of points (rows)."""
+        return self.batch(x) if batch else self.point(x)
+
     def point(self, x: np.ndarray) -> np.ndarray:
         """Outputs at one point ``x`` (a contiguous float64 vector of the inputs)."""
         nat = self.native

@@ -32,10 +32,10 @@ def _local_partials(graph: Graph, node: int, wanted: list[int]) -> list[int | fl
 
     wrapped = [Expr(graph, a) for a in graph.args[node]]
     wrapped.append(Expr(graph, node))
-    rules = OPS[graph.op[node]].partials
+    spec = OPS[graph.op[node]]
     out: list[int | float] = []
     for k in wanted:
-        local = rules[k](*wrapped)
+        local = spec.partial(k, *wrapped)
         out.append(float(local) if isinstance(local, (int, float)) else local.id)
     return out
 

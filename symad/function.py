@@ -2,14 +2,95 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import native
-from .compiler import BACKENDS, Program
+from . import compiler, native
+from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
 from .errors import PointError, SymadError
+from .tape import Tape
+
+COMPILE_AFTER_CALLS = 1  # `auto` compiles a program once it has been interpreted this many times
+
+
+class _Tiers:
+    """One set of outputs (the value, or the value and gradient) of a Function, tiered.
+
+    With backend ``auto`` the first call is interpreted by a :class:`Tape` (no
+    code to build); a second call starts compiling the program in a background
+    thread, and calls are interpreted until it is ready.  Other backends compile
+    on first use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the
+    compiled program: its fused loop repays the compile at once.
+    """
+
+    def __init__(self, fn: Function, with_grad: bool):
+        self.fn, self.with_grad = fn, with_grad
+        self.program: Program | None = None
+        self.tape: Tape | None = None
+        self.calls = 0
+        self.thread: threading.Thread | None = None
+        self.error: SymadError | None = None
+        self._lock = threading.Lock()
+
+    def compiled(self) -> Program:
+        """The compiled program, built now (or awaited) if need be."""
+        if self.program is None:
+            self.start()
+            assert self.thread is not None
+            self.thread.join()
+            if self.error is not None:
+                raise self.error
+        assert self.program is not None
+        return self.program
+
+    def start(self) -> None:
+        """Start compiling in the background (once)."""
+        with self._lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._build, daemon=True, name="symad-compile")
+                self.thread.start()
+                compiler.track_background(self.thread)
+
+    def _build(self) -> None:
+        fn = self.fn
+        try:
+            outs = [fn.expr.id]
+            if self.with_grad:
+                partials = fn.expr.grad(list(fn.variables))
+                outs += [partials[v].id for v in fn.variables]
+            self.program = Program(fn.expr.graph, outs, fn._inputs, fn.backend)
+        except SymadError as err:  # the tape keeps serving; compiled() reports it
+            self.error = err
+
+    def outputs(self, x: np.ndarray, batch: bool) -> np.ndarray:
+        """The outputs at one point (a vector) or at a batch of points (rows)."""
+        program = self.program
+        if program is None:
+            if self.fn.backend != "auto" or (batch and len(x) >= NATIVE_BATCH_POINTS):
+                program = self.compiled()
+            else:
+                return self._interpret(x, batch)
+        return program.batch(x) if batch else program.point(x)
+
+    def _interpret(self, x: np.ndarray, batch: bool) -> np.ndarray:
+        self.calls += 1
+        if self.calls > COMPILE_AFTER_CALLS and compiler.BACKGROUND_OPTIMIZE:
+            self.start()
+        tape = self.tape
+        if tape is None:
+            fn = self.fn
+            tape = self.tape = Tape(fn.expr.graph, fn.expr.id, fn._inputs)
+        if not batch:
+            value, grads = tape._sweep(x.tolist(), self.with_grad)
+            return np.array([value, *grads], dtype=float)
+        value, grads = tape._sweep(list(x.T), self.with_grad)
+        out = np.empty((len(x), 1 + len(grads)))
+        for k, column in enumerate([value, *grads]):
+            out[:, k] = column
+        return out
 
 
 class Function:
@@ -20,8 +101,10 @@ class Function:
     sequence an array of shape ``(n_points, n_vars)``: then every result has one
     entry per point, computed in one vectorised pass.
 
-    ``backend`` is ``"python"``, ``"native"`` (LLVM through llvmlite) or ``"auto"``
-    (Python for tiny expressions, native code otherwise; all give the same numbers).
+    ``backend`` is ``"python"``, ``"native"`` (LLVM through llvmlite) or ``"auto"``:
+    the first call interpreted (nothing to build), and from the second call on
+    code compiled in the background (Python for tiny expressions, native code
+    otherwise).  All give the same numbers.
 
     >>> from symad import parse
     >>> f = parse("(x+y)+x*(x+y)").compile()
@@ -45,28 +128,28 @@ class Function:
         if missing:
             raise SymadError(f"the expression uses {', '.join(missing)}, which is not in variables")
         self._inputs = [expr.graph.var(v) for v in self.variables]
-        self._value: Program | None = None
-        self._value_grad: Program | None = None
+        self._value = _Tiers(self, with_grad=False)
+        self._value_grad = _Tiers(self, with_grad=True)
 
     # ------------------------------------------------------------------ programs
     def value_program(self) -> Program:
-        """The compiled program of the value alone (built on first use)."""
-        if self._value is None:
-            self._value = Program(self.expr.graph, [self.expr.id], self._inputs, self.backend)
-        return self._value
+        """The compiled program of the value alone (compiled now if not yet)."""
+        return self._value.compiled()
 
     def value_grad_program(self) -> Program:
-        """The compiled program of the value and every partial (built on first use)."""
-        if self._value_grad is None:
-            partials = self.expr.grad(list(self.variables))
-            outs = [self.expr.id, *(partials[v].id for v in self.variables)]
-            self._value_grad = Program(self.expr.graph, outs, self._inputs, self.backend)
-        return self._value_grad
+        """The compiled program of the value and every partial (compiled now if not yet)."""
+        return self._value_grad.compiled()
+
+    def prepare(self) -> Function:
+        """Compile both programs now and wait for them (and for optimised native code)."""
+        for tiers in (self._value, self._value_grad):
+            tiers.compiled().wait_native()
+        return self
 
     # ------------------------------------------------------------------ calling
     def value(self, point: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (a float, or an array for a batch)."""
-        out, shape = self._run(self.value_program(), point, kwargs)
+        out, shape = self._run(self._value, point, kwargs)
         return float(out[0]) if shape is None else out[:, 0].reshape(shape)
 
     __call__ = value
@@ -77,7 +160,7 @@ class Function:
 
     def value_and_grad(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray]:
         """``(value, gradient)``: the form ``scipy.optimize.minimize(..., jac=True)`` expects."""
-        out, shape = self._run(self.value_grad_program(), point, kwargs)
+        out, shape = self._run(self._value_grad, point, kwargs)
         if shape is None:
             return float(out[0]), out[1:]
         n = len(self.variables)
@@ -103,15 +186,13 @@ class Function:
         result = self.value_grad_program().batch(arr, out)
         return result[:, 0], result[:, 1:]
 
-    def _run(self, program: Program, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+    def _run(self, tiers: _Tiers | Program, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
         n = len(self.variables)
         if type(point) is np.ndarray and point.dtype == np.float64 and point.shape == (n,) and not kwargs:
-            return program.point(np.ascontiguousarray(point)), None  # the optimizer's fast path
+            return tiers.outputs(np.ascontiguousarray(point), False), None  # the optimizer's fast path
         x, shape = self._arguments(point, kwargs)
-        if shape is None:
-            return program.point(x), None
-        return program.batch(x), shape
+        return tiers.outputs(x, shape is not None), shape
 
     def _arguments(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         from .expr import check_variables

@@ -11,6 +11,7 @@ topological order and every pass below is a plain loop.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable
 
 import numpy as np
@@ -24,13 +25,16 @@ from .simplify import RULES
 class Graph:
     """An interning table of expression nodes."""
 
-    __slots__ = ("op", "args", "data", "_index")
+    __slots__ = ("op", "args", "data", "_index", "_lock")
 
     def __init__(self) -> None:
         self.op: list[str] = []
         self.args: list[tuple[int, ...]] = []
         self.data: list[float | str | None] = []  # a constant's value or a variable's name
         self._index: dict[tuple, int] = {}
+        # Adding a node is check-then-append: a background compile (which builds the
+        # gradient) and the caller's thread may both add nodes.  Lookups need no lock.
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.op)
@@ -38,14 +42,18 @@ class Graph:
     # ------------------------------------------------------------------ building
     def _intern(self, key: tuple, op: str, args: tuple[int, ...], data: float | str | None) -> int:
         node = self._index.get(key)
-        if node is None:
-            node = len(self.op)
-            if node >= LIMITS.max_nodes:
-                raise LIMITS.nodes_exceeded()
-            self.op.append(op)
-            self.args.append(args)
-            self.data.append(data)
-            self._index[key] = node
+        if node is not None:
+            return node
+        with self._lock:
+            node = self._index.get(key)
+            if node is None:
+                node = len(self.op)
+                if node >= LIMITS.max_nodes:
+                    raise LIMITS.nodes_exceeded()
+                self.op.append(op)
+                self.args.append(args)
+                self.data.append(data)
+                self._index[key] = node
         return node
 
     def const(self, value: float) -> int:

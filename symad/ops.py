@@ -6,7 +6,8 @@ reads this table; adding an operation is adding one ``_op(...)`` line.
 Derivative rules are *local partials* written as expression construction: for an
 op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
 argument, called as ``da(a, b, out)`` with :class:`symad.expr.Expr` arguments and
-returning the expression ``∂out/∂a``.  Reverse mode multiplies them by the
+returning the expression ``∂out/∂a`` (or a plain number where the partial is one,
+as for ``a + b``).  The same functions run on numbers in :mod:`symad.tape`.  Reverse mode multiplies them by the
 adjoint, forward mode by the tangent, so one rule serves both.
 
 Conventions at non-differentiable points (documented in the README):
@@ -35,7 +36,7 @@ class Op:
     arity: int  # 0 for leaves (const, var)
     py: Callable[..., float] | None  # scalar evaluation on floats; may raise on domain errors
     np: Callable[..., Any] | None  # NumPy evaluation with IEEE semantics
-    partials: tuple[Callable[..., Any], ...]  # d out / d arg_i as expression builders
+    partials: tuple[Callable[..., Any] | float, ...]  # d out / d arg_i: expression builders or numbers
     kind: str  # printing form: "leaf", "infix", "prefix" or "call"
     symbol: str  # infix/prefix symbol, or the function name for calls
     prec: int = PREC_ATOM
@@ -44,18 +45,35 @@ class Op:
     code: str | None = None  # inline code template, e.g. "{0} + {1}"; else a call
     doc: str = ""
 
+    def partial(self, k: int, *args_and_out: Any) -> Any:
+        """∂out/∂(argument k) at ``(*args, out)``: an expression, or a number for a constant rule."""
+        rule = self.partials[k]
+        return rule if isinstance(rule, float) else rule(*args_and_out)
+
 
 def _call(name: str) -> Callable[..., Any]:
-    """An expression builder for op ``name``, used inside derivative rules."""
+    """Op ``name`` applied to expressions (building a node) or to numbers (computing it).
+
+    Derivative rules call these, so one rule serves symbolic differentiation and
+    the numeric reverse sweep of :mod:`symad.tape`.  On a Python float the scalar
+    function runs and may raise on a domain error (callers retry with NumPy); on
+    NumPy values the NumPy function runs with IEEE semantics.
+    """
 
     def build(first: Any, *rest: Any) -> Any:
-        return first.apply(name, *rest)
+        if type(first) is float:
+            return OPS[name].py(first, *rest)  # type: ignore[misc]
+        apply = getattr(first, "apply", None)
+        if apply is None:
+            return OPS[name].np(first, *rest)  # type: ignore[misc]
+        return apply(name, *rest)
 
     build.__name__ = name
     return build
 
 
-sin, cos, sqrt, log, sign, step = map(_call, ["sin", "cos", "sqrt", "log", "sign", "step"])
+sin, cos, sqrt, log, sign, step, sinh, cosh, power = map(
+    _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow"])
 
 
 # --- scalar helpers with IEEE-friendly behaviour where `math` has none ---------------
@@ -99,10 +117,10 @@ _op("var", 0, None, None, kind="leaf", doc="a variable")
 
 # ===================================================================== arithmetic
 _op("add", 2, lambda a, b: a + b, np.add,
-    (lambda a, b, out: 1.0, lambda a, b, out: 1.0),
+    (1.0, 1.0),
     kind="infix", symbol="+", prec=PREC_SUM, commutative=True, code="{0} + {1}")
 _op("sub", 2, lambda a, b: a - b, np.subtract,
-    (lambda a, b, out: 1.0, lambda a, b, out: -1.0),
+    (1.0, -1.0),
     kind="infix", symbol="-", prec=PREC_SUM, code="{0} - {1}")
 _op("mul", 2, lambda a, b: a * b, np.multiply,
     (lambda a, b, out: b, lambda a, b, out: a),
@@ -111,9 +129,9 @@ _op("div", 2, lambda a, b: a / b, np.divide,
     (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
     kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}")
 _op("pow", 2, math.pow, np.power,
-    (lambda a, b, out: b * a ** (b - 1.0), lambda a, b, out: out * log(a)),
+    (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)),
     kind="infix", symbol="^", prec=PREC_POWER, assoc="right")
-_op("neg", 1, lambda a: -a, np.negative, (lambda a, out: -1.0,),
+_op("neg", 1, lambda a: -a, np.negative, (-1.0,),
     kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
 
 # ===================================================================== elementary functions
@@ -123,8 +141,8 @@ _op("tan", 1, math.tan, np.tan, (lambda a, out: 1.0 + out * out,))
 _op("asin", 1, math.asin, np.arcsin, (lambda a, out: 1.0 / sqrt(1.0 - a * a),))
 _op("acos", 1, math.acos, np.arccos, (lambda a, out: -1.0 / sqrt(1.0 - a * a),))
 _op("atan", 1, math.atan, np.arctan, (lambda a, out: 1.0 / (1.0 + a * a),))
-_op("sinh", 1, math.sinh, np.sinh, (lambda a, out: a.apply("cosh"),))
-_op("cosh", 1, math.cosh, np.cosh, (lambda a, out: a.apply("sinh"),))
+_op("sinh", 1, math.sinh, np.sinh, (lambda a, out: cosh(a),))
+_op("cosh", 1, math.cosh, np.cosh, (lambda a, out: sinh(a),))
 _op("tanh", 1, math.tanh, np.tanh, (lambda a, out: 1.0 - out * out,))
 _op("exp", 1, math.exp, np.exp, (lambda a, out: out,))
 _op("log", 1, math.log, np.log, (lambda a, out: 1.0 / a,), doc="natural log; log(x, b) is log base b")
@@ -136,8 +154,8 @@ _op("min", 2, _py_min, np.minimum,
     (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)), commutative=True)
 _op("max", 2, _py_max, np.maximum,
     (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)), commutative=True)
-_op("sign", 1, _py_sign, np.sign, (lambda a, out: 0.0,), doc="-1, 0 or 1; the derivative of abs")
-_op("step", 1, _py_step, _np_step, (lambda a, out: 0.0,),
+_op("sign", 1, _py_sign, np.sign, (0.0,), doc="-1, 0 or 1; the derivative of abs")
+_op("step", 1, _py_step, _np_step, (0.0,),
     doc="Heaviside step with step(0) = 0.5; the derivative of max")
 
 

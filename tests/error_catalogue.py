@@ -83,14 +83,15 @@ ENTRIES: list[tuple[str, str, str, str]] = [
      "Each limit's error names the limit and how to raise it; see [limits.md](limits.md).",
      'symad eval "x+x+x+x" --at x=1 --max-input 5'),
     ("Limits", "Expression graph too large",
-     "The node limit counts every node built, derivatives included.",
-     'symad grad "sin(x)*cos(y)" --at x=1,y=2 --max-dag-nodes 6'),
+     "The node limit counts every node built, derivatives included (`symad grad` evaluates the gradient "
+     "numerically and builds none; `symad diff` builds it).",
+     'symad diff "sin(x)*cos(y)" --max-dag-nodes 6'),
     ("Limits", "Compiled program too large",
-     "A compiled program (value and gradient) may have at most 4,000,000 operations. The message says "
-     "to raise `symad.limits.LIMITS.max_program_ops`: there is no command-line flag for it yet. "
-     "In Python: `with symad.limits.override(max_program_ops=10**7): ...`. Shown here from Python, "
-     "with the limit lowered to 3.",
-     "python -c 'import symad, symad.limits as L; L.LIMITS.max_program_ops = 3; "
+     "A program (value and gradient, compiled or interpreted) may have at most 4,000,000 operations; "
+     "raise it with `--max-program-ops`, or in Python with "
+     "`with symad.limits.override(max_program_ops=10**7): ...`. Shown here from Python, "
+     "with the limit lowered to 2.",
+     "python -c 'import symad, symad.limits as L; L.LIMITS.max_program_ops = 2; "
      "symad.parse(\"sin(x)*cos(y)\").compile().value(x=1, y=2)' 2>&1 | grep '^symad.errors'"),
     ("Limits", "A limit flag that is not a number", "", 'symad eval "x" --at x=1 --max-input lots'),
     # ------------------------------------------------------------ usage

@@ -1,0 +1,160 @@
+"""The first tier: value and gradient by interpreting the forward DAG, with no code to build.
+
+A :class:`Tape` walks the expression's nodes once forward (values) and once
+backward (adjoints, accumulated where a node is shared), evaluating the op
+table's own derivative rules on numbers.  It builds no gradient expression and
+compiles nothing, so the first answer costs a few microseconds per node; a
+:class:`symad.function.Function` answers its first call this way and compiles
+straight-line code only for a function that is called again.
+
+The numbers are those of the compiled code: the same rules, applied in the same
+order, with small integer powers expanded into the same products; floats first,
+and on an exception (``1/0``, ``log(-1)``) the whole sweep again in NumPy with
+IEEE results (``inf``, ``nan``).  The same sweep runs on arrays for a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .compiler import SMALL_POWERS
+from .diff import _local_partials
+from .graph import Graph
+from .limits import LIMITS
+from .ops import OPS
+
+
+def _product_power(k: int) -> Callable[[Any, Any], Any]:
+    """``x^k`` as the compiled code computes it: ``((x*x)*x)``, ``1.0 / (x*x)``."""
+
+    def power(x: Any, _k: Any) -> Any:
+        p = x
+        for _ in range(abs(k) - 1):
+            p = p * x
+        return p if k > 0 else 1.0 / p
+
+    return power
+
+
+_POWERS = {k: _product_power(k) for k in SMALL_POWERS}
+
+
+def _pow_base_partial(k: float) -> Callable[..., Any]:
+    """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^(k-1)``, folded)."""
+    if k - 1.0 == 1.0:
+        return lambda a, b, out: k * a
+    expand = _POWERS.get(int(k - 1.0)) if float(k - 1.0).is_integer() else None
+    if expand is not None:
+        return lambda a, b, out: k * expand(a, None)
+    return lambda a, b, out: k * OPS["pow"].py(a, k - 1.0) if type(a) is float else k * np.power(a, k - 1.0)
+
+
+def _constant_partial(graph: Graph, node: int, k: int, rule: Any) -> Any:
+    """The k-th local partial as a number if it simplifies to one, else ``rule``."""
+    local = _local_partials(graph, node, [k])[0]
+    if isinstance(local, float):
+        return local
+    return graph.data[local] if graph.op[local] == "const" else rule
+
+
+class Tape:
+    """The nodes of ``root`` in evaluation order, ready to sweep at any point.
+
+    >>> from symad import parse, var
+    >>> e = parse("(x+y)+x*(x+y)")
+    >>> Tape(e.graph, e.id, [var("x").id, var("y").id]).value_and_grad([1.0, 2.0])
+    (6.0, [5.0, 2.0])
+    """
+
+    def __init__(self, graph: Graph, root: int, inputs: Sequence[int]):
+        order = graph.reachable([root])
+        LIMITS.check_program(sum(1 for n in order if graph.args[n]))
+        slot = {node: i for i, node in enumerate(order)}
+        self.root = slot[root]
+        self.inputs = [slot.get(v, -1) for v in inputs]  # -1: a variable the expression does not use
+        consts = {slot[n]: float(graph.data[n]) for n in order if graph.op[n] == "const"}  # type: ignore[arg-type]
+        self._floats: list[Any] = [0.0] * len(order)
+        self._np: list[Any] = [np.float64(0.0)] * len(order)
+        for i, c in consts.items():
+            self._floats[i], self._np[i] = c, np.float64(c)
+        active = [False] * len(order)
+        for i in self.inputs:
+            if i >= 0:
+                active[i] = True
+        # Forward steps (slot, py, np, a0, a1) and backward steps (slot, args, [(arg slot, rule)]).
+        self.forward: list[tuple[int, Any, Any, int, int]] = []
+        self.backward: list[tuple[int, tuple[int, ...], list[tuple[int, Any]]]] = []
+        for node in order:
+            op = graph.op[node]
+            if op in ("const", "var"):
+                continue
+            spec = OPS[op]
+            i, args = slot[node], tuple(slot[a] for a in graph.args[node])
+            py, np_fn, rules = spec.py, spec.np, list(spec.partials)
+            if op == "pow" and args[1] in consts:
+                k = consts[args[1]]
+                if k in SMALL_POWERS:
+                    py = np_fn = _POWERS[int(k)]
+                rules[0] = _pow_base_partial(k)
+            self.forward.append((i, py, np_fn, args[0], args[1] if len(args) > 1 else -1))
+            wanted = [(a, rules[k]) for k, a in enumerate(args) if active[a]]
+            if wanted and (len(wanted) < len(args) or len(set(args)) < len(args)):
+                # A constant or repeated argument can make a partial a number once the
+                # rewrites apply (`out*log(1) → 0`, `x - x → 0`): take the symbolic
+                # partial, as the compiled gradient does, when it is a number.
+                wanted = [(a, _constant_partial(graph, node, j, rules[j])) for j, a in enumerate(args) if active[a]]
+            if wanted:
+                active[i] = True
+                self.backward.append((i, args, wanted))
+        self.backward.reverse()
+
+    def value(self, point: Sequence[Any]) -> Any:
+        """The value at ``point`` (floats, or arrays of one shape for a batch)."""
+        return self._sweep(point, False)[0]
+
+    def value_and_grad(self, point: Sequence[Any]) -> tuple[Any, list[Any]]:
+        """``(value, [∂/∂input for each input])`` at ``point``."""
+        return self._sweep(point, True)
+
+    def _sweep(self, point: Sequence[Any], grad: bool) -> tuple[Any, list[Any]]:
+        if all(type(x) is float for x in point):
+            try:
+                return self._run(point, self._floats, 1, grad)
+            except (ArithmeticError, ValueError):
+                point = [np.float64(x) for x in point]
+        with np.errstate(all="ignore"):
+            return self._run(point, self._np, 2, grad)
+
+    def _run(self, point: Sequence[Any], template: list[Any], which: int, grad: bool) -> tuple[Any, list[Any]]:
+        v = template.copy()
+        for i, x in zip(self.inputs, point):
+            if i >= 0:
+                v[i] = x
+        for step in self.forward:
+            i, fn, a0, a1 = step[0], step[which], step[3], step[4]
+            v[i] = fn(v[a0]) if a1 < 0 else fn(v[a0], v[a1])
+        value = v[self.root]
+        if not grad:
+            return value, []
+        adj: list[Any] = [None] * len(v)
+        adj[self.root] = 1.0
+        for i, args, wanted in self.backward:
+            g = adj[i]
+            if g is None:
+                continue
+            values = [v[a] for a in args]
+            values.append(v[i])
+            for a, rule in wanted:
+                if type(rule) is float:
+                    if rule == 0.0:
+                        continue
+                    term = g if rule == 1.0 else -g if rule == -1.0 else g * rule
+                else:
+                    term = g * rule(*values)
+                prev = adj[a]
+                adj[a] = term if prev is None else prev + term
+        zero = 0.0 if which == 1 else np.float64(0.0)
+        return value, [zero if i < 0 or adj[i] is None else adj[i] for i in self.inputs]

@@ -1,0 +1,171 @@
+"""The interpreted first tier (symad.tape) and the tiering of Function(backend="auto")."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import expressions, points
+from test_properties import graph_invariants, property_test, text_variables
+
+import symad
+from symad import compiler, native
+from symad.function import COMPILE_AFTER_CALLS
+from symad.graph import Graph
+from symad.tape import Tape
+
+COMPILED = ["python", "native"] if native.available() else ["python"]
+
+
+def tape_of(e: symad.Expr, names: list[str]) -> Tape:
+    return Tape(e.graph, e.id, [e.graph.var(n) for n in names])
+
+
+def outputs(value, grad) -> np.ndarray:
+    return np.array([value, *grad], dtype=float)
+
+
+def assert_same(got: np.ndarray, want: np.ndarray, backend: str, context) -> None:
+    """Bit for bit, nan matching nan.  Where an operation raised on Python floats (a domain error
+    somewhere), the Python paths redo the point with NumPy, whose exp/log/sin may differ from the
+    C library's (native code) in the last bit: there, native results are compared to 1e-13."""
+    if backend == "native" and not np.array_equal(got, want, equal_nan=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True, err_msg=str(context))
+        return
+    assert np.array_equal(got, want, equal_nan=True), (context, backend, got, want)
+
+
+@pytest.mark.parametrize("text", [
+    "(x+y)+x*(x+y)", "sin(x)^2/sqrt(1+y)", "x^3*y^-2 + x^4 - y^-3 + x^0.5*y^2.5 + x^-1",
+    "atan2(y,x) + max(x,y)*min(x,2) + abs(x-y)", "tanh(x)*cosh(y) + sinh(x*y) + exp(-x)*log(y)",
+    "x/y - y/x + 1/(x*y)", "asin(x/3) + acos(y/4) + atan(x*y) + tan(x)", "2^x*x^y", "sign(x)*step(y) + x",
+    "log(x, 2)", "1/(x-x) + y", "log(x-1) * y",
+])
+def test_tape_gives_the_compiled_numbers_bit_for_bit(text):
+    e = symad.parse(text, Graph())
+    names = ["x", "y"]
+    tape = tape_of(e, names)
+    fns = [e.compile(names, backend=b) for b in COMPILED]
+    rng = np.random.default_rng(1)
+    pts = [*rng.uniform(-3, 3, (40, 2)), np.array([0.0, 0.0]), np.array([1.0, 0.0]), np.array([-0.0, 1.0])]
+    for p in pts:
+        got = outputs(*tape.value_and_grad(p.tolist()))
+        for fn in fns:
+            assert_same(got, outputs(*fn.value_and_grad(p)), fn.backend, (text, p))
+        assert np.array_equal(got[:1], [tape.value(p.tolist())], equal_nan=True)
+    X = rng.uniform(-3, 3, (50, 2))
+    value, grad = tape.value_and_grad(list(X.T))
+    got = np.stack(np.broadcast_arrays(value, *grad), axis=-1)
+    for fn in fns:
+        v, g = fn.value_and_grad(X)
+        assert_same(got, np.column_stack([v, g]), fn.backend, text)
+
+
+def test_tape_matches_compiled_code_on_random_expressions(property_tally):
+    """The tape and the compiled backends agree to the last bit (nan with nan) at random points."""
+    tally = property_tally("random expressions: interpreted tape vs compiled backends")
+
+    @property_test(600)
+    @given(text=expressions(), data=st.data())
+    def check(text, data):
+        e = symad.parse(text, Graph())
+        names = list(text_variables(text))
+        point = data.draw(points(tuple(names), special=data.draw(st.booleans())), label="point")
+        x = np.array([point[n] for n in names], dtype=float)
+        tally.tried += 1
+        got = outputs(*tape_of(e, names).value_and_grad(x.tolist()))
+        for backend in COMPILED:
+            want = outputs(*e.compile(names, backend=backend).value_and_grad(x))
+            try:
+                assert_same(got, want, backend, (text, point))
+            except AssertionError:
+                tally.mismatch(f"{text} at {point} ({backend})")
+                raise
+        tally.compared += 1
+
+    check()
+
+
+def test_auto_interprets_first_and_compiles_when_called_again():
+    e = symad.parse("sin(x)*y + 100*(y-x^2)^2", Graph())
+    f = e.compile()
+    tiers = f._value_grad
+    first = f.value_and_grad(x=1.0, y=2.0)
+    assert tiers.program is None and tiers.thread is None  # nothing built for one call
+    for _ in range(COMPILE_AFTER_CALLS):
+        assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
+    assert tiers.thread is not None  # called again: compiling in the background
+    f.prepare()
+    assert tiers.program is not None and f._value.program is not None
+    assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
+
+
+def test_forced_backends_compile_on_first_use():
+    e = symad.parse("x*y", Graph())
+    for backend in COMPILED:
+        f = e.compile(backend=backend)
+        f.value_and_grad(x=1.0, y=2.0)
+        assert f._value_grad.program is not None and f._value_grad.tape is None
+
+
+def test_a_large_batch_waits_for_compiled_code_and_a_small_one_does_not():
+    e = symad.parse("100*(y-x^2)^2 + (1-x)^2", Graph())
+    f = e.compile()
+    small = np.random.default_rng(2).uniform(-2, 2, (10, 2))
+    f.value_and_grad(small)
+    assert f._value_grad.program is None
+    big = np.random.default_rng(3).uniform(-2, 2, (compiler.NATIVE_BATCH_POINTS, 2))
+    v, g = f.value_and_grad(big)
+    assert f._value_grad.program is not None
+    want_v, want_g = e.compile(backend="python").value_and_grad(big)
+    assert np.array_equal(v, want_v) and np.array_equal(g, want_g)
+
+
+def test_a_program_over_the_limit_keeps_the_interpreter_serving():
+    e = symad.parse("sin(x)*cos(y) + x*y", Graph())
+    f = e.compile()
+    with symad.limits.override(max_program_ops=5):  # the value has 5 operations; with the gradient more
+        want = f.value_and_grad(x=1.0, y=2.0)
+        got = f.value_and_grad(x=1.0, y=2.0)  # starts the compile, which fails on the limit
+        f._value_grad.thread.join()
+        assert outputs(*got).tolist() == outputs(*want).tolist()
+        with pytest.raises(symad.LimitError, match="over the limit of 5"):
+            f.value_grad_program()
+        assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*want).tolist()
+
+
+def test_background_gradient_and_foreground_parsing_keep_one_node_per_key():
+    """The background compile adds gradient nodes while this thread parses into the same graph."""
+    g = Graph()
+    fns = [symad.parse(f"sin(x{k})*x{k + 1}^3/(1+x{k}^2) + exp(x{k + 2}*x{k})", g).compile() for k in range(30)]
+    for fn in fns:
+        fn.value_and_grad(np.ones(len(fn.variables)))
+        fn.value_and_grad(np.ones(len(fn.variables)))  # starts a background compile
+    for k in range(300):
+        symad.parse(f"cos(x{k % 40})*x{k % 7}^3/(1+x{k % 40}^2) + exp(x{k % 5}*x{k % 40})", g).grad()
+    for fn in fns:
+        fn.prepare()
+    assert graph_invariants(g) == []
+    for fn in fns:
+        x = np.linspace(0.5, 1.5, len(fn.variables))
+        want = fn.expr.compile(backend="python").value_and_grad(x)
+        assert outputs(*fn.value_and_grad(x)).tolist() == outputs(*want).tolist()
+
+
+def test_graph_interning_is_thread_safe():
+    g = Graph()
+    x = g.var("x")
+
+    def build(offset: int) -> None:
+        for k in range(2000):
+            g.make("add", g.make("mul", x, g.const(float(k % 500))), g.const(float(offset)))
+
+    threads = [threading.Thread(target=build, args=(t % 2,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert graph_invariants(g) == []
