@@ -38,7 +38,8 @@ class Limits:
         """Raise LimitError if a compiled program would have more than ``max_program_ops`` operations."""
         if n_ops > self.max_program_ops:
             raise LimitError(f"the compiled program would have {n_ops:,} operations, over the limit of "
-                             f"{self.max_program_ops:,} (raise it with --max-program-ops or symad.limits.LIMITS.max_program_ops)")
+                             f"{self.max_program_ops:,} (raise it with --max-program-ops or "
+                             "symad.limits.LIMITS.max_program_ops)")
 
 
 LIMITS = Limits()

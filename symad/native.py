@@ -158,7 +158,6 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     faster than linearly with the program); ``opt=0`` only selects instructions
     and allocates registers (fast to build, slower to run).
     """
-    import llvmlite.binding as llvm
 
     key = f"{schedule.key}-O{opt}"
     cached = _cache.get(key)

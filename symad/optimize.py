@@ -21,7 +21,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
