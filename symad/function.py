@@ -13,6 +13,7 @@ from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
 from .errors import PointError, SymadError
 from .tape import Tape
 
+_F64 = np.dtype(np.float64)
 COMPILE_AFTER_CALLS = 1  # `auto` compiles a program once it has been interpreted this many times
 
 
@@ -29,6 +30,7 @@ class _Tiers:
     def __init__(self, fn: Function, with_grad: bool):
         self.fn, self.with_grad = fn, with_grad
         self.program: Program | None = None
+        self.floats: Any = None  # the program's Python code on floats, when points run in Python
         self.tape: Tape | None = None
         self.calls = 0
         self.thread: threading.Thread | None = None
@@ -61,7 +63,10 @@ class _Tiers:
             if self.with_grad:
                 partials = fn.expr.grad(list(fn.variables))
                 outs += [partials[v].id for v in fn.variables]
-            self.program = Program(fn.expr.graph, outs, fn._inputs, fn.backend)
+            program = Program(fn.expr.graph, outs, fn._inputs, fn.backend)
+            if not program.prefer_native_points:
+                self.floats = program.run_float
+            self.program = program
         except SymadError as err:  # the tape keeps serving; compiled() reports it
             self.error = err
 
@@ -128,6 +133,7 @@ class Function:
         if missing:
             raise SymadError(f"the expression uses {', '.join(missing)}, which is not in variables")
         self._inputs = [expr.graph.var(v) for v in self.variables]
+        self._shape = (len(self.variables),)
         self._value = _Tiers(self, with_grad=False)
         self._value_grad = _Tiers(self, with_grad=True)
 
@@ -149,6 +155,12 @@ class Function:
     # ------------------------------------------------------------------ calling
     def value(self, point: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (a float, or an array for a batch)."""
+        floats = self._value.floats
+        if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
+            try:
+                return floats(*point.tolist())[0]
+            except (ArithmeticError, ValueError):
+                pass
         out, shape = self._run(self._value, point, kwargs)
         return float(out[0]) if shape is None else out[:, 0].reshape(shape)
 
@@ -160,6 +172,14 @@ class Function:
 
     def value_and_grad(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray]:
         """``(value, gradient)``: the form ``scipy.optimize.minimize(..., jac=True)`` expects."""
+        floats = self._value_grad.floats
+        if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
+            # An optimizer's call on a small expression: straight to the Python code on floats.
+            try:
+                out = floats(*point.tolist())
+                return out[0], np.array(out[1:])
+            except (ArithmeticError, ValueError):
+                pass  # the general path below redoes the point with IEEE (NumPy) semantics
         out, shape = self._run(self._value_grad, point, kwargs)
         if shape is None:
             return float(out[0]), out[1:]

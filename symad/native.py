@@ -83,34 +83,36 @@ _INLINE = {
 }
 
 
-def _module_ir(schedule: Schedule) -> str:
-    """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast)."""
+QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
+
+
+def _body(schedule: Schedule, p: str, inp: str, out: str, declared: dict[str, int]) -> list[str]:
+    """IR lines computing the outputs at ``inp`` into ``out``; SSA names start with ``%{p}``."""
     from .compiler import small_power
     from .ops import OPS
 
     names: dict[int, str] = {}
     lines: list[str] = []
     for k, node in enumerate(schedule.inputs):
-        lines.append(f"  %p{k} = getelementptr double, ptr %in, i64 {k}")
-        lines.append(f"  %v{node} = load double, ptr %p{k}")
-        names[node] = f"%v{node}"
+        lines.append(f"  %{p}p{k} = getelementptr double, ptr {inp}, i64 {k}")
+        lines.append(f"  %{p}v{node} = load double, ptr %{p}p{k}")
+        names[node] = f"%{p}v{node}"
     for node, c in schedule.consts.items():
         names[node] = _hex(c)
-    declared: dict[str, int] = {}
     for node, op, args in schedule.steps:
         vals = [names[a] for a in args]
-        r = f"%v{node}"
+        r = f"%{p}v{node}"
         k = None if all(a in schedule.consts for a in args) else small_power(schedule.consts, op, args)
         if k is not None:
             prev = vals[0]
             for j in range(abs(k) - 1):
-                cur = r if k > 0 and j == abs(k) - 2 else f"%v{node}m{j}"
+                cur = r if k > 0 and j == abs(k) - 2 else f"%{p}v{node}m{j}"
                 lines.append(f"  {cur} = fmul double {prev}, {vals[0]}")
                 prev = cur
             if k < 0:
                 lines.append(f"  {r} = fdiv double 1.0, {prev}")
         elif op in _INLINE:
-            lines.extend("  " + ln for ln in _INLINE[op].format(*vals, r=r, t=f"%t{node}").split("\n"))
+            lines.extend("  " + ln for ln in _INLINE[op].format(*vals, r=r, t=f"%{p}t{node}").split("\n"))
         else:
             fn = _INTRINSICS.get(op, op)
             declared[fn] = OPS[op].arity
@@ -118,22 +120,34 @@ def _module_ir(schedule: Schedule) -> str:
             lines.append(f"  {r} = call double @{fn}({params})")
         names[node] = r
     for k, node in enumerate(schedule.outputs):
-        lines.append(f"  %o{k} = getelementptr double, ptr %out, i64 {k}")
-        lines.append(f"  store double {names[node]}, ptr %o{k}")
+        lines.append(f"  %{p}o{k} = getelementptr double, ptr {out}, i64 {k}")
+        lines.append(f"  store double {names[node]}, ptr %{p}o{k}")
+    return lines
+
+
+def _module_ir(schedule: Schedule) -> str:
+    """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast)."""
+    declared: dict[str, int] = {}
+    point = _body(schedule, "", "%in", "%out", declared)
+    # A small body is repeated inside the loop, so that no IR pass is needed to inline
+    # it; a large one is called, and LLVM's passes inline it if worthwhile (one copy of
+    # a large body keeps compile time down).
+    if schedule.size <= QUICK_OPS:
+        loop_body = _body(schedule, "L", "%pi", "%po", declared)
+    else:
+        loop_body = ["  call void @point(ptr %pi, ptr %po)"]
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
     n_in, n_out = len(schedule.inputs), len(schedule.outputs)
-    # The batch loop calls `point`: one copy of the body keeps compile time down;
-    # for small bodies LLVM inlines it into the loop anyway.
     return (f"{decls}\n"
             "define void @point(ptr noalias %in, ptr noalias %out) {\nentry:\n"
-            + "\n".join(lines) + "\n  ret void\n}\n\n"
+            + "\n".join(point) + "\n  ret void\n}\n\n"
             "define void @batch(ptr noalias %in, ptr noalias %out, i64 %n) {\n"
             "entry:\n  %any = icmp sgt i64 %n, 0\n  br i1 %any, label %loop, label %done\n"
             "loop:\n  %i = phi i64 [0, %entry], [%next, %loop]\n"
             f"  %ri = mul i64 %i, {n_in}\n  %ro = mul i64 %i, {n_out}\n"
             "  %pi = getelementptr double, ptr %in, i64 %ri\n"
             "  %po = getelementptr double, ptr %out, i64 %ro\n"
-            "  call void @point(ptr %pi, ptr %po)\n"
+            + "\n".join(loop_body) + "\n"
             "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %n\n"
             "  br i1 %more, label %loop, label %done\n"
             "done:\n  ret void\n}\n")
@@ -155,8 +169,9 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     """Machine code for ``schedule`` (cached by its structural hash and ``opt``).
 
     ``opt=2`` runs LLVM's optimisation pipeline (best code, compile time grows
-    faster than linearly with the program); ``opt=0`` only selects instructions
-    and allocates registers (fast to build, slower to run).
+    faster than linearly with the program; programs of up to ``QUICK_OPS``
+    operations skip the IR passes, which gain them nothing); ``opt=0`` only
+    selects instructions and allocates registers (fast to build, slower to run).
     """
 
     key = f"{schedule.key}-O{opt}"
@@ -178,7 +193,7 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     module.verify()
-    if opt:
+    if opt and schedule.size > QUICK_OPS:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(module, pb)
