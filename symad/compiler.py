@@ -267,15 +267,19 @@ class Program:
         if use_native and self.size <= NATIVE_SYNC_OPS:
             self.native = native.compile_native(self.schedule)
         elif use_native:
-            self.native = native.compile_native(self.schedule, opt=0)
-            if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE:
-                self._compiling = threading.Thread(target=self._compile_native, daemon=True)
-                self._compiling.start()
-                _background.append(self._compiling)
+            self._quick_native()
         self.prefer_native_points = backend == "native" or (use_native and self.size >= NATIVE_MIN_OPS)
         # Small programs run single points in Python, but a large batch is worth a
         # native compile whatever the size: the fused loop beats one NumPy pass per node.
         self._native_for_batches = backend == "auto" and self.size <= NATIVE_MAX_OPS and native.available()
+
+    def _quick_native(self) -> None:
+        """Quick native code (-O0) now, and optimised code (-O2) from a background thread."""
+        self.native = native.compile_native(self.schedule, opt=0)
+        if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE:
+            self._compiling = threading.Thread(target=self._compile_native, daemon=True)
+            self._compiling.start()
+            _background.append(self._compiling)
 
     def _compile_native(self) -> None:
         try:
@@ -350,8 +354,10 @@ class Program:
                              f"got {out.dtype} {out.shape}")
         nat = self.native
         if nat is None and self._native_for_batches and n >= NATIVE_BATCH_POINTS:
-            self.wait_native()
-            nat = self.native = native.compile_native(self.schedule)
+            with self._lock:
+                if self.native is None:
+                    self._quick_native()  # this batch waits for -O0 code only
+            nat = self.native
         if nat is not None:
             rows = np.ascontiguousarray(rows, dtype=float)
             if not rows.size:

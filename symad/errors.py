@@ -62,3 +62,17 @@ def _or_list(items: tuple[str, ...]) -> str:
     if len(items) == 1:
         return items[0]
     return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def name_list(names: list[str] | tuple[str, ...], most: int = 8) -> str:
+    """``a, b, c`` for a few names; the first and last ones around a count for many.
+
+    >>> name_list(["x1", "x2"])
+    'x1, x2'
+    >>> name_list([f"x{i}" for i in range(1, 1001)])
+    'x1, x2, x3, x4, x5, x6, x7, …, x1000 (1,000 names)'
+    """
+    names = list(names)
+    if len(names) <= most:
+        return ", ".join(names)
+    return ", ".join(names[: most - 1]) + f", …, {names[-1]} ({len(names):,} names)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import SymadError, VariableError
+from .errors import SymadError, VariableError, name_list
 from .graph import Graph
 from .ops import OPS
 
@@ -190,8 +190,8 @@ def check_variables(expected: tuple[str, ...], given: Mapping[str, Any]) -> None
     """Raise VariableError if ``given`` misses or adds variables."""
     missing = [v for v in expected if v not in given]
     extra = [v for v in given if v not in expected]
-    uses = ", ".join(expected) if expected else "no variables"
+    uses = name_list(expected) if expected else "no variables"
     if missing:
-        raise VariableError(f"missing value for variable {', '.join(missing)} (the expression uses {uses})")
+        raise VariableError(f"missing value for variable {name_list(missing)} (the expression uses {uses})")
     if extra:
         raise VariableError(f"unknown variable {', '.join(extra)} (the expression uses {uses})")

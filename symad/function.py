@@ -10,7 +10,7 @@ import numpy as np
 
 from . import compiler, native
 from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
-from .errors import PointError, SymadError
+from .errors import PointError, SymadError, name_list
 from .tape import Tape
 
 _F64 = np.dtype(np.float64)
@@ -131,7 +131,7 @@ class Function:
         listed = set(self.variables)
         missing = [v for v in used if v not in listed]
         if missing:
-            raise SymadError(f"the expression uses {', '.join(missing)}, which is not in variables")
+            raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
         self._inputs = [expr.graph.var(v) for v in self.variables]
         self._shape = (len(self.variables),)
         self._value = _Tiers(self, with_grad=False)
@@ -234,7 +234,7 @@ class Function:
             raise PointError("give a point either as a sequence or as keywords, not both")
         arr = _array(point, None)
         if arr.ndim == 0 or arr.shape[-1] != n:
-            raise PointError(f"a point needs {n} value(s) ({', '.join(self.variables)}), got shape {arr.shape}")
+            raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {arr.shape}")
         if arr.ndim == 1:
             return np.ascontiguousarray(arr), None
         return arr.reshape(int(np.prod(arr.shape[:-1])), n), arr.shape[:-1]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .cli import emit, format_number, parse_point
-from .errors import PointError, SymadError, VariableError
+from .errors import PointError, SymadError, VariableError, name_list
 from .expr import Expr
 from .optimize import METHODS, OptimizeResult, Problem, minimize
 
@@ -82,9 +82,9 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     free = [v for v in names if v not in fixed]
     missing = [v for v in free if v not in start]
     unknown = [v for v in start if v not in names]
-    uses = ", ".join(names) or "no variables"
+    uses = name_list(names) or "no variables"
     if missing:
-        raise VariableError(f"--from has no value for {', '.join(missing)} (the expression uses {uses})")
+        raise VariableError(f"--from has no value for {name_list(missing)} (the expression uses {uses})")
     if unknown:
         raise VariableError(f"unknown variable {', '.join(unknown)} in --from (the expression uses {uses})")
     if args.plot and len(free) != 2:

@@ -15,13 +15,13 @@ IEEE results (``inf``, ``nan``).  The same sweep runs on arrays for a batch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .compiler import SMALL_POWERS
-from .diff import _local_partials
 from .graph import Graph
 from .limits import LIMITS
 from .ops import OPS
@@ -42,6 +42,7 @@ def _product_power(k: int) -> Callable[[Any, Any], Any]:
 _POWERS = {k: _product_power(k) for k in SMALL_POWERS}
 
 
+@functools.lru_cache(maxsize=256)
 def _pow_base_partial(k: float) -> Callable[..., Any]:
     """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^(k-1)``, folded)."""
     if k - 1.0 == 1.0:
@@ -52,12 +53,21 @@ def _pow_base_partial(k: float) -> Callable[..., Any]:
     return lambda a, b, out: k * OPS["pow"].py(a, k - 1.0) if type(a) is float else k * np.power(a, k - 1.0)
 
 
-def _constant_partial(graph: Graph, node: int, k: int, rule: Any) -> Any:
-    """The k-th local partial as a number if it simplifies to one, else ``rule``."""
-    local = _local_partials(graph, node, [k])[0]
-    if isinstance(local, float):
-        return local
-    return graph.data[local] if graph.op[local] == "const" else rule
+def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, float], rule: Any) -> Any:
+    """The k-th partial as a number where the symbolic gradient's rewrites make it one, else ``rule``.
+
+    With a constant or repeated argument, three partials fold to numbers in
+    :mod:`symad.diff` (constant folding, ``x - x → 0``), and a zero one drops its
+    term (``0*a → 0``) even where the adjoint is inf or nan.  The tape does the same.
+    """
+    if op == "div" and k == 0 and args[1] in consts:  # ∂(x/c)/∂x = 1/c, folded when finite
+        c = consts[args[1]]
+        return 1.0 / c if c != 0.0 else rule
+    if op == "pow" and k == 1 and consts.get(args[0]) == 1.0:  # ∂(1^x)/∂x = out*log(1) → 0
+        return 0.0
+    if op in ("min", "max") and args[0] == args[1]:  # step(x - x) → step(0) = 0.5
+        return 0.5
+    return rule
 
 
 class Tape:
@@ -84,28 +94,26 @@ class Tape:
         for i in self.inputs:
             if i >= 0:
                 active[i] = True
-        # Forward steps (slot, py, np, a0, a1) and backward steps (slot, args, [(arg slot, rule)]).
+        # Forward steps (slot, py, np, a0, a1); backward steps (slot, args, (arg slot, rule, ...)),
+        # a rule being the op's partial or a number.  Flat tuples: the tape's memory is the build's peak.
         self.forward: list[tuple[int, Any, Any, int, int]] = []
-        self.backward: list[tuple[int, tuple[int, ...], list[tuple[int, Any]]]] = []
+        self.backward: list[tuple[int, tuple[int, ...], tuple[Any, ...]]] = []
         for node in order:
             op = graph.op[node]
             if op in ("const", "var"):
                 continue
             spec = OPS[op]
             i, args = slot[node], tuple(slot[a] for a in graph.args[node])
-            py, np_fn, rules = spec.py, spec.np, list(spec.partials)
+            py, np_fn, rules = spec.py, spec.np, spec.partials
             if op == "pow" and args[1] in consts:
                 k = consts[args[1]]
                 if k in SMALL_POWERS:
                     py = np_fn = _POWERS[int(k)]
-                rules[0] = _pow_base_partial(k)
+                rules = (_pow_base_partial(k), rules[1])
             self.forward.append((i, py, np_fn, args[0], args[1] if len(args) > 1 else -1))
-            wanted = [(a, rules[k]) for k, a in enumerate(args) if active[a]]
-            if wanted and (len(wanted) < len(args) or len(set(args)) < len(args)):
-                # A constant or repeated argument can make a partial a number once the
-                # rewrites apply (`out*log(1) → 0`, `x - x → 0`): take the symbolic
-                # partial, as the compiled gradient does, when it is a number.
-                wanted = [(a, _constant_partial(graph, node, j, rules[j])) for j, a in enumerate(args) if active[a]]
+            if len(args) == 2 and not (active[args[0]] and active[args[1]] and args[0] != args[1]):
+                rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
+            wanted = tuple(x for k, a in enumerate(args) if active[a] for x in (a, rules[k]))
             if wanted:
                 active[i] = True
                 self.backward.append((i, args, wanted))
@@ -147,7 +155,8 @@ class Tape:
                 continue
             values = [v[a] for a in args]
             values.append(v[i])
-            for a, rule in wanted:
+            for j in range(0, len(wanted), 2):
+                a, rule = wanted[j], wanted[j + 1]
                 if type(rule) is float:
                     if rule == 0.0:
                         continue
