@@ -258,9 +258,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    # The flags hold for this run; main() called in-process (tests, notebooks) leaves no trace.
+    saved = (LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops, compiler.BACKGROUND_OPTIMIZE)
     LIMITS.max_input_chars, LIMITS.max_nodes = args.max_input, args.max_dag_nodes
     LIMITS.max_program_ops = args.max_program_ops
-    compiler.BACKGROUND_OPTIMIZE = False  # one evaluation: never wait for an -O2 compile at exit
+    compiler.BACKGROUND_OPTIMIZE = False  # one evaluation: nothing to compile in the background
     try:
         text = read_expr(args.expr)
         graph = Graph()
@@ -285,6 +287,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    finally:
+        LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops, compiler.BACKGROUND_OPTIMIZE = saved
     return 0
 
 
