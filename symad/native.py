@@ -86,20 +86,16 @@ _INLINE = {
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
-def _body(schedule: Schedule, p: str, inp: str, out: str, declared: dict[str, int]) -> list[str]:
-    """IR lines computing the outputs at ``inp`` into ``out``; SSA names start with ``%{p}``."""
+CHUNK_OPS = 2000  # at -O2, a program of over twice this many operations becomes functions of this many
+
+
+def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, declared: dict[str, int]) -> list[str]:
+    """IR lines for ``steps``; ``names`` maps the nodes already available to IR values (extended)."""
     from .compiler import small_power
     from .ops import OPS
 
-    names: dict[int, str] = {}
     lines: list[str] = []
-    for k, node in enumerate(schedule.inputs):
-        lines.append(f"  %{p}p{k} = getelementptr double, ptr {inp}, i64 {k}")
-        lines.append(f"  %{p}v{node} = load double, ptr %{p}p{k}")
-        names[node] = f"%{p}v{node}"
-    for node, c in schedule.consts.items():
-        names[node] = _hex(c)
-    for node, op, args in schedule.steps:
+    for node, op, args in steps:
         vals = [names[a] for a in args]
         r = f"%{p}v{node}"
         k = None if all(a in schedule.consts for a in args) else small_power(schedule.consts, op, args)
@@ -119,16 +115,91 @@ def _body(schedule: Schedule, p: str, inp: str, out: str, declared: dict[str, in
             params = ", ".join(f"double {v}" for v in vals)
             lines.append(f"  {r} = call double @{fn}({params})")
         names[node] = r
-    for k, node in enumerate(schedule.outputs):
-        lines.append(f"  %{p}o{k} = getelementptr double, ptr {out}, i64 {k}")
-        lines.append(f"  store double {names[node]}, ptr %{p}o{k}")
     return lines
 
 
-def _module_ir(schedule: Schedule) -> str:
-    """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast)."""
+def _load(lines: list[str], name: str, base: str, index: int) -> None:
+    lines.append(f"  {name}a = getelementptr double, ptr {base}, i64 {index}")
+    lines.append(f"  {name} = load double, ptr {name}a")
+
+
+def _store(lines: list[str], value: str, base: str, index: int, tag: str) -> None:
+    lines.append(f"  %{tag} = getelementptr double, ptr {base}, i64 {index}")
+    lines.append(f"  store double {value}, ptr %{tag}")
+
+
+def _body(schedule: Schedule, p: str, inp: str, out: str, declared: dict[str, int]) -> list[str]:
+    """IR lines computing the outputs at ``inp`` into ``out``; SSA names start with ``%{p}``."""
+    names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
+    lines: list[str] = []
+    for k, node in enumerate(schedule.inputs):
+        _load(lines, f"%{p}v{node}", inp, k)
+        names[node] = f"%{p}v{node}"
+    lines += _steps(schedule, schedule.steps, names, p, declared)
+    for k, node in enumerate(schedule.outputs):
+        _store(lines, names[node], out, k, f"{p}o{k}")
+    return lines
+
+
+def _chunked_point(schedule: Schedule, declared: dict[str, int]) -> tuple[list[str], list[str]]:
+    """``point``'s body as calls to functions of ``CHUNK_OPS`` operations each, and their definitions.
+
+    LLVM's instruction selection and register allocation take time and memory growing
+    faster than linearly with the size of one basic block; in pieces, both grow
+    linearly.  Values a later piece needs pass through a stack array.
+    """
+    steps = schedule.steps
+    chunks = [steps[i:i + CHUNK_OPS] for i in range(0, len(steps), CHUNK_OPS)]
+    chunk_of = {node: c for c, chunk in enumerate(chunks) for node, _, _ in chunk}
+    position = {node: k for k, node in enumerate(schedule.inputs)}
+    slot: dict[int, int] = {}
+    for c, chunk in enumerate(chunks):
+        for _, _, args in chunk:
+            for a in args:
+                if chunk_of.get(a, c) < c:
+                    slot.setdefault(a, len(slot))
+    for node in schedule.outputs:
+        if node in chunk_of:
+            slot.setdefault(node, len(slot))
+    definitions: list[str] = []
+    for c, chunk in enumerate(chunks):
+        names: dict[int, str] = {node: _hex(v) for node, v in schedule.consts.items()}
+        lines: list[str] = []
+        for _, _, args in chunk:
+            for a in args:
+                if a in names or chunk_of.get(a) == c:
+                    continue
+                names[a] = f"%v{a}"
+                _load(lines, names[a], "%s" if a in slot else "%in", slot[a] if a in slot else position[a])
+        lines += _steps(schedule, chunk, names, "", declared)
+        for node, _, _ in chunk:
+            if node in slot:
+                _store(lines, names[node], "%s", slot[node], f"q{node}")
+        definitions.append(f"define internal void @chunk{c}(ptr noalias %in, ptr noalias %s) noinline {{\n"
+                           "entry:\n" + "\n".join(lines) + "\n  ret void\n}\n")
+    body = [f"  %s = alloca [{max(1, len(slot))} x double]"]
+    body += [f"  call void @chunk{c}(ptr %in, ptr %s)" for c in range(len(chunks))]
+    for k, node in enumerate(schedule.outputs):
+        if node in schedule.consts:
+            value = _hex(schedule.consts[node])
+        else:
+            value = f"%r{k}"
+            _load(body, value, "%s" if node in slot else "%in", slot[node] if node in slot else position[node])
+        _store(body, value, "%out", k, f"o{k}")
+    return body, definitions
+
+
+def _module_ir(schedule: Schedule, chunked: bool = False) -> str:
+    """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast).
+
+    ``chunked`` splits a large ``point`` into functions (see :func:`_chunked_point`).
+    """
     declared: dict[str, int] = {}
-    point = _body(schedule, "", "%in", "%out", declared)
+    definitions: list[str] = []
+    if chunked and schedule.size > 2 * CHUNK_OPS:
+        point, definitions = _chunked_point(schedule, declared)
+    else:
+        point = _body(schedule, "", "%in", "%out", declared)
     # A small body is repeated inside the loop, so that no IR pass is needed to inline
     # it; a large one is called, and LLVM's passes inline it if worthwhile (one copy of
     # a large body keeps compile time down).
@@ -138,7 +209,7 @@ def _module_ir(schedule: Schedule) -> str:
         loop_body = ["  call void @point(ptr %pi, ptr %po)"]
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
     n_in, n_out = len(schedule.inputs), len(schedule.outputs)
-    return (f"{decls}\n"
+    return (f"{decls}\n" + "\n".join(definitions) + "\n"
             "define void @point(ptr noalias %in, ptr noalias %out) {\nentry:\n"
             + "\n".join(point) + "\n  ret void\n}\n\n"
             "define void @batch(ptr noalias %in, ptr noalias %out, i64 %n) {\n"
@@ -189,7 +260,9 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     import llvmlite.binding as llvm
 
     tm = _target_machine_for(opt)
-    module = llvm.parse_assembly(_module_ir(schedule))
+    # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
+    # the values passed between them through memory would cost a third more time.
+    module = llvm.parse_assembly(_module_ir(schedule, chunked=opt > 0))
     module.triple = tm.triple
     module.data_layout = str(tm.target_data)
     module.verify()

@@ -43,6 +43,24 @@ def test_native_equals_python_bit_for_bit_on_points(text):
 
 
 @pytest.mark.parametrize("text", EXPRESSIONS)
+def test_chunked_native_code_gives_the_same_numbers(text, monkeypatch):
+    """Split into functions of 2 operations (values passed through the stack array), -O2 code
+    computes exactly what the Python backend does, at points and over a batch."""
+    monkeypatch.setattr(native, "CHUNK_OPS", 2)
+    monkeypatch.setattr(native, "_cache", {})
+    e = parse(text, Graph())
+    program = e.compile(backend="native").value_grad_program()
+    assert "@chunk1" in native._module_ir(program.schedule, chunked=True)
+    fp = e.compile(backend="python")
+    pts = np.random.default_rng(11).uniform(-3, 3, size=(50, len(e.variables)))
+    for p in pts:
+        vp, gp = fp.value_and_grad(p)
+        np.testing.assert_array_equal(program.point(p), np.array([vp, *gp]))
+    vp, gp = fp.value_and_grad(pts)
+    np.testing.assert_allclose(program.batch(pts), np.column_stack([vp, gp]), rtol=1e-13, equal_nan=True)
+
+
+@pytest.mark.parametrize("text", EXPRESSIONS)
 def test_native_batch_matches_numpy_batch(text):
     g = Graph()
     e = parse(text, g)
