@@ -31,10 +31,9 @@ class _Tiers:
         self.fn, self.with_grad = fn, with_grad
         self.program: Program | None = None
         self.floats: Any = None  # the program's Python code on floats, when points run in Python
-        self.tape: Tape | None = None
         self.calls = 0
         self.thread: threading.Thread | None = None
-        self.error: SymadError | None = None
+        self.error: Exception | None = None
         self._lock = threading.Lock()
 
     def compiled(self) -> Program:
@@ -67,7 +66,8 @@ class _Tiers:
             if not program.prefer_native_points:
                 self.floats = program.run_float
             self.program = program
-        except SymadError as err:  # the tape keeps serving; compiled() reports it
+            fn._compiled_one()
+        except Exception as err:  # noqa: BLE001 - the tape keeps serving; compiled() raises it
             self.error = err
 
     def outputs(self, x: np.ndarray, batch: bool) -> np.ndarray:
@@ -84,10 +84,7 @@ class _Tiers:
         self.calls += 1
         if self.calls > COMPILE_AFTER_CALLS and compiler.BACKGROUND_OPTIMIZE:
             self.start()
-        tape = self.tape
-        if tape is None:
-            fn = self.fn
-            tape = self.tape = Tape(fn.expr.graph, fn.expr.id, fn._inputs)
+        tape = self.fn._shared_tape()
         if not batch:
             value, grads = tape._sweep(x.tolist(), self.with_grad)
             return np.array([value, *grads], dtype=float)
@@ -136,6 +133,18 @@ class Function:
         self._shape = (len(self.variables),)
         self._value = _Tiers(self, with_grad=False)
         self._value_grad = _Tiers(self, with_grad=True)
+        self._tape: Tape | None = None
+
+    def _shared_tape(self) -> Tape:
+        """The interpreter of the expression, shared by the value and value-and-gradient tiers."""
+        tape = self._tape
+        if tape is None:
+            tape = self._tape = Tape(self.expr.graph, self.expr.id, self._inputs)
+        return tape
+
+    def _compiled_one(self) -> None:
+        if self._value.program is not None and self._value_grad.program is not None:
+            self._tape = None  # both programs compiled: the interpreter's memory can go
 
     # ------------------------------------------------------------------ programs
     def value_program(self) -> Program:

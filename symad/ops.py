@@ -7,8 +7,9 @@ Derivative rules are *local partials* written as expression construction: for an
 op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
 argument, called as ``da(a, b, out)`` with :class:`symad.expr.Expr` arguments and
 returning the expression ``∂out/∂a`` (or a plain number where the partial is one,
-as for ``a + b``).  The same functions run on numbers in :mod:`symad.tape`.  Reverse mode multiplies them by the
-adjoint, forward mode by the tangent, so one rule serves both.
+as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
+the tangent, so one rule serves both; :mod:`symad.tape` runs the same functions
+on numbers.
 
 Conventions at non-differentiable points (documented in the README):
 ``abs'(0) = sign(0) = 0``; for ``min``/``max`` a tie splits the derivative

@@ -102,8 +102,10 @@ def test_auto_interprets_first_and_compiles_when_called_again(monkeypatch):
     for _ in range(COMPILE_AFTER_CALLS):
         assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
     assert tiers.thread is not None  # called again: compiling in the background
+    assert f._tape is not None
     f.prepare()
     assert tiers.program is not None and f._value.program is not None
+    assert f._tape is None  # both programs compiled: the interpreter is dropped
     assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
 
 
@@ -112,7 +114,7 @@ def test_forced_backends_compile_on_first_use():
     for backend in COMPILED:
         f = e.compile(backend=backend)
         f.value_and_grad(x=1.0, y=2.0)
-        assert f._value_grad.program is not None and f._value_grad.tape is None
+        assert f._value_grad.program is not None and f._tape is None
 
 
 def test_a_large_batch_waits_for_compiled_code_and_a_small_one_does_not():
