@@ -70,6 +70,10 @@ def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, 
     return rule
 
 
+def _is_zero(rule: Any) -> bool:
+    return type(rule) is float and rule == 0.0
+
+
 class Tape:
     """The nodes of ``root`` in evaluation order, ready to sweep at any point.
 
@@ -113,7 +117,10 @@ class Tape:
             self.forward.append((i, py, np_fn, args[0], args[1] if len(args) > 1 else -1))
             if len(args) == 2 and not (active[args[0]] and active[args[1]] and args[0] != args[1]):
                 rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
-            wanted = tuple(x for k, a in enumerate(args) if active[a] for x in (a, rules[k]))
+            # A partial that is the number 0 carries nothing back (sign, step, 1^x), as the symbolic
+            # gradient drops its term: the arguments' rules then never run, and cannot raise.
+            wanted = tuple(x for k, a in enumerate(args) if active[a] and not _is_zero(rules[k])
+                           for x in (a, rules[k]))
             if wanted:
                 active[i] = True
                 self.backward.append((i, args, wanted))
