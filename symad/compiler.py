@@ -253,25 +253,37 @@ class Program:
     def __init__(self, graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backend: str = "python"):
         self.schedule = Schedule.build(graph, outputs, inputs)
         self.n_out = len(self.schedule.outputs)
-        self.native: native.NativeProgram | None = None
+        self._native: native.NativeProgram | None = None
+        # `call` (see NativeProgram) of the native code single points run on, once there is one
+        self.call: Any = None
         self._python: tuple[Any, Any] | None = None
         self._compiling: threading.Thread | None = None
         use_native = backend == "native" or (
             backend == "auto" and NATIVE_MIN_OPS <= self.size <= NATIVE_MAX_OPS and native.available())
+        self.prefer_native_points = use_native
         # Reused argument buffers: reading an array's address costs more than copying
         # a point into a buffer whose address is known.
         self._in = np.empty(max(1, len(self.schedule.inputs)))
         self._out = np.empty(max(1, self.n_out))
-        self._addresses = (self._in.ctypes.data, self._out.ctypes.data)
+        self._addresses = (self._in.ctypes.data, self._out.ctypes.data, self._out.ctypes.data + 8)
         self._lock = threading.Lock()
         if use_native and self.size <= NATIVE_SYNC_OPS:
             self.native = native.compile_native(self.schedule)
         elif use_native:
             self._quick_native()
-        self.prefer_native_points = backend == "native" or (use_native and self.size >= NATIVE_MIN_OPS)
         # Small programs run single points in Python, but a large batch is worth a
         # native compile whatever the size: the fused loop beats one NumPy pass per node.
         self._native_for_batches = backend == "auto" and self.size <= NATIVE_MAX_OPS and native.available()
+
+    @property
+    def native(self) -> native.NativeProgram | None:
+        """The native code, when compiled (optimised code replaces quick code when ready)."""
+        return self._native
+
+    @native.setter
+    def native(self, program: native.NativeProgram | None) -> None:
+        self._native = program
+        self.call = program.call if program is not None and self.prefer_native_points else None
 
     def _quick_native(self) -> None:
         """Quick native code (-O0) now, and optimised code (-O2) from a background thread."""
@@ -328,6 +340,11 @@ class Program:
 
     def point(self, x: np.ndarray) -> np.ndarray:
         """Outputs at one point ``x`` (a contiguous float64 vector of the inputs)."""
+        call = self.call
+        if call is not None:
+            out = np.empty(self.n_out)
+            out[0] = call(x, out[1:])
+            return out
         nat = self.native
         if nat is not None and self.prefer_native_points:
             with self._lock:

@@ -29,8 +29,11 @@ _cache: dict[str, NativeProgram] = {}
 _engines: list[Any] = []  # keep execution engines (and their code) alive
 _machines: dict[int, Any] = {}
 
-POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+# `call` takes the NumPy arrays themselves and keeps the GIL: converting an array to an
+# address in Python (`a.ctypes.data`) costs more than a small program's whole run.
+CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
 
 
 def available() -> bool:
@@ -42,11 +45,42 @@ def available() -> bool:
     return True
 
 
-class NativeProgram:
-    """Machine code for a schedule: ``point(in_ptr, out_ptr)`` and ``batch(in_ptr, out_ptr, n)``."""
+_data_offset: list[int | None] = []
 
-    def __init__(self, point: Callable[..., None], batch: Callable[..., None], n_in: int, n_out: int):
-        self.point, self.batch = point, batch
+
+def array_data_offset() -> int | None:
+    """Where a NumPy array object keeps its data pointer (NumPy's C API ``PyArrayObject``).
+
+    The field follows the object header, whose size depends on how Python was built,
+    so it is found by looking, once; None (no ``call`` entry) if it is not where expected.
+    """
+    if not _data_offset:
+        import numpy as np
+
+        probe = np.arange(3.0)
+        found = None
+        for offset in (16, 32):  # the header of a release build, of a debug build
+            if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+                found = offset
+                break
+        _data_offset.append(found)
+    return _data_offset[0]
+
+
+class NativeProgram:
+    """Machine code for a schedule.
+
+    * ``point(in_ptr, out0_ptr, rest_ptr)``: output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``;
+    * ``batch(in_ptr, out_ptr, n)``: ``n`` points, row after row, into rows of ``out``;
+    * ``call(x, rest) -> output 0``: the same as ``point`` on the data of two contiguous
+      float64 NumPy arrays (``x`` of the inputs, ``rest`` of the other outputs), without
+      the cost of taking their addresses in Python; None where unavailable.  The caller
+      checks the arrays' dtype, shape and contiguity.
+    """
+
+    def __init__(self, point: Callable[..., None], batch: Callable[..., None], call: Callable[..., float] | None,
+                 n_in: int, n_out: int):
+        self.point, self.batch, self.call = point, batch, call
         self.n_in, self.n_out = n_in, n_out
 
 
@@ -128,16 +162,21 @@ def _store(lines: list[str], value: str, base: str, index: int, tag: str) -> Non
     lines.append(f"  store double {value}, ptr %{tag}")
 
 
-def _body(schedule: Schedule, p: str, inp: str, out: str, declared: dict[str, int]) -> list[str]:
-    """IR lines computing the outputs at ``inp`` into ``out``; SSA names start with ``%{p}``."""
+def _store_outputs(lines: list[str], values: list[str], out0: str, rest: str, p: str) -> None:
+    """Output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``."""
+    for k, value in enumerate(values):
+        _store(lines, value, rest if k else out0, k - 1 if k else 0, f"{p}o{k}")
+
+
+def _body(schedule: Schedule, p: str, inp: str, out0: str, rest: str, declared: dict[str, int]) -> list[str]:
+    """IR lines computing the outputs at ``inp`` (see :func:`_store_outputs`); SSA names start with ``%{p}``."""
     names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
     lines: list[str] = []
     for k, node in enumerate(schedule.inputs):
         _load(lines, f"%{p}v{node}", inp, k)
         names[node] = f"%{p}v{node}"
     lines += _steps(schedule, schedule.steps, names, p, declared)
-    for k, node in enumerate(schedule.outputs):
-        _store(lines, names[node], out, k, f"{p}o{k}")
+    _store_outputs(lines, [names[node] for node in schedule.outputs], out0, rest, p)
     return lines
 
 
@@ -179,13 +218,14 @@ def _chunked_point(schedule: Schedule, declared: dict[str, int]) -> tuple[list[s
                            "entry:\n" + "\n".join(lines) + "\n  ret void\n}\n")
     body = [f"  %s = alloca [{max(1, len(slot))} x double]"]
     body += [f"  call void @chunk{c}(ptr %in, ptr %s)" for c in range(len(chunks))]
+    values = []
     for k, node in enumerate(schedule.outputs):
         if node in schedule.consts:
-            value = _hex(schedule.consts[node])
+            values.append(_hex(schedule.consts[node]))
         else:
-            value = f"%r{k}"
-            _load(body, value, "%s" if node in slot else "%in", slot[node] if node in slot else position[node])
-        _store(body, value, "%out", k, f"o{k}")
+            values.append(f"%r{k}")
+            _load(body, values[-1], "%s" if node in slot else "%in", slot[node] if node in slot else position[node])
+    _store_outputs(body, values, "%out0", "%rest", "")
     return body, definitions
 
 
@@ -199,18 +239,18 @@ def _module_ir(schedule: Schedule, chunked: bool = False) -> str:
     if chunked and schedule.size > 2 * CHUNK_OPS:
         point, definitions = _chunked_point(schedule, declared)
     else:
-        point = _body(schedule, "", "%in", "%out", declared)
+        point = _body(schedule, "", "%in", "%out0", "%rest", declared)
     # A small body is repeated inside the loop, so that no IR pass is needed to inline
     # it; a large one is called, and LLVM's passes inline it if worthwhile (one copy of
     # a large body keeps compile time down).
     if schedule.size <= QUICK_OPS:
-        loop_body = _body(schedule, "L", "%pi", "%po", declared)
+        loop_body = _body(schedule, "L", "%pi", "%po", "%pr", declared)
     else:
-        loop_body = ["  call void @point(ptr %pi, ptr %po)"]
+        loop_body = ["  call void @point(ptr %pi, ptr %po, ptr %pr)"]
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
     n_in, n_out = len(schedule.inputs), len(schedule.outputs)
     return (f"{decls}\n" + "\n".join(definitions) + "\n"
-            "define void @point(ptr noalias %in, ptr noalias %out) {\nentry:\n"
+            "define void @point(ptr noalias %in, ptr noalias %out0, ptr noalias %rest) {\nentry:\n"
             + "\n".join(point) + "\n  ret void\n}\n\n"
             "define void @batch(ptr noalias %in, ptr noalias %out, i64 %n) {\n"
             "entry:\n  %any = icmp sgt i64 %n, 0\n  br i1 %any, label %loop, label %done\n"
@@ -218,10 +258,25 @@ def _module_ir(schedule: Schedule, chunked: bool = False) -> str:
             f"  %ri = mul i64 %i, {n_in}\n  %ro = mul i64 %i, {n_out}\n"
             "  %pi = getelementptr double, ptr %in, i64 %ri\n"
             "  %po = getelementptr double, ptr %out, i64 %ro\n"
+            "  %pr = getelementptr double, ptr %po, i64 1\n"
             + "\n".join(loop_body) + "\n"
             "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %n\n"
             "  br i1 %more, label %loop, label %done\n"
-            "done:\n  ret void\n}\n")
+            "done:\n  ret void\n}\n" + _call_ir(n_out))
+
+
+def _call_ir(n_out: int) -> str:
+    """``call(x, rest)``: ``point`` on the data pointers of two NumPy array objects (see
+    :func:`array_data_offset`); returns output 0.  With one output, ``rest`` is not read."""
+    offset = array_data_offset()
+    if offset is None:
+        return ""
+    rest = (f"  %ra = getelementptr i8, ptr %ro, i64 {offset}\n  %r = load ptr, ptr %ra\n" if n_out > 1 else "")
+    return ("\ndefine double @call(ptr %xo, ptr %ro) {\nentry:\n"
+            f"  %xa = getelementptr i8, ptr %xo, i64 {offset}\n  %x = load ptr, ptr %xa\n{rest}"
+            "  %v = alloca double\n"
+            f"  call void @point(ptr %x, ptr %v, ptr {'%r' if n_out > 1 else 'null'})\n"
+            "  %value = load double, ptr %v\n  ret double %value\n}\n")
 
 
 def _target_machine_for(opt: int) -> Any:
@@ -272,8 +327,10 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
         pb.getModulePassManager().run(module, pb)
     engine = llvm.create_mcjit_compiler(module, tm)
     engine.finalize_object()
+    call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
                             BATCH(engine.get_function_address("batch")),
+                            CALL(call_address) if call_address else None,
                             len(schedule.inputs), len(schedule.outputs))
     with _lock:
         _engines.append(engine)

@@ -127,3 +127,43 @@ def test_compiled_code_is_cached_by_structure():
 def test_unknown_backend():
     with pytest.raises(SymadError, match="backend must be one of"):
         parse("x", Graph()).compile(backend="gpu")
+
+
+def test_native_call_reads_the_array_in_place_and_agrees_with_every_other_path():
+    """Single points of contiguous float64 arrays go straight to ``call``, which reads the
+    array's data pointer from the array object; every other form of point takes the
+    general path.  All give the same numbers, and each result is a new array."""
+    assert native.array_data_offset() is not None
+    e = parse("sin(x)*y^3 + x/(1+z^2)", Graph())
+    f = e.compile(backend="native")
+    program = f.value_grad_program()
+    assert program.call is not None
+    base = np.array([0.3, -1.2, 2.5, 9.0, 9.0, 9.0])
+    want_v, want_g = e.compile(backend="python").value_and_grad(base[:3])
+    forms = {
+        "contiguous": base[:3].copy(),
+        "row of a matrix": np.vstack([base[:3], base[3:]])[0],
+        "strided": np.array([0.3, 0.0, -1.2, 0.0, 2.5, 0.0])[::2],
+        "reversed": np.array([2.5, -1.2, 0.3])[::-1],
+        "read-only": np.frombuffer(base[:3].tobytes()),
+        "big-endian": base[:3].astype(">f8"),
+        "list": [0.3, -1.2, 2.5],
+        "dict": {"x": 0.3, "y": -1.2, "z": 2.5},
+    }
+    grads = []
+    for name, point in forms.items():
+        v, g = f.value_and_grad(point)
+        assert v == want_v and np.array_equal(g, want_g), name
+        assert f.value(point) == want_v, name
+        grads.append(g)
+    assert len({id(g) for g in grads}) == len(grads)
+    grads[0][:] = 0.0  # a caller may keep or change a result: later calls are unaffected
+    assert np.array_equal(f.grad(forms["contiguous"]), want_g)
+    np.testing.assert_array_equal(program.point(forms["contiguous"]), np.array([want_v, *want_g]))
+
+
+def test_native_call_with_one_output_and_no_inputs():
+    f = parse("2^3 + pi", Graph()).compile(backend="native")
+    assert f.value(np.empty(0)) == 8 + math.pi
+    v, g = f.value_and_grad(np.empty(0))
+    assert v == 8 + math.pi and g.shape == (0,)
