@@ -536,7 +536,10 @@ def render(data: Data) -> str:
         "Wall time from the expression text to the first result of the value-and-gradient callable "
         "(parsing, differentiating, generating and compiling code, and the first call; imports and "
         "Lark's one-time grammar load excluded). Every peer reads the text through symad's parser "
-        "(`symad.to_postfix`) and a mechanical translation, so it pays the same parse.\n\n"
+        "(`symad.to_postfix`) and a mechanical translation, so it pays the same parse. A build under 2 s "
+        "is timed in several fresh processes (`--build-repeats`, 3 by default) and the median shown, "
+        "with its peak memory: a build of milliseconds can take several times longer when the shared "
+        "machine stalls a page fault.\n\n"
     )
     add(figure_table(r, r.keys, "build"))
     ready = [(k, (r.get(k, "symad") or {}).get("info", {}).get("native_ready_s")) for k in r.keys]

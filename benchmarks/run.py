@@ -22,6 +22,7 @@ import os
 import platform
 import queue
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -109,6 +110,31 @@ def run_worker(args: list[str], timeout: float, last_phase: str = "time") -> dic
     return result
 
 
+BUILD_REPEAT_BELOW_S = 2.0  # a build this quick is at the mercy of the machine's hiccups: time it again
+
+
+def repeat_build(m: dict[str, Any], wargs: list[str], repeats: int, timeout: float) -> None:
+    """Time a quick build again in fresh processes and report the median (build time and peak memory).
+
+    A single build of a few milliseconds can take several times longer when the kernel
+    stalls a page fault (the machine is shared): the median of fresh processes is robust.
+    """
+    if repeats <= 1 or m.get("status") != "ok" or m.get("build_s", BUILD_REPEAT_BELOW_S) >= BUILD_REPEAT_BELOW_S:
+        return
+    args = list(wargs)
+    if "--write-ref" in args:  # the reference is symad's first run's
+        k = args.index("--write-ref")
+        del args[k : k + 2]
+    samples = [(m["build_s"], m.get("build_peak_kib", 0))]
+    for _ in range(repeats - 1):
+        r = run_worker([*args, "--build-only"], timeout, last_phase="build")
+        if r.get("status") == "ok" and "build_s" in r:
+            samples.append((r["build_s"], r.get("build_peak_kib", 0)))
+    m["build_samples_s"] = [round(s, 6) for s, _ in samples]
+    m["build_s"] = statistics.median(s for s, _ in samples)
+    m["build_peak_kib"] = statistics.median(p for _, p in samples)
+
+
 def _next_phase(phase: str) -> str:
     order = ["import", "build", "info", "check", "time"]
     return order[min(order.index(phase) + 1, len(order) - 1)] if phase in order else phase
@@ -137,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         "--no-skip",
         action="store_true",
         help="run a peer at larger sizes even after it timed out at a smaller one",
+    )
+    ap.add_argument(
+        "--build-repeats",
+        type=int,
+        default=3,
+        help="fresh processes whose build is timed, median reported, for builds under 2 s (3; 1 in --quick)",
     )
     ap.add_argument("--no-scaling", action="store_true", help="skip symad's build-scaling curve")
     ap.add_argument(
@@ -227,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 wargs += ["--ref", str(ref)]
             t0 = time.monotonic()
             m.update(run_worker(wargs, args.timeout))
+            repeat_build(m, wargs, 1 if args.quick else args.build_repeats, args.timeout)
             m["wall_s"] = round(time.monotonic() - t0, 3)
         if m["status"] == "ok" and m.get("check") == "reference":
             m["check"] = "is the reference"

@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-time", type=float, default=0.02, help="seconds per timing loop")
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--scaling", action="store_true", help="symad build phases only (scaling curve)")
+    ap.add_argument("--build-only", action="store_true", help="stop after the build phase (a repeat of it)")
     args = ap.parse_args(argv)
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         build_s = time.perf_counter() - t0
         hwm = proc_status()["VmHWM"]
         emit(phase="build", build_s=build_s, build_peak_kib=hwm - rss0, vmhwm_kib=hwm)
+        if args.build_only:
+            return 0
 
         phase = "info"
         info = {k: v for k, v in impl.info.items() if isinstance(v, (int, float, str))}

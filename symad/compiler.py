@@ -285,10 +285,15 @@ class Program:
         self._native = program
         self.call = program.call if program is not None and self.prefer_native_points else None
 
-    def _quick_native(self) -> None:
-        """Quick native code (-O0) now, and optimised code (-O2) from a background thread."""
+    def _quick_native(self, optimize: bool = True) -> None:
+        """Quick native code (-O0) now, and optimised code (-O2) from a background thread
+        (started later by :meth:`_optimize_in_background` if not ``optimize``)."""
         self.native = native.compile_native(self.schedule, opt=0)
-        if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE:
+        if optimize:
+            self._optimize_in_background()
+
+    def _optimize_in_background(self) -> None:
+        if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE and self._compiling is None:
             self._compiling = threading.Thread(target=self._compile_native, daemon=True)
             self._compiling.start()
             _background.append(self._compiling)
@@ -370,11 +375,21 @@ class Program:
             raise PointError(f"out must be a C-contiguous float64 array of shape {(n, self.n_out)}, "
                              f"got {out.dtype} {out.shape}")
         nat = self.native
+        first = False
         if nat is None and self._native_for_batches and n >= NATIVE_BATCH_POINTS:
             with self._lock:
                 if self.native is None:
-                    self._quick_native()  # this batch waits for -O0 code only
+                    self._quick_native(optimize=False)  # this batch waits for -O0 code only
+                    first = True
             nat = self.native
+        try:
+            return self._batch(rows, out, nat)
+        finally:
+            if first:  # optimised code compiles once this batch is done, not competing for its cores
+                self._optimize_in_background()
+
+    def _batch(self, rows: np.ndarray, out: np.ndarray, nat: native.NativeProgram | None) -> np.ndarray:
+        n = rows.shape[0]
         if nat is not None:
             rows = np.ascontiguousarray(rows, dtype=float)
             if not rows.size:
