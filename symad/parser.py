@@ -86,15 +86,16 @@ class _Driver:
             row: dict[str, tuple[bool, object]] = {}
             for symbol, (action, arg) in actions.items():
                 if action.name == "Shift":
-                    row[symbol] = (True, arg)
+                    row[str(symbol)] = (True, arg)
                 else:
                     name = arg.alias or arg.origin.name
-                    row[symbol] = (False, (arg.origin.name, len(arg.expansion), name))
+                    row[str(symbol)] = (False, (str(arg.origin.name), len(arg.expansion), str(name)))
             self.states[state] = row
         # One master pattern for the terminals, ordered as Lark's lexer orders them.
         terminals = sorted(lk.terminals, key=lambda t: (-t.priority, -t.pattern.max_width,
                                                         -len(t.pattern.value), t.name))
-        self.ignore = set(lk.ignore_tokens)
+        # Plain str keys throughout: Lark's names are str subclasses compared in Python code.
+        self.ignore = {str(t) for t in lk.ignore_tokens}
         # ASCII: `\d` must not accept other scripts' digits, which float() would read.
         self.pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), re.ASCII)
         self.lock = threading.Lock()
