@@ -317,23 +317,28 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
 
 
 def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
+    import llvmlite
     import llvmlite.binding as llvm
+
+    from . import codecache
 
     tm = _target_machine_for(opt)
     # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
     # the values passed between them through memory would cost a third more time.
-    module = llvm.parse_assembly(_module_ir(schedule, chunked=opt > 0))
-    module.triple = tm.triple
-    module.data_layout = str(tm.target_data)
-    module.verify()
-    if opt and schedule.size > QUICK_OPS:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        # Pack isomorphic neighbouring operations (the terms of a sum) into vector instructions:
-        # a quarter off the run time of a large program, for half as much again compile time.
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(module, pb)
-    engine = llvm.create_mcjit_compiler(module, tm)
+    ir = _module_ir(schedule, chunked=opt > 0)
+    on_disk = None
+    if codecache.cache_dir() is not None:
+        on_disk = codecache.key(ir, f"O{opt}", llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+                                llvmlite.__version__)
+    stored = codecache.load(on_disk) if on_disk else None
+    if stored is not None:  # machine code from an earlier run: no IR passes, no code generation
+        engine = llvm.create_mcjit_compiler(_empty_module(tm), tm)
+        engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
+    else:
+        module = _optimized_module(ir, tm, opt, schedule.size)
+        engine = llvm.create_mcjit_compiler(module, tm)
+        if on_disk:
+            engine.set_object_cache(lambda _module, buffer: codecache.store(on_disk, buffer))
     engine.finalize_object()
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
@@ -344,3 +349,29 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
         _engines.append(engine)
         _cache[key] = program
     return program
+
+
+def _empty_module(tm: Any) -> Any:
+    import llvmlite.binding as llvm
+
+    module = llvm.parse_assembly("")
+    module.triple, module.data_layout = tm.triple, str(tm.target_data)
+    return module
+
+
+def _optimized_module(ir: str, tm: Any, opt: int, size: int) -> Any:
+    """The IR parsed, checked and (at ``opt`` > 0, past ``QUICK_OPS`` operations) optimised."""
+    import llvmlite.binding as llvm
+
+    module = llvm.parse_assembly(ir)
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    if opt and size > QUICK_OPS:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        # Pack isomorphic neighbouring operations (the terms of a sum) into vector instructions:
+        # a quarter off the run time of a large program, for half as much again compile time.
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+    return module

@@ -167,3 +167,61 @@ def test_native_call_with_one_output_and_no_inputs():
     assert f.value(np.empty(0)) == 8 + math.pi
     v, g = f.value_and_grad(np.empty(0))
     assert v == 8 + math.pi and g.shape == (0,)
+
+
+@pytest.fixture
+def disk_cache(tmp_path, monkeypatch):
+    from symad import codecache
+
+    monkeypatch.setattr(codecache, "_dir", [])
+    monkeypatch.setenv("SYMAD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "_cache", {})
+    yield tmp_path / "cache"
+    monkeypatch.setattr(codecache, "_dir", [])
+
+
+def test_disk_cache_is_off_by_default(monkeypatch):
+    from symad import codecache
+
+    monkeypatch.setattr(codecache, "_dir", [])
+    monkeypatch.delenv("SYMAD_CACHE_DIR", raising=False)
+    assert codecache.cache_dir() is None
+    assert codecache.load("anything") is None
+
+
+def test_disk_cache_reuses_machine_code_across_processes(disk_cache, monkeypatch):
+    """A second compile of the same program (as in a new process: the in-memory cache emptied)
+    loads the stored object code without generating any, and computes the same numbers."""
+    e = parse("sin(x)*y^3 + x/(1+y^2)", Graph())
+    schedule = e.compile(backend="python").value_grad_program().schedule
+    first = native.compile_native(schedule, opt=2)
+    entries = list(disk_cache.glob("*.o"))
+    assert len(entries) == 1
+    monkeypatch.setattr(native, "_cache", {})
+
+    def no_codegen(*args):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(native, "_optimized_module", no_codegen)
+    second = native.compile_native(schedule, opt=2)
+    assert second is not first
+    x, a, b = np.array([0.3, -1.2]), np.empty(2), np.empty(2)
+    assert first.call(x, a) == second.call(x, b) and np.array_equal(a, b)
+
+
+def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch):
+    e = parse("exp(x)*y - x", Graph())
+    schedule = e.compile(backend="python").value_grad_program().schedule
+    want = native.compile_native(schedule, opt=0)
+    (entry,) = disk_cache.glob("*.o")
+    blob = entry.read_bytes()
+    entry.write_bytes(blob[:-40] + bytes(40))  # damaged contents, same length
+    monkeypatch.setattr(native, "_cache", {})
+    compiled = []
+    real = native._optimized_module
+    monkeypatch.setattr(native, "_optimized_module", lambda *a: compiled.append(1) or real(*a))
+    got = native.compile_native(schedule, opt=0)
+    assert compiled == [1]
+    x, a, b = np.array([0.5, 2.0]), np.empty(2), np.empty(2)
+    assert want.call(x, a) == got.call(x, b) and np.array_equal(a, b)
+    assert entry.read_bytes() == blob  # rewritten whole
