@@ -36,6 +36,7 @@ from . import native
 from .errors import PointError, SymadError
 from .graph import Graph
 from .limits import LIMITS
+from .native import NativeProgram
 from .ops import OPS
 
 BACKENDS = ("auto", "python", "native")
@@ -253,7 +254,7 @@ class Program:
     def __init__(self, graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backend: str = "python"):
         self.schedule = Schedule.build(graph, outputs, inputs)
         self.n_out = len(self.schedule.outputs)
-        self._native: native.NativeProgram | None = None
+        self._native: NativeProgram | None = None
         # `call` (see NativeProgram) of the native code single points run on, once there is one
         self.call: Any = None
         self._python: tuple[Any, Any] | None = None
@@ -276,12 +277,12 @@ class Program:
         self._native_for_batches = backend == "auto" and self.size <= NATIVE_MAX_OPS and native.available()
 
     @property
-    def native(self) -> native.NativeProgram | None:
+    def native(self) -> NativeProgram | None:
         """The native code, when compiled (optimised code replaces quick code when ready)."""
         return self._native
 
     @native.setter
-    def native(self, program: native.NativeProgram | None) -> None:
+    def native(self, program: NativeProgram | None) -> None:
         self._native = program
         self.call = program.call if program is not None and self.prefer_native_points else None
 
@@ -308,6 +309,13 @@ class Program:
         """Block until a background native compile (if any) has finished."""
         if self._compiling is not None:
             self._compiling.join()
+
+    def prepare_batches(self) -> None:
+        """Compile now the optimised native code that large batches would compile on first use."""
+        if self.native is None and self._native_for_batches:
+            with self._lock:
+                if self.native is None:
+                    self.native = native.compile_native(self.schedule, opt=2)
 
     @property
     def source(self) -> str:
@@ -388,7 +396,7 @@ class Program:
             if first:  # optimised code compiles once this batch is done, not competing for its cores
                 self._optimize_in_background()
 
-    def _batch(self, rows: np.ndarray, out: np.ndarray, nat: native.NativeProgram | None) -> np.ndarray:
+    def _batch(self, rows: np.ndarray, out: np.ndarray, nat: NativeProgram | None) -> np.ndarray:
         n = rows.shape[0]
         if nat is not None:
             rows = np.ascontiguousarray(rows, dtype=float)

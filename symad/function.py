@@ -157,9 +157,12 @@ class Function:
         return self._value_grad.compiled()
 
     def prepare(self) -> Function:
-        """Compile both programs now and wait for them (and for optimised native code)."""
+        """Compile both programs now and wait for them (and for optimised native code, also
+        that of batches where single points run in Python)."""
         for tiers in (self._value, self._value_grad):
-            tiers.compiled().wait_native()
+            program = tiers.compiled()
+            program.wait_native()
+            program.prepare_batches()
         return self
 
     # ------------------------------------------------------------------ calling

@@ -225,3 +225,15 @@ def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch)
     x, a, b = np.array([0.5, 2.0]), np.empty(2), np.empty(2)
     assert want.call(x, a) == got.call(x, b) and np.array_equal(a, b)
     assert entry.read_bytes() == blob  # rewritten whole
+
+
+def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_python():
+    e = parse("x*y + 1", Graph())
+    f = e.compile().prepare()
+    program = f.value_grad_program()
+    assert program.size < compiler.NATIVE_MIN_OPS
+    assert program.native is not None and program.call is None  # batches native, points in Python
+    pts = np.random.default_rng(3).uniform(-2, 2, (compiler.NATIVE_BATCH_POINTS, 2))
+    v, g = f.value_and_grad(pts)
+    np.testing.assert_array_equal(v, pts[:, 0] * pts[:, 1] + 1)
+    np.testing.assert_array_equal(g, pts[:, ::-1])
