@@ -69,6 +69,20 @@ def _finish_background_compiles() -> None:
 
 
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
+BATCH_THREADS = min(os.cpu_count() or 1, 8)  # large batches are split into this many parts
+_pool: list[ThreadPoolExecutor] = []
+_pool_lock = threading.Lock()
+
+
+def _batch_pool() -> ThreadPoolExecutor | None:
+    """The threads that run the parts of a large batch, started once (starting threads for
+    each batch cost as much as computing 10^6 points); None on one core."""
+    if BATCH_THREADS == 1:
+        return None
+    with _pool_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="symad-batch"))
+    return _pool[0]
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
 _NP_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -402,18 +416,19 @@ class Program:
             rows = np.ascontiguousarray(rows, dtype=float)
             if not rows.size:
                 return out
-            workers = min(os.cpu_count() or 1, 8)
-            if n < PARALLEL_MIN_POINTS or workers == 1:
+            pool = _batch_pool() if n >= PARALLEL_MIN_POINTS else None
+            if pool is None:
                 nat.batch(rows.ctypes.data, out.ctypes.data, n)
             else:
-                bounds = np.linspace(0, n, workers + 1).astype(int)
+                bounds = np.linspace(0, n, BATCH_THREADS + 1).astype(int).tolist()
+                in_row, out_row = rows.ctypes.data, out.ctypes.data
+                width_in, width_out = 8 * rows.shape[1], 8 * self.n_out
 
                 def run(lo_hi: tuple[int, int]) -> None:
                     lo, hi = lo_hi
-                    nat.batch(rows[lo:hi].ctypes.data, out[lo:hi].ctypes.data, hi - lo)
+                    nat.batch(in_row + lo * width_in, out_row + lo * width_out, hi - lo)
 
-                with ThreadPoolExecutor(workers) as pool:  # ctypes releases the GIL
-                    list(pool.map(run, zip(bounds[:-1], bounds[1:])))
+                list(pool.map(run, zip(bounds[:-1], bounds[1:])))  # ctypes releases the GIL
             return out
         with np.errstate(all="ignore"):
             cols = self.run_numpy(*(rows[:, k] for k in range(rows.shape[1])))

@@ -71,14 +71,24 @@ def test_native_batch_matches_numpy_batch(text):
     np.testing.assert_allclose(gn, gp, rtol=1e-12, atol=1e-300, equal_nan=True)
 
 
-def test_large_batches_are_split_across_threads(monkeypatch):
+@pytest.mark.parametrize("threads", [2, 3])
+def test_large_batches_are_split_across_threads(monkeypatch, threads):
+    """Parts of uneven size (1001 points in 2 or 3 parts), rows of 3 inputs and 4 outputs:
+    each part reads and writes its own rows, and the whole equals one pass."""
     monkeypatch.setattr(compiler, "PARALLEL_MIN_POINTS", 10)
-    e = parse("100*(y-x^2)^2+(1-x)^2", Graph())
-    pts = np.random.default_rng(1).normal(size=(1001, 2))
-    v, grad = e.compile(backend="native").value_and_grad(pts)
+    monkeypatch.setattr(compiler, "BATCH_THREADS", threads)
+    monkeypatch.setattr(compiler, "_pool", [])
+    e = parse("100*(y-x^2)^2+(1-x)^2 + z*x", Graph())
+    pts = np.random.default_rng(1).normal(size=(1001, 3))
+    program = e.compile(backend="native").value_grad_program()
+    split = program.batch(pts)
+    assert compiler._pool and compiler._pool[0]._max_workers == threads
+    whole = np.empty_like(split)
+    program.native.batch(pts.ctypes.data, whole.ctypes.data, len(pts))
+    np.testing.assert_array_equal(split, whole)
     vp, gp = e.compile(backend="python").value_and_grad(pts)
-    np.testing.assert_allclose(v, vp, rtol=1e-14)
-    np.testing.assert_allclose(grad, gp, rtol=1e-14)
+    np.testing.assert_allclose(split, np.column_stack([vp, gp]), rtol=1e-14)
+    compiler._pool[0].shutdown()
 
 
 @pytest.mark.parametrize("text, point, expected", [
