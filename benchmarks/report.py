@@ -350,6 +350,10 @@ def targets(r: Results) -> list[list[str]]:
         reason = f"{bm['label']} builds in {fmt_time(theirs)}, symad in {fmt_time(mine)}"
         if parse is not None:
             reason += f" (parsing the text: {fmt_time(parse)})"
+        if sm.get("native_compile_s"):
+            reason += (f"; of symad's build, {fmt_time(sm['native_compile_s'])} is LLVM compiling the native "
+                       "code that the first batch waits for (a process's first compile includes LLVM's "
+                       "one-time set-up)")
         rows.append(
             _row(
                 "build < every peer that builds",

@@ -155,13 +155,17 @@ def main(argv: list[str] | None = None) -> int:
         first = P if batch else pts[0]
 
         phase = "build"
+        compiled_before = _native_compile_s(args.peer)
         rss0 = reset_peak()
         t0 = time.perf_counter()
         impl = peers.BUILDERS[args.peer](w, args.variant, batch)
         value, grad = impl.vg(first)
         build_s = time.perf_counter() - t0
         hwm = proc_status()["VmHWM"]
-        emit(phase="build", build_s=build_s, build_peak_kib=hwm - rss0, vmhwm_kib=hwm)
+        extra = {}
+        if compiled_before is not None:  # symad: the part of the build spent compiling native code
+            extra["native_compile_s"] = _native_compile_s(args.peer) - compiled_before
+        emit(phase="build", build_s=build_s, build_peak_kib=hwm - rss0, vmhwm_kib=hwm, **extra)
         if args.build_only:
             return 0
 
@@ -243,6 +247,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback=traceback.format_exc()[-2000:],
         )
         return 0
+
+
+def _native_compile_s(peer: str) -> float | None:
+    """Seconds symad has spent compiling native code in this process (None for other peers)."""
+    if peer != "symad":
+        return None
+    stats = getattr(sys.modules.get("symad.native"), "compile_stats", None)
+    return float(stats()["seconds"]) if callable(stats) else None
 
 
 def scaling(w: Any) -> int:
