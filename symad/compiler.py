@@ -369,6 +369,9 @@ class Program:
         """Outputs at one point ``x`` (a contiguous float64 vector of the inputs)."""
         call = self.call
         if call is not None:
+            x = np.ascontiguousarray(x, dtype=np.float64)  # machine code reads it in place: no other layout
+            if x.shape != (len(self.schedule.inputs),):
+                raise PointError(f"a point needs {len(self.schedule.inputs)} value(s), got shape {x.shape}")
             out = np.empty(self.n_out)
             out[0] = call(x, out[1:])
             return out

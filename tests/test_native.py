@@ -170,6 +170,10 @@ def test_native_call_reads_the_array_in_place_and_agrees_with_every_other_path()
     grads[0][:] = 0.0  # a caller may keep or change a result: later calls are unaffected
     assert np.array_equal(f.grad(forms["contiguous"]), want_g)
     np.testing.assert_array_equal(program.point(forms["contiguous"]), np.array([want_v, *want_g]))
+    for name in ("strided", "reversed", "big-endian"):  # the program converts what it cannot read in place
+        np.testing.assert_array_equal(program.point(forms[name]), np.array([want_v, *want_g]), err_msg=name)
+    with pytest.raises(SymadError):
+        program.point(np.zeros(2))
 
 
 def test_native_call_with_one_output_and_no_inputs():
