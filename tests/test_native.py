@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from symad import Graph, SymadError, compiler, native, parse
+from symad import Graph, SymadError, compiler, llvm_ir, native, parse
 from symad.ops import OPS
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")
@@ -46,11 +46,11 @@ def test_native_equals_python_bit_for_bit_on_points(text):
 def test_chunked_native_code_gives_the_same_numbers(text, monkeypatch):
     """Split into functions of 2 operations (values passed through the stack array), -O2 code
     computes exactly what the Python backend does, at points and over a batch."""
-    monkeypatch.setattr(native, "CHUNK_OPS", 2)
+    monkeypatch.setattr(llvm_ir, "CHUNK_OPS", 2)
     monkeypatch.setattr(native, "_cache", {})
     e = parse(text, Graph())
     program = e.compile(backend="native").value_grad_program()
-    assert "@chunk1" in native._module_ir(program.schedule, chunked=True)
+    assert "@chunk1" in llvm_ir.module_ir(program.schedule, chunked=True)
     fp = e.compile(backend="python")
     pts = np.random.default_rng(11).uniform(-3, 3, size=(50, len(e.variables)))
     for p in pts:
