@@ -55,26 +55,20 @@ def available() -> bool:
     return True
 
 
-_data_offset: list[int | None] = []
-
-
+@functools.lru_cache(maxsize=1)
 def array_data_offset() -> int | None:
     """Where a NumPy array object keeps its data pointer (NumPy's C API ``PyArrayObject``).
 
     The field follows the object header, whose size depends on how Python was built,
     so it is found by looking, once; None (no ``call`` entry) if it is not where expected.
     """
-    if not _data_offset:
-        import numpy as np
+    import numpy as np
 
-        probe = np.arange(3.0)
-        found = None
-        for offset in (16, 32):  # the header of a release build, of a debug build
-            if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
-                found = offset
-                break
-        _data_offset.append(found)
-    return _data_offset[0]
+    probe = np.arange(3.0)
+    for offset in (16, 32):  # the header of a release build, of a debug build
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+            return offset
+    return None
 
 
 class NativeProgram:

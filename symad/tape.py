@@ -164,9 +164,7 @@ class Tape:
             values.append(v[i])
             for j in range(0, len(wanted), 2):
                 a, rule = wanted[j], wanted[j + 1]
-                if type(rule) is float:
-                    if rule == 0.0:
-                        continue
+                if type(rule) is float:  # never 0: zero partials are left off the tape
                     term = g if rule == 1.0 else -g if rule == -1.0 else g * rule
                 else:
                     term = g * rule(*values)
