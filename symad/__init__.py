@@ -6,18 +6,50 @@
 (6.0, array([5., 2.]))
 """
 
-from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
-from .expr import Expr, parse, var
-from .function import Function
-from .graph import Graph
-from .optimize import minimize
-from .parser import to_postfix
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
+# line starts at once (and a Ctrl-C during start-up lands in its own handler).
+_EXPORTS = {
+    "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "graph",
+    "minimize": "optimize", "to_postfix": "parser", "clear_caches": "caches",
+    "LimitError": "errors", "ParseError": "errors", "PointError": "errors", "SymadError": "errors",
+    "UnknownFunctionError": "errors", "VariableError": "errors",
+}
+
+if TYPE_CHECKING:
+    from .caches import clear_caches
+    from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
+    from .expr import Expr, parse, var
+    from .function import Function
+    from .graph import Graph
+    from .optimize import minimize
+    from .parser import to_postfix
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symad' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
 
 
 def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto") -> Function:  # noqa: A001
     """Compile an expression (or its text) into a :class:`Function` of value and gradient."""
+    from .expr import parse
+    from .function import Function
+
     if isinstance(expr, str):
         expr = parse(expr)
     return Function(expr, variables=variables, backend=backend)
@@ -25,5 +57,6 @@ def compile(expr: Expr | str, variables: list[str] | None = None, backend: str =
 
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "compile", "minimize", "parse", "to_postfix", "var",
+    "UnknownFunctionError", "VariableError", "clear_caches", "compile", "minimize", "parse",
+    "to_postfix", "var",
 ]

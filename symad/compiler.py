@@ -20,7 +20,6 @@ floats, never user text.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import math
 import os
@@ -32,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import native
+from . import background, forksafe, native
 from .errors import PointError, SymadError
 from .graph import Graph
 from .limits import LIMITS
@@ -53,19 +52,6 @@ NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
 BACKGROUND_OPTIMIZE = True  # one-shot callers (the CLI) turn background compiling off
-_background: list[threading.Thread] = []
-
-
-def track_background(thread: threading.Thread) -> None:
-    """Register a compile thread, to be joined before the interpreter exits."""
-    _background.append(thread)
-
-
-@atexit.register
-def _finish_background_compiles() -> None:
-    # A compile thread still inside LLVM when the interpreter tears down would crash it.
-    for thread in list(_background):
-        thread.join()
 
 
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
@@ -83,6 +69,17 @@ def _batch_pool() -> ThreadPoolExecutor | None:
         if not _pool:
             _pool.append(ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="symad-batch"))
     return _pool[0]
+
+
+def _reset_after_fork() -> None:
+    # The pool's threads do not exist in a child: a new pool starts on the child's first
+    # large batch.  Compile threads do not exist there either (see Function's tiers).
+    global _pool_lock
+    _pool.clear()
+    _pool_lock = threading.Lock()
+
+
+forksafe.after_fork_in_child(_reset_after_fork)
 
 _PY_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
 _NP_NS: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -262,6 +259,25 @@ def _python_source(inputs: list[int], outputs: list[int], steps: list[tuple[int,
     return "\n".join(parts)
 
 
+def check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``out`` if compiled code may write results into it in place, else a PointError.
+
+    Machine code writes through the array's address: a read-only buffer (``bytes``, a
+    read-only memmap) would crash the process or change immutable data.
+    """
+    want = f"out must be a writeable, aligned, C-contiguous float64 array of shape {shape}"
+    if not isinstance(out, np.ndarray):
+        raise PointError(f"{want}, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != np.float64:
+        raise PointError(f"{want}, got {out.dtype} {out.shape}")
+    flags = out.flags
+    bad = [name for name, ok in (("read-only", flags.writeable), ("misaligned", flags.aligned),
+                                 ("not C-contiguous", flags.c_contiguous)) if not ok]
+    if bad:
+        raise PointError(f"{want}, got one that is {' and '.join(bad)}")
+    return out
+
+
 class Program:
     """A schedule with its Python code, and native code when the backend policy asks for it."""
 
@@ -282,6 +298,7 @@ class Program:
         self._out = np.empty(max(1, self.n_out))
         self._addresses = (self._in.ctypes.data, self._out.ctypes.data, self._out.ctypes.data + 8)
         self._lock = threading.Lock()
+        forksafe.register(self)
         if use_native and self.size <= NATIVE_SYNC_OPS:
             self.native = native.compile_native(self.schedule)
         elif use_native:
@@ -309,9 +326,7 @@ class Program:
 
     def _optimize_in_background(self) -> None:
         if self.size <= NATIVE_OPTIMIZE_OPS and BACKGROUND_OPTIMIZE and self._compiling is None:
-            self._compiling = threading.Thread(target=self._compile_native, daemon=True)
-            self._compiling.start()
-            _background.append(self._compiling)
+            self._compiling = background.start(self._compile_native)
 
     def _compile_native(self) -> None:
         try:
@@ -369,7 +384,7 @@ class Program:
         """Outputs at one point ``x`` (a contiguous float64 vector of the inputs)."""
         call = self.call
         if call is not None:
-            x = np.ascontiguousarray(x, dtype=np.float64)  # machine code reads it in place: no other layout
+            x = np.require(x, np.float64, ("C", "A"))  # machine code reads it in place: no other layout
             if x.shape != (len(self.schedule.inputs),):
                 raise PointError(f"a point needs {len(self.schedule.inputs)} value(s), got shape {x.shape}")
             out = np.empty(self.n_out)
@@ -394,11 +409,7 @@ class Program:
         ``out``, a C-contiguous float64 array of that shape, is written into and returned.
         """
         n = rows.shape[0]
-        if out is None:
-            out = np.empty((n, self.n_out))
-        elif out.shape != (n, self.n_out) or out.dtype != np.float64 or not out.flags.c_contiguous:
-            raise PointError(f"out must be a C-contiguous float64 array of shape {(n, self.n_out)}, "
-                             f"got {out.dtype} {out.shape}")
+        out = np.empty((n, self.n_out)) if out is None else check_out(out, (n, self.n_out))
         nat = self.native
         first = False
         if nat is None and self._native_for_batches and n >= NATIVE_BATCH_POINTS:
@@ -416,7 +427,7 @@ class Program:
     def _batch(self, rows: np.ndarray, out: np.ndarray, nat: NativeProgram | None) -> np.ndarray:
         n = rows.shape[0]
         if nat is not None:
-            rows = np.ascontiguousarray(rows, dtype=float)
+            rows = np.require(rows, np.float64, ("C", "A"))  # machine code reads it in place
             if not rows.size:
                 return out
             pool = _batch_pool() if n >= PARALLEL_MIN_POINTS else None

@@ -2,28 +2,49 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .errors import SymadError, VariableError, name_list
-from .graph import Graph
+from .graph import Graph, export, rebuild
 from .ops import OPS
 
 if TYPE_CHECKING:
     from .function import Function
 
-DEFAULT_GRAPH = Graph()
+# The graph that `parse` and `var` build in when given none.  Held weakly: it lives as
+# long as an expression or function uses it, so nodes nobody can reach are freed with
+# it.  Past DEFAULT_GRAPH_NODES nodes a new default graph starts (an old one lives on
+# while something uses it), so a long-lived expression cannot keep every expression
+# parsed after it alive.  Expressions of different graphs combine and compare as usual.
+DEFAULT_GRAPH_NODES = 200_000
+_default: list[weakref.ref[Graph]] = []
+
+
+def default_graph() -> Graph:
+    """The graph ``parse`` and ``var`` use when given none (a new one if the last is gone or full)."""
+    graph = _default[0]() if _default else None
+    if graph is None or len(graph) > DEFAULT_GRAPH_NODES:
+        graph = Graph()
+        _default[:] = [weakref.ref(graph)]
+    return graph
 
 
 def as_node(graph: Graph, value: Any) -> int:
-    """The node id of an Expr or a number, in ``graph``."""
+    """The node id of an Expr or a number, in ``graph`` (an Expr of another graph is copied in)."""
     if isinstance(value, Expr):
-        if value.graph is not graph:
-            raise SymadError("cannot combine expressions from different graphs")
-        return value.id
+        return value.id if value.graph is graph else graph.copy_from(value.graph, [value.id])[0]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return graph.const(float(value))
     raise TypeError(f"cannot use {type(value).__name__} in an expression")
+
+
+def _home(*values: Any) -> Graph:
+    """Where an operation on expressions of several graphs is built: the largest graph
+    (copying the others' nodes into it costs least)."""
+    graphs = {id(v.graph): v.graph for v in values if isinstance(v, Expr)}
+    return max(graphs.values(), key=len)
 
 
 class Expr:
@@ -45,11 +66,16 @@ class Expr:
     # ------------------------------------------------------------------ building
     def apply(self, op: str, *others: Any) -> Expr:
         """``op(self, *others)`` as a new (or existing) node."""
-        g = self.graph
-        return Expr(g, g.make(op, self.id, *(as_node(g, o) for o in others)))
+        g = self.graph if all(type(o) is not Expr or o.graph is self.graph for o in others) \
+            else _home(self, *others)
+        return Expr(g, g.make(op, as_node(g, self), *(as_node(g, o) for o in others)))
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> Expr:
         g = self.graph
+        if type(other) is Expr and other.graph is not g:
+            g = _home(self, other)
+            return Expr(g, g.make(op, *((as_node(g, other), as_node(g, self)) if reflected
+                                        else (as_node(g, self), as_node(g, other)))))
         try:
             o = as_node(g, other)
         except TypeError:
@@ -70,10 +96,19 @@ class Expr:
     def __pos__(self) -> Expr: return self
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Expr) and other.graph is self.graph and other.id == self.id
+        """Structural equality: the same node, or an equal expression of another graph."""
+        if not isinstance(other, Expr):
+            return False
+        if other.graph is self.graph:
+            return other.id == self.id
+        return _same_structure(self.graph, self.id, other.graph, other.id)
 
     def __hash__(self) -> int:
-        return hash((id(self.graph), self.id))
+        return self.graph.digest(self.id)
+
+    def __reduce__(self) -> tuple:
+        # Pickled as its DAG (plain data), rebuilt in the default graph of the loading process.
+        return (_rebuilt_expr, (export(self.graph, [self.id]),))
 
     # ------------------------------------------------------------------ inspecting
     @property
@@ -176,13 +211,13 @@ def parse(text: str, graph: Graph | None = None) -> Expr:
     """
     from .parser import parse_into
 
-    g = DEFAULT_GRAPH if graph is None else graph
+    g = default_graph() if graph is None else graph
     return Expr(g, parse_into(text, g))
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:
     """The variable ``name`` as an expression."""
-    g = DEFAULT_GRAPH if graph is None else graph
+    g = default_graph() if graph is None else graph
     return Expr(g, g.var(name))
 
 
@@ -195,3 +230,38 @@ def check_variables(expected: tuple[str, ...], given: Mapping[str, Any]) -> None
         raise VariableError(f"missing value for variable {name_list(missing)} (the expression uses {uses})")
     if extra:
         raise VariableError(f"unknown variable {', '.join(extra)} (the expression uses {uses})")
+
+
+def _rebuilt_expr(dag: tuple) -> Expr:
+    graph = default_graph()
+    return Expr(graph, rebuild(graph, *dag)[0])
+
+
+def _same_structure(ga: Graph, a: int, gb: Graph, b: int) -> bool:
+    """Whether node ``a`` of ``ga`` and node ``b`` of ``gb`` are equal expressions."""
+    if ga.digest(a) != gb.digest(b):
+        return False
+    checked: set[tuple[int, int]] = set()
+    stack = [(a, b)]
+    while stack:
+        pair = stack.pop()
+        if pair in checked:
+            continue
+        checked.add(pair)
+        x, y = pair
+        op = ga.op[x]
+        if op != gb.op[y] or len(ga.args[x]) != len(gb.args[y]):
+            return False
+        if op == "const":
+            if float(ga.data[x]).hex() != float(gb.data[y]).hex():  # type: ignore[arg-type]
+                return False
+        elif ga.data[x] != gb.data[y]:
+            return False
+        xs, ys = list(ga.args[x]), list(gb.args[y])
+        if OPS[op].commutative:  # argument order follows node ids, which differ between graphs
+            xs.sort(key=ga.digest)
+            ys.sort(key=gb.digest)
+        if [ga.digest(n) for n in xs] != [gb.digest(n) for n in ys]:
+            return False
+        stack.extend(zip(xs, ys))
+    return True

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from . import compiler, native
-from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
+from . import background, compiler, forksafe, native
+from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program, check_out
 from .errors import PointError, SymadError, name_list
 from .tape import Tape
 
@@ -36,28 +36,31 @@ class _Tiers:
         self.thread: threading.Thread | None = None
         self.error: Exception | None = None
         self._lock = threading.Lock()
+        forksafe.register(self)
 
     def compiled(self) -> Program:
         """The compiled program, built now (or awaited) if need be."""
-        if self.program is None:
-            self.start()
-            assert self.thread is not None
-            self.thread.join()
+        while self.program is None:
+            thread = self.start()
+            thread.join()
             if self.error is not None:
                 raise self.error
-        assert self.program is not None
         return self.program
 
-    def start(self) -> None:
-        """Start compiling in the background (once)."""
+    def start(self) -> threading.Thread:
+        """Start compiling in the background (once); the compile thread."""
         with self._lock:
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._build, daemon=True, name="symad-compile")
-                self.thread.start()
-                compiler.track_background(self.thread)
+            thread = self.thread
+            if thread is None or (self.program is None and self.error is None and not thread.is_alive()):
+                # None yet, or one that ended without a result: a thread of the parent
+                # process, in a child forked while it ran (its program never arrives here).
+                thread = self.thread = background.start(self._build)
+            return thread
 
     def _build(self) -> None:
         fn = self.fn
+        if self.program is not None:
+            return
         try:
             outs = [fn.expr.id]
             if self.with_grad:
@@ -136,6 +139,10 @@ class Function:
         self._value_grad = _Tiers(self, with_grad=True)
         self._tape: Tape | None = None
 
+    def __reduce__(self) -> tuple:
+        # Pickled as its expression (a DAG), its variables and backend: compiled again on load.
+        return (Function, (self.expr, self.variables, self.backend))
+
     def _shared_tape(self) -> Tape:
         """The interpreter of the expression, shared by the value and value-and-gradient tiers."""
         tape = self._tape
@@ -212,7 +219,8 @@ class Function:
 
     def value_and_grad_into(self, points: Any, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Batch ``value_and_grad`` writing into ``out`` (shape ``(n_points, 1 + n_vars)``,
-        float64, C-contiguous), for repeated calls without allocation; returns views of it.
+        float64, C-contiguous, writeable, aligned: else a PointError), for repeated calls
+        without allocation; returns views of it.
 
         >>> from symad import parse
         >>> import numpy as np
@@ -227,6 +235,7 @@ class Function:
         n = len(self.variables)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
+        check_out(out, (arr.shape[0], 1 + n))
         result = self.value_grad_program().batch(arr, out)
         return result[:, 0], result[:, 1:]
 
@@ -257,6 +266,8 @@ class Function:
         if kwargs:
             raise PointError("give a point either as a sequence or as keywords, not both")
         arr = _array(point, None)
+        if arr.ndim == 0 and n == 1:  # a function of one variable takes a plain number
+            return arr.reshape(1), None
         if arr.ndim == 0 or arr.shape[-1] != n:
             raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {arr.shape}")
         if arr.ndim == 1:

@@ -12,39 +12,55 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from . import forksafe
 from .errors import SymadError
 from .limits import LIMITS
 from .ops import OPS
 from .simplify import RULES
 
 
-class Graph:
-    """An interning table of expression nodes."""
+# Adding a node is check-then-append: a background compile (which builds the gradient)
+# and the caller's thread may both add nodes.  Lookups need no lock.  One lock for all
+# graphs, held across a fork so that a child never sees a node half added.
+_INTERN_LOCK = threading.Lock()
+forksafe.hold_across_fork(_INTERN_LOCK)
 
-    __slots__ = ("op", "args", "data", "_index", "_lock")
+
+class Graph:
+    """An interning table of expression nodes.
+
+    A graph lives as long as an expression, function or other graph that uses it
+    (expressions hold their graph); nodes are never removed from a live graph.
+    """
+
+    __slots__ = ("op", "args", "data", "_index", "_imports", "_digests", "__weakref__")
 
     def __init__(self) -> None:
         self.op: list[str] = []
         self.args: list[tuple[int, ...]] = []
         self.data: list[float | str | None] = []  # a constant's value or a variable's name
         self._index: dict[tuple, int] = {}
-        # Adding a node is check-then-append: a background compile (which builds the
-        # gradient) and the caller's thread may both add nodes.  Lookups need no lock.
-        self._lock = threading.Lock()
+        # Nodes copied in from other graphs: {source graph: {its node: our node}}
+        self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
+        self._digests: dict[int, int] = {}  # structural hashes, computed on demand
 
     def __len__(self) -> int:
         return len(self.op)
+
+    def __reduce__(self) -> tuple:
+        return (_rebuilt_graph, (export(self, range(len(self))),))
 
     # ------------------------------------------------------------------ building
     def _intern(self, key: tuple, op: str, args: tuple[int, ...], data: float | str | None) -> int:
         node = self._index.get(key)
         if node is not None:
             return node
-        with self._lock:
+        with _INTERN_LOCK:
             node = self._index.get(key)
             if node is None:
                 node = len(self.op)
@@ -141,20 +157,79 @@ class Graph:
             depth[node] = 1 + max((depth[a] for a in self.args[node]), default=-1)
         return depth[root]
 
-    def tree_size(self, root: int) -> int | float:
+    def tree_size(self, root: int) -> int:
         """How many nodes the expression would have as a tree (shared nodes counted per use).
 
-        Exact up to 2**53; beyond, a float (inf past 1e308), so that heavy sharing
-        never makes this exponentially slow.
+        Exact (a Python integer, however large), in one pass over the DAG; each node's
+        count is dropped once its last user has read it.
         """
-        size: dict[int, int | float] = {}
-        for node in self.reachable([root]):
-            s = 1 + sum(size[a] for a in self.args[node])
-            size[node] = float(s) if s > _EXACT else s
+        order = self.reachable([root])
+        args = self.args
+        users: dict[int, int] = {}
+        for node in order:
+            for a in args[node]:
+                users[a] = users.get(a, 0) + 1
+        size: dict[int, int] = {}
+        for node in order:
+            total = 1
+            for a in args[node]:
+                total += size[a]
+                users[a] -= 1
+                if not users[a]:
+                    del size[a]
+            size[node] = total
         return size[root]
 
+    # ------------------------------------------------------------------ across graphs
+    def copy_from(self, source: Graph, roots: Iterable[int]) -> list[int]:
+        """The nodes of ``source``'s ``roots`` built in this graph (as :meth:`make` builds
+        them, so they are shared with equal nodes already here); remembered, so copying
+        the same nodes again costs nothing."""
+        roots = list(roots)
+        if source is self:
+            return roots
+        done = self._imports.get(source)
+        if done is None:
+            done = self._imports[source] = {}
+        todo: set[int] = set()
+        stack = [r for r in roots if r not in done]
+        src_args = source.args
+        while stack:
+            node = stack.pop()
+            if node not in todo:
+                todo.add(node)
+                stack.extend(a for a in src_args[node] if a not in done and a not in todo)
+        for node in sorted(todo):  # children first
+            op = source.op[node]
+            if op == "const":
+                done[node] = self.const(source.data[node])  # type: ignore[arg-type]
+            elif op == "var":
+                done[node] = self.var(source.data[node])  # type: ignore[arg-type]
+            else:
+                done[node] = self.make(op, *(done[a] for a in src_args[node]))
+        return [done[r] for r in roots]
 
-_EXACT = 2**53
+    def digest(self, node: int) -> int:
+        """A hash of the node's structure, equal in every graph for equal expressions."""
+        digests = self._digests
+        if node in digests:
+            return digests[node]
+        for n in self.reachable([node]):
+            if n in digests:
+                continue
+            op, data = self.op[n], self.data[n]
+            if op == "const":
+                digests[n] = hash(("const", float(data).hex()))  # type: ignore[arg-type]
+            elif op == "var":
+                digests[n] = hash(("var", data))
+            else:
+                parts = [digests[a] for a in self.args[n]]
+                if _MAKE[op][1]:  # commutative: argument order is by node id, which graphs differ in
+                    parts.sort()
+                digests[n] = hash((op, *parts))
+        return digests[node]
+
+
 # Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
 _MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))
          for name, spec in OPS.items() if spec.kind != "leaf"}
@@ -174,3 +249,33 @@ def natural_key(name: str) -> tuple:
         if ch != "\0":
             key.append((0, ch, ""))
     return tuple(key)
+
+
+def export(graph: Graph, roots: Iterable[int]) -> tuple[list[str], list[tuple[int, ...]], list, list[int]]:
+    """The nodes the roots need, numbered from 0 in topological order: ``(ops, args,
+    data, roots)``, a plain-data form of an expression (for pickling and copying)."""
+    roots = list(roots)
+    order = graph.reachable(roots)
+    number = {node: k for k, node in enumerate(order)}
+    return ([graph.op[n] for n in order], [tuple(number[a] for a in graph.args[n]) for n in order],
+            [graph.data[n] for n in order], [number[r] for r in roots])
+
+
+def rebuild(graph: Graph, ops: Sequence[str], args: Sequence[tuple[int, ...]], data: Sequence,
+            roots: Sequence[int]) -> list[int]:
+    """Build an :func:`export`-ed expression in ``graph``; its roots' nodes there."""
+    built: list[int] = []
+    for op, a, d in zip(ops, args, data):
+        if op == "const":
+            built.append(graph.const(d))
+        elif op == "var":
+            built.append(graph.var(d))
+        else:
+            built.append(graph.make(op, *(built[k] for k in a)))
+    return [built[r] for r in roots]
+
+
+def _rebuilt_graph(dag: tuple) -> Graph:
+    graph = Graph()
+    rebuild(graph, *dag)
+    return graph

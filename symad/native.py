@@ -9,8 +9,10 @@ so results follow IEEE arithmetic like the other backends (``1/0 → inf``,
 ``math`` module does.
 
 llvmlite needs no C compiler at run time; compiled machine code is cached in
-memory keyed by the program's structural hash, so an expression never compiles
-twice in a process, and optionally on disk (:mod:`symad.codecache`).
+memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
+used), so an expression compiled again reuses its code, and optionally on disk
+(:mod:`symad.codecache`).  Compiles run one at a time, in a thread that a Ctrl-C
+does not wait for (:mod:`symad.background`).
 """
 
 from __future__ import annotations
@@ -21,16 +23,21 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import llvm_ir
+from . import background, forksafe, llvm_ir
 
 if TYPE_CHECKING:
     from .compiler import Schedule
 
 _lock = threading.Lock()
 _compile_lock = threading.Lock()
-_cache: dict[str, NativeProgram] = {}
-_engines: list[Any] = []  # keep execution engines (and their code) alive
+# Recently compiled programs, most recent last: an expression compiled again in this
+# process reuses its code.  At most CACHE_PROGRAMS are kept (the least recently used
+# goes first); a program's code is freed when neither this cache nor a Program holds it.
+CACHE_PROGRAMS = 256
+_cache: dict[str, NativeProgram] = {}  # insertion order: least recently used first
 _machines: dict[int, Any] = {}
+# A fork waits for a compile in flight: LLVM's state is copied whole, never half-changed.
+forksafe.hold_across_fork(_compile_lock, _lock)
 _stats = {"compiles": 0, "seconds": 0.0, "loaded": 0}
 
 
@@ -83,9 +90,10 @@ class NativeProgram:
     """
 
     def __init__(self, point: Callable[..., None], batch: Callable[..., None], call: Callable[..., float] | None,
-                 n_in: int, n_out: int):
+                 n_in: int, n_out: int, engine: Any = None):
         self.point, self.batch, self.call = point, batch, call
         self.n_in, self.n_out = n_in, n_out
+        self.engine = engine  # owns the machine code: freed with the last reference to this object
 
 
 @functools.lru_cache(maxsize=1)
@@ -98,20 +106,24 @@ def _host_cpu() -> tuple[str, str]:
 
 
 def _target_machine_for(opt: int) -> Any:
-    import llvmlite.binding as llvm
-
+    """The target machine of IR passes and object emission at ``opt`` (one per level, kept)."""
     with _lock:
         if opt not in _machines:
-            llvm.initialize_native_target()
-            llvm.initialize_native_asmprinter()
-            target = llvm.Target.from_default_triple()
-            # This machine's own instruction set (AVX and the like): code runs where it is compiled
-            # (the disk cache keys its entries by CPU).  Without fast-math flags LLVM fuses no
-            # multiply-add, so the numbers stay those of the other backends.
-            cpu, features = _host_cpu()
-            _machines[opt] = target.create_target_machine(cpu=cpu, features=features, opt=opt,
-                                                          codemodel="jitdefault")
+            _machines[opt] = _new_target_machine(opt)
         return _machines[opt]
+
+
+def _new_target_machine(opt: int) -> Any:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    # This machine's own instruction set (AVX and the like): code runs where it is compiled
+    # (the disk cache keys its entries by CPU).  Without fast-math flags LLVM fuses no
+    # multiply-add, so the numbers stay those of the other backends.
+    cpu, features = _host_cpu()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, codemodel="jitdefault")
 
 
 def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
@@ -124,14 +136,32 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     """
 
     key = f"{schedule.key}-O{opt}"
-    cached = _cache.get(key)
+    cached = _cached(key)
     if cached is not None:
         return cached
-    # llvmlite works in LLVM's one global context, which is not thread-safe: one
-    # compile at a time (a background -O2 compile and a foreground one would crash).
-    with _compile_lock:
-        cached = _cache.get(key)
-        return cached if cached is not None else _compile(schedule, opt, key)
+
+    def work() -> NativeProgram:
+        # llvmlite works in LLVM's one global context, which is not thread-safe: one
+        # compile at a time (a background -O2 compile and a foreground one would crash).
+        with _compile_lock:
+            cached = _cached(key)
+            return cached if cached is not None else _compile(schedule, opt, key)
+
+    return background.run_interruptibly(work)
+
+
+def _cached(key: str) -> NativeProgram | None:
+    with _lock:
+        program = _cache.pop(key, None)
+        if program is not None:
+            _cache[key] = program  # now the most recently used
+        return program
+
+
+def clear_cache() -> None:
+    """Forget the compiled programs (their code is freed once no Function uses it)."""
+    with _lock:
+        _cache.clear()
 
 
 def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
@@ -152,25 +182,33 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
         on_disk = codecache.key(ir, f"O{opt}", *_host_cpu(),
                                 llvmlite.__version__)
     stored = codecache.load(on_disk) if on_disk else None
-    if stored is not None:  # machine code from an earlier run: no IR passes, no code generation
-        engine = llvm.create_mcjit_compiler(_empty_module(tm), tm)
+    if stored is None and on_disk:
+        # Object code emitted here and stored, then loaded like a stored entry (LLVM's
+        # object-cache callback would run Python inside LLVM, where a Ctrl-C is lost).
+        stored = tm.emit_object(_optimized_module(ir, tm, opt, schedule.size))
+        codecache.store(on_disk, stored)
+        loaded = False
+    else:
+        loaded = stored is not None
+    # An engine owns (and frees with itself) the target machine it is given: its own one.
+    if stored is not None:  # machine code: no IR passes, no code generation
+        engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
         engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
     else:
-        module = _optimized_module(ir, tm, opt, schedule.size)
-        engine = llvm.create_mcjit_compiler(module, tm)
-        if on_disk:
-            engine.set_object_cache(lambda _module, buffer: codecache.store(on_disk, buffer))
+        engine = llvm.create_mcjit_compiler(_optimized_module(ir, tm, opt, schedule.size),
+                                            _new_target_machine(opt))
     engine.finalize_object()
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
                             BATCH(engine.get_function_address("batch")),
                             CALL(call_address) if call_address else None,
-                            len(schedule.inputs), len(schedule.outputs))
+                            len(schedule.inputs), len(schedule.outputs), engine)
     with _lock:
-        _engines.append(engine)
         _cache[key] = program
+        while len(_cache) > CACHE_PROGRAMS:
+            del _cache[next(iter(_cache))]  # the least recently used
         _stats["compiles"] += 1
-        _stats["loaded"] += stored is not None
+        _stats["loaded"] += loaded
         _stats["seconds"] += time.perf_counter() - started
     return program
 

@@ -1,0 +1,88 @@
+"""Compile threads: started, waited for interruptibly, and settled at exit.
+
+LLVM compiles run in threads (llvmlite releases the interpreter lock), either in
+the background while calls are interpreted, or in the foreground with the caller
+waiting.  A thread still inside LLVM while the interpreter tears down aborts the
+process, so exit waits for them; a Ctrl-C (now, or the one that ended the
+script) ends the process at once with status 130 instead, without teardown.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from . import forksafe
+
+T = TypeVar("T")
+_threads: list[threading.Thread] = []
+
+
+def start(target: Callable[[], Any], name: str = "symad-compile") -> threading.Thread:
+    """Run ``target`` in a daemon thread, waited for at exit."""
+    thread = threading.Thread(target=target, daemon=True, name=name)
+    _threads[:] = [t for t in _threads if t.is_alive()]
+    _threads.append(thread)
+    thread.start()
+    return thread
+
+
+def run_interruptibly(work: Callable[[], T]) -> T:
+    """``work()``, but from the main thread in a thread of its own, so that a Ctrl-C
+    interrupts the wait at once (a long call into LLVM would hold it back); the work
+    itself finishes in the background."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    result: list[Any] = []
+
+    def run() -> None:
+        try:
+            result.append((True, work()))
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
+            result.append((False, err))
+
+    start(run, name="symad-compile-foreground").join()
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
+
+
+def alive() -> list[threading.Thread]:
+    """The compile threads still running."""
+    return [t for t in _threads if t.is_alive()]
+
+
+def exit_now(status: int) -> None:
+    """End the process at once, streams and logs flushed, without tearing down LLVM
+    under a compile thread."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
+            pass
+    if "logging" in sys.modules:
+        sys.modules["logging"].shutdown()
+    os._exit(status)
+
+
+@atexit.register
+def _settle() -> None:
+    try:
+        while True:
+            running = alive()  # again after each wait: a compile may start another
+            if not running:
+                return
+            if getattr(sys, "last_type", None) is KeyboardInterrupt:
+                raise KeyboardInterrupt
+            for thread in running:
+                thread.join()
+    except KeyboardInterrupt:
+        exit_now(130)
+
+
+forksafe.after_fork_in_child(_threads.clear)  # a child has none of its parent's threads
