@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 # it.  Past DEFAULT_GRAPH_NODES nodes a new default graph starts (an old one lives on
 # while something uses it), so a long-lived expression cannot keep every expression
 # parsed after it alive.  Expressions of different graphs combine and compare as usual.
-DEFAULT_GRAPH_NODES = 200_000
+DEFAULT_GRAPH_NODES = 50_000
 _default: list[weakref.ref[Graph]] = []
 
 

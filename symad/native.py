@@ -182,21 +182,16 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
         on_disk = codecache.key(ir, f"O{opt}", *_host_cpu(),
                                 llvmlite.__version__)
     stored = codecache.load(on_disk) if on_disk else None
-    if stored is None and on_disk:
-        # Object code emitted here and stored, then loaded like a stored entry (LLVM's
-        # object-cache callback would run Python inside LLVM, where a Ctrl-C is lost).
+    loaded = stored is not None
+    if stored is None:
+        # Object code, not an engine compiling the module: the engine would keep the IR
+        # (~0.7 MB a small program) for as long as the code lives.
         stored = tm.emit_object(_optimized_module(ir, tm, opt, schedule.size))
-        codecache.store(on_disk, stored)
-        loaded = False
-    else:
-        loaded = stored is not None
+        if on_disk:
+            codecache.store(on_disk, stored)
     # An engine owns (and frees with itself) the target machine it is given: its own one.
-    if stored is not None:  # machine code: no IR passes, no code generation
-        engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
-        engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
-    else:
-        engine = llvm.create_mcjit_compiler(_optimized_module(ir, tm, opt, schedule.size),
-                                            _new_target_machine(opt))
+    engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
     engine.finalize_object()
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
