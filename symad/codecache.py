@@ -1,25 +1,59 @@
 """An optional on-disk cache of native machine code, so a program compiles once across runs.
 
 Off unless a directory is given: ``SYMAD_CACHE_DIR`` in the environment, or
-:func:`set_cache_dir`.  An entry is keyed by a hash of everything the machine code
-depends on (the LLVM IR text, the optimisation level, the CPU and its features,
-the llvmlite version), so a changed expression, symad or machine never reads a
-stale entry.  Entries are written atomically and carry a checksum of their
-contents: a truncated or damaged file is ignored and recompiled, never loaded.
+:func:`set_cache_dir` (an empty string, in either, means off).  An entry is named
+by a hash of everything the machine code depends on (the LLVM IR text, the
+optimisation level, the CPU and its features, the llvmlite version), so a changed
+expression, symad or machine never reads a stale entry.
 
-Loading an entry runs its machine code: point the cache only at a directory that
-you alone can write.
+Loading an entry runs its machine code, so the cache trusts exactly this: **the
+files that you (the effective user) own and that only you can write, in a
+directory that you own and only you can write, reached through directories that
+only you or root can change.**  Nothing else is loaded:
+
+* the cache directory must be owned by the effective uid and not writable by
+  group or others; every directory above it (symbolic links resolved) must be
+  owned by that uid or root and not writable by group or others, except a
+  root-owned sticky directory such as ``/tmp``;
+* an entry must be a regular file (not a symbolic link, FIFO or device) owned by
+  the effective uid, not writable by group or others, and at most
+  :data:`MAX_ENTRY_BYTES` long; these are checked on the open file, so the file
+  checked is the file read;
+* an entry records the name it was stored under and a checksum of its contents:
+  an entry copied or renamed to another name, or truncated or damaged, is not
+  loaded.
+
+An entry or directory refused for its owner, mode or kind is reported once per
+path with a :class:`CacheWarning`, and the program is compiled instead; a damaged
+entry is recompiled silently.  The checksum is not a signature: anything that
+runs as you (or as root) can write an entry that will be loaded.  The directory is
+created with mode 0700 and entries with mode 0600.  On a system without POSIX
+owners and modes (Windows) the disk cache cannot make these checks and stays off.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
+import stat
 import tempfile
+import warnings
 from pathlib import Path
 
-_MAGIC = b"symad-object-1\n"
+MAX_ENTRY_BYTES = 256 * 2**20
+"""The largest entry loaded (256 MiB); a larger file is refused without being read."""
+
+_MAGIC = b"symad-object-2\n"
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
+_POSIX = hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
 _dir: list[Path | None] = []  # set once: from the environment, or by set_cache_dir
+_warned: set[str] = set()  # paths already reported as refused
+
+
+class CacheWarning(UserWarning):
+    """A cache directory or entry was refused (not trusted); the program is compiled instead."""
 
 
 def cache_dir() -> Path | None:
@@ -31,8 +65,12 @@ def cache_dir() -> Path | None:
 
 
 def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
-    """Keep native code in ``path`` (created if need be) from now on; None turns the cache off."""
-    _dir[:] = [Path(path).expanduser() if path is not None else None]
+    """Keep native code in ``path`` (created, mode 0700, if need be) from now on.
+
+    None or an empty string turns the cache off, as does an empty ``SYMAD_CACHE_DIR``.
+    """
+    on = path is not None and os.fspath(path) != ""
+    _dir[:] = [Path(path).expanduser() if on else None]  # type: ignore[arg-type]
 
 
 def key(*parts: str) -> str:
@@ -45,19 +83,26 @@ def key(*parts: str) -> str:
 
 
 def load(name: str) -> bytes | None:
-    """The object code stored under ``name``, if present and intact."""
+    """The object code stored under ``name``, if present, intact and trusted (see the module's notes)."""
     folder = cache_dir()
     if folder is None:
         return None
+    _check_name(name)
+    dir_fd = _open_trusted_dir(folder, create=False)
+    if dir_fd is None:
+        return None
     try:
-        blob = (folder / f"{name}.o").read_bytes()
-    except OSError:
+        blob = _read_entry(dir_fd, folder / f"{name}.o")
+    finally:
+        os.close(dir_fd)
+    if blob is None:
         return None
-    head = len(_MAGIC) + 32
-    if len(blob) < head or not blob.startswith(_MAGIC):
-        return None
+    label = _MAGIC + name.encode() + b"\n"
+    head = len(label) + 32
+    if len(blob) < head or not blob.startswith(label):
+        return None  # damaged, another format, or another name's entry
     payload = blob[head:]
-    return payload if hashlib.sha256(payload).digest() == blob[len(_MAGIC):head] else None
+    return payload if _checksum(label, payload) == blob[len(label):head] else None
 
 
 def store(name: str, payload: bytes) -> None:
@@ -65,11 +110,137 @@ def store(name: str, payload: bytes) -> None:
     folder = cache_dir()
     if folder is None:
         return
+    _check_name(name)
+    dir_fd = _open_trusted_dir(folder, create=True)
+    if dir_fd is None:
+        return
+    os.close(dir_fd)
+    label = _MAGIC + name.encode() + b"\n"
+    tmp = None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".o")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".o")  # mode 0600
         with os.fdopen(fd, "wb") as fh:
-            fh.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+            fh.write(label + _checksum(label, bytes(payload)) + bytes(payload))
         os.replace(tmp, folder / f"{name}.o")
+        tmp = None
     except OSError:
         pass  # a read-only or full disk costs a recompile next time, nothing else
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _checksum(label: bytes, payload: bytes) -> bytes:
+    return hashlib.sha256(label + payload).digest()
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"not a cache entry name: {name!r}")
+
+
+def _refuse(path: Path | str, reason: str) -> None:
+    """Report (once per path) that the cache will not use ``path``."""
+    where = str(path)
+    if where not in _warned:
+        _warned.add(where)
+        warnings.warn(f"symad code cache: not using {where}: {reason}; compiling instead",
+                      CacheWarning, stacklevel=4)
+
+
+def _untrusted(st: os.stat_result, what: str) -> str | None:
+    """Why a file or directory with this status must not be trusted, or None."""
+    if st.st_uid != os.geteuid():
+        return f"{what} is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"{what} is writable by {'group' if st.st_mode & stat.S_IWGRP else 'others'} " \
+               f"(mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _open_trusted_dir(folder: Path, create: bool) -> int | None:
+    """A file descriptor of the cache directory if it and the directories above it are trusted."""
+    if not _POSIX:
+        _refuse(folder, "this system has no POSIX file owners and modes to check")
+        return None
+    real = Path(os.path.realpath(folder))
+    for parent in real.parents:
+        try:
+            st = os.stat(parent)
+        except OSError:
+            continue  # does not exist yet (created below) or cannot be seen: the open fails
+        sticky_root = st.st_uid == 0 and st.st_mode & stat.S_ISVTX
+        if st.st_uid not in (0, os.geteuid()):
+            _refuse(folder, f"the directory {parent} above it is owned by uid {st.st_uid}")
+            return None
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky_root:
+            _refuse(folder, f"the directory {parent} above it is writable by group or others "
+                            f"(mode {stat.S_IMODE(st.st_mode):04o})")
+            return None
+    if create:
+        _make_dirs(real)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None  # no cache yet, or not a directory we can open: nothing to load
+    why = _untrusted(os.fstat(fd), "the cache directory")
+    if why is not None:
+        os.close(fd)
+        _refuse(folder, why)
+        return None
+    return fd
+
+
+def _make_dirs(real: Path) -> None:
+    """Create ``real`` and any missing directories above it, each with mode 0700."""
+    missing = []
+    for path in (real, *real.parents):
+        if os.path.lexists(path):
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return
+
+
+def _read_entry(dir_fd: int, path: Path) -> bytes | None:
+    """The bytes of one entry, read only if it is a trusted regular file of bounded size."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO cannot block the open
+    try:
+        fd = os.open(path.name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            _refuse(path, "the entry is a symbolic link")
+        return None  # absent (the usual miss) or unreadable
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _refuse(path, "the entry is not a regular file")
+            return None
+        why = _untrusted(st, "the entry")
+        if why is not None:
+            _refuse(path, why)
+            return None
+        if st.st_size > MAX_ENTRY_BYTES:
+            _refuse(path, f"the entry is larger than {MAX_ENTRY_BYTES} bytes")
+            return None
+        chunks, left = [], st.st_size + 1  # one byte more shows a file that grew
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        blob = b"".join(chunks)
+        return blob if len(blob) == st.st_size else None  # changed while read: not used
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
