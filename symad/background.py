@@ -10,7 +10,9 @@ script) ends the process at once with status 130 instead, without teardown.
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -22,8 +24,26 @@ T = TypeVar("T")
 _threads: list[threading.Thread] = []
 
 
+# Modules a compile imports on first use.  They are imported by the thread starting a
+# compile, never by the compile thread: a fork while a thread is half-way through an
+# import leaves the child a half-initialised module for ever.
+_COMPILE_IMPORTS = ("symad.diff", "symad.llvm_ir", "symad.codecache", "hashlib", "llvmlite", "llvmlite.binding")
+_imported: list[bool] = []
+
+
+def _import_compile_modules() -> None:
+    if not _imported:
+        for name in _COMPILE_IMPORTS:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # llvmlite is optional: the native backend is then off
+                pass
+        _imported.append(True)
+
+
 def start(target: Callable[[], Any], name: str = "symad-compile") -> threading.Thread:
     """Run ``target`` in a daemon thread, waited for at exit."""
+    _import_compile_modules()
     thread = threading.Thread(target=target, daemon=True, name=name)
     _threads[:] = [t for t in _threads if t.is_alive()]
     _threads.append(thread)
@@ -68,6 +88,18 @@ def exit_now(status: int) -> None:
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
     os._exit(status)
+
+
+def _at_shutdown() -> None:
+    # First thing at exit (before other libraries' exit hooks, where a KeyboardInterrupt
+    # would be printed and ignored): while compiles run, Ctrl-C means "exit now".
+    if alive() and threading.current_thread() is threading.main_thread() \
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, lambda *_: exit_now(130))
+
+
+if hasattr(threading, "_register_atexit"):  # runs as the interpreter starts to exit, before atexit
+    threading._register_atexit(_at_shutdown)
 
 
 @atexit.register

@@ -25,7 +25,6 @@ import math
 import os
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,17 +55,19 @@ BACKGROUND_OPTIMIZE = True  # one-shot callers (the CLI) turn background compili
 
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
 BATCH_THREADS = min(os.cpu_count() or 1, 8)  # large batches are split into this many parts
-_pool: list[ThreadPoolExecutor] = []
+_pool: list[Any] = []  # the ThreadPoolExecutor, once started
 _pool_lock = threading.Lock()
 
 
-def _batch_pool() -> ThreadPoolExecutor | None:
+def _batch_pool() -> Any:
     """The threads that run the parts of a large batch, started once (starting threads for
     each batch cost as much as computing 10^6 points); None on one core."""
     if BATCH_THREADS == 1:
         return None
     with _pool_lock:
         if not _pool:
+            from concurrent.futures import ThreadPoolExecutor  # (its import registers an exit hook)
+
             _pool.append(ThreadPoolExecutor(BATCH_THREADS, thread_name_prefix="symad-batch"))
     return _pool[0]
 
