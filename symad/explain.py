@@ -16,11 +16,14 @@ from typing import Any
 
 from .diff import local_partial
 from .expr import Expr
-from .interpret import node_values
+from .interpret import apply_op, node_values
 from .ops import PREC_ATOM
 from .printing import format_number, precedence, to_infix
 
 BAR, DOT = "\u0304", "\u0307"  # combining macron (adjoint z̄) and dot above (tangent ż)
+# Text tables align a column only up to this width: a wider cell (a node with
+# thousands of users) is printed whole but unpadded, and pads no other row.
+ALIGN_MAX = 60
 
 
 def _num(v: float) -> str:
@@ -34,6 +37,11 @@ def _width(text: str) -> int:
 
 def _ljust(text: str, width: int) -> str:
     return text + " " * (width - _width(text))
+
+
+def _column(widths: list[int]) -> int:
+    """The width a column aligns to: its widest cell, ignoring cells past ALIGN_MAX."""
+    return max((w for w in widths if w <= ALIGN_MAX), default=0)
 
 
 def _factor(v: float) -> str:
@@ -93,10 +101,10 @@ class Explanation:
         return self.mark(row.name), f"{symbolic} = {numeric}", _num(row.derivative or 0.0)
 
     def to_text(self) -> str:
-        """Aligned tables for a terminal."""
+        """Aligned tables for a terminal (columns align up to ALIGN_MAX characters)."""
         at = ", ".join(f"{k}={_num(v)}" for k, v in self.point.items())
         lines = [f"forward pass at {at}" if at else "forward pass"]
-        width = max(len(r.expr) for r in self.rows)
+        width = _column([len(r.expr) for r in self.rows])
         name_width = max(len(r.name) for r in self.rows)
         for r in self.rows:
             lines.append(f"  {r.name.rjust(name_width + 2)} = {r.expr.ljust(width)} = {_num(r.value)}")
@@ -108,8 +116,7 @@ class Explanation:
             lines.append("")
             lines.append(f"forward sweep: tangents ż = dz/dt along {along}")
         parts = [self._sweep_parts(r) for r in self.sweep]
-        width = max((_width(p[1]) for p in parts), default=0)
-        name_width = max(len(r.name) for r in self.rows)
+        width = _column([_width(p[1]) for p in parts])
         for mark, how, value in parts:
             lines.append(f"  {' ' * (name_width - _width(mark))}  {mark} = {_ljust(how, width)} = {value}")
         lines.append("")
@@ -188,7 +195,7 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
 
     def local(node: int, k: int) -> tuple[str, float]:
         d = local_partial(g, node, k)
-        node_values(g, [d], point, values)
+        _evaluate_new(g, d, point, values)
         text = to_infix(g, d, names) if d not in names else names[d]
         if d not in names and g.op[d] != "var" and precedence(g, d) < PREC_ATOM or text.startswith("-"):
             text = f"({text})"
@@ -213,7 +220,33 @@ def _describe(g: Any, node: int, names: dict[int, str]) -> str:
         return str(g.data[node])
     if g.op[node] == "const":
         return format_number(g.data[node])
-    return to_infix(g, node, {n: z for n, z in names.items() if n != node})
+    return to_infix(g, node, names)  # the root itself always prints as its operation
+
+
+def _evaluate_new(g: Any, node: int, point: Mapping[str, float], values: dict[int, float]) -> None:
+    """Add the values of ``node`` and whatever below it ``values`` lacks.
+
+    A local partial is a few new nodes over already evaluated ones, so this
+    walk stops at known values instead of visiting the whole DAG below.
+    """
+    stack = [node]
+    while stack:
+        n = stack[-1]
+        if n in values:
+            stack.pop()
+            continue
+        missing = [a for a in g.args[n] if a not in values]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        op = g.op[n]
+        if op == "const":
+            values[n] = g.data[n]
+        elif op == "var":
+            values[n] = float(point[g.data[n]])
+        else:
+            values[n] = apply_op(op, [values[a] for a in g.args[n]])
 
 
 def _reverse(g: Any, root: int, order: list[int], active: set[int], rows: dict[int, Row],

@@ -6,7 +6,7 @@ import argparse
 
 from .cli import parse_point
 from .errors import SymadError
-from .explain import explain
+from .explain import ALIGN_MAX, explain
 from .expr import Expr, check_variables
 
 HELP = "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, adjoints"
@@ -20,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", action="append", default=[], metavar="x=1",
                         help="forward mode's direction (default: 1 for the first variable, 0 for the others)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.epilog = (f"Text tables align their columns up to {ALIGN_MAX} characters: a longer cell (a node "
+                     "with many users)\nis printed whole but unpadded. Every row, term and value is printed "
+                     "in full, also\nwith --markdown and --json, so the output grows with the DAG.\n\n"
+                     + (parser.epilog or ""))
 
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:

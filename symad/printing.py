@@ -61,24 +61,66 @@ def to_shared(graph: Graph, root: int) -> str:
 
     The text grows with the DAG, not with the tree, whatever the sharing.
     """
-    order = graph.reachable([root])
+    definitions, (text,) = shared_texts(graph, [root])
+    return "\n".join([f"{name} = {body};" for name, body in definitions] + [text])
+
+
+def to_texts(graph: Graph, roots: list[int], form: str = "auto") -> tuple[list[tuple[str, str]], list[str]]:
+    """Several expressions printed together: ``(definitions, texts)``.
+
+    ``"auto"`` prints each root as :func:`to_text` does (no definitions) unless
+    the roots together would print much larger than their DAG; then, as in
+    ``"shared"``, every operation used more than once, within a root or across
+    roots, is defined once by name and the texts refer to those names.
+    The definitions written ``_1 = ...; _2 = ...;`` followed by a text parse back
+    to that root.  Either way the output grows with the DAG.
+    """
+    if form not in ("auto", "inline", "shared"):
+        raise ValueError(f"form must be auto, inline or shared, not {form!r}")
+    if form == "auto":
+        order = graph.reachable(roots)
+        sizes = _tree_sizes(graph, order)
+        tree = sum(sizes[r] for r in roots)
+        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)):
+            # Within budget: each root's own text costs at most its tree, so this stays linear.
+            return [], [to_text(graph, r) for r in roots]
+        form = "shared"
+    if form == "inline":
+        return [], [to_infix(graph, r) for r in roots]
+    return shared_texts(graph, roots)
+
+
+def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(definitions, texts)`` naming every operation the roots use more than once."""
+    order = graph.reachable(roots)
     uses: dict[int, int] = {}
     for node in order:
         for a in graph.args[node]:
             uses[a] = uses.get(a, 0) + 1
+    for r in roots:
+        uses[r] = uses.get(r, 0) + 1
     taken = {graph.data[n] for n in order if graph.op[n] == "var"}
     prefix = "_"
     while any(isinstance(v, str) and v.startswith(prefix) and v[len(prefix):].isdigit() for v in taken):
         prefix += "_"
     names: dict[int, str] = {}
-    lines: list[str] = []
+    definitions: list[tuple[str, str]] = []
     for node in order:
-        if node != root and graph.args[node] and uses.get(node, 0) > 1:
+        if graph.args[node] and uses[node] > 1:
             name = f"{prefix}{len(names) + 1}"
-            lines.append(f"{name} = {to_infix(graph, node, names)};")
+            definitions.append((name, to_infix(graph, node, names)))
             names[node] = name
-    lines.append(to_infix(graph, root, names))
-    return "\n".join(lines)
+    return definitions, [names.get(r) or to_infix(graph, r, names) for r in roots]
+
+
+def _tree_sizes(graph: Graph, order: list[int]) -> dict[int, int | float]:
+    """Tree size of every node in ``order`` (topological), in one pass; floats past 2**53."""
+    size: dict[int, int | float] = {}
+    args_of = graph.args
+    for node in order:
+        s = 1 + sum(size[a] for a in args_of[node])
+        size[node] = float(s) if s > 2**53 else s
+    return size
 
 
 def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:

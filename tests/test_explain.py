@@ -1,12 +1,13 @@
 """`symad explain`: the forward pass and the sweep, step by step."""
 
 import json
+import re
 
 import pytest
 from cli_helpers import run
 
 from symad import Graph, parse
-from symad.explain import explain
+from symad.explain import ALIGN_MAX, explain
 
 
 def test_seed_walkthrough_matches_the_qsts_post():
@@ -59,3 +60,14 @@ def test_cli_errors():
     assert p.returncode == 2 and "does not use" in p.stderr
     p = run("explain", "x*y", "--at", "x=1")
     assert p.returncode == 2 and "missing value for variable y" in p.stderr
+
+
+def test_text_aligns_columns_only_up_to_align_max():
+    n = 30  # x's adjoint row has n terms, far wider than ALIGN_MAX
+    ex = explain(parse("+".join(f"sin(x+{k})" for k in range(1, n + 1)), Graph()), {"x": 0.5})
+    text = ex.to_text()
+    wide = next(line for line in text.splitlines() if line.lstrip().startswith("z̄1 = "))
+    assert wide.count("*1") == 2 * n and "  " not in wide.strip()  # whole, unpadded
+    assert max(map(len, re.findall(" +", text))) <= ALIGN_MAX
+    sweep = [line.replace("\u0304", "") for line in text.splitlines() if line.lstrip().startswith("z̄")]
+    assert len({line.rindex(" = ") for line in sweep if len(line) < 2 * ALIGN_MAX}) == 1  # the rest align

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from symad import Graph, parse
-from symad.printing import format_number
+from symad.printing import format_number, to_shared, to_texts
 
 
 @pytest.mark.parametrize("text, printed", [
@@ -67,3 +67,45 @@ def test_derivatives_round_trip():
 
 def test_repr():
     assert repr(parse("x+1", Graph())) == "Expr('x + 1')"
+
+
+def _program(definitions, text):
+    return "; ".join([f"{n} = {b}" for n, b in definitions] + [text])
+
+
+def test_to_texts_names_what_the_roots_share_and_parses_back():
+    g = Graph()
+    n = 600
+    e = parse("*".join(f"x{i}" for i in range(1, n + 1)), g)
+    partials = list(e.grad().values())
+    definitions, texts = to_texts(g, [d.id for d in partials])
+    assert definitions[0] == ("_1", "x1*x2")
+    assert sum(len(t) for t in texts) + sum(len(b) for _, b in definitions) < 40 * n
+    for d, text in list(zip(partials, texts))[:: n // 7]:
+        assert parse(_program(definitions, text), g) == d
+
+
+def test_to_texts_small_is_each_root_as_str():
+    g = Graph()
+    e = parse("sin(x)^2/sqrt(1+y)", g)
+    partials = list(e.grad().values())
+    assert to_texts(g, [d.id for d in partials]) == ([], [str(d) for d in partials])
+    assert to_texts(g, []) == ([], [])
+
+
+def test_to_texts_shared_form():
+    g = Graph()
+    e = parse("sin(x*y)*x + sin(x*y)", g)
+    dx, dy = e.grad().values()
+    definitions, texts = to_texts(g, [dx.id, dy.id, dx.id], "shared")
+    assert texts[0] == texts[2]  # a root printed twice is named once
+    for d, text in zip([dx, dy, dx], texts):
+        assert parse(_program(definitions, text), g) == d
+    assert to_shared(g, e.id) == e.to_text("shared")
+
+
+def test_shared_names_avoid_variables():
+    g = Graph()
+    e = parse("(_1 + x)*(_1 + x) + y", g)
+    definitions, _ = to_texts(g, [e.id], "shared")
+    assert definitions == [("__1", "_1 + x")]
