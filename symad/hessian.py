@@ -10,7 +10,11 @@ A Hessian-vector product ``H p`` is *forward over reverse*: a single forward
 (tangent) sweep through the gradient DAG, with the direction's components as
 fresh variables, carries the tangent of every gradient component at once.  It
 costs a small multiple of one gradient, however many variables there are, and
-never builds the ``n × n`` matrix.
+never builds the ``n × n`` matrix.  Past the size that compiles to native code
+(``compiler.NATIVE_MAX_OPS`` operations of value and gradient, beyond which a
+program is Python code at some 5 KB an operation) the products are interpreted
+by a :class:`symad.tape.Tape` of ``∇f·p`` instead: reverse over reverse, in a few
+hundred bytes a node.
 
 >>> from symad import parse
 >>> f = SecondOrder("x^3*y")
@@ -28,12 +32,14 @@ from typing import Any
 
 import numpy as np
 
+from . import compiler
 from .compiler import Program
 from .diff import _local_partial, gradient
 from .errors import PointError
 from .expr import Expr, as_node, parse
 from .function import Function
 from .graph import Graph
+from .tape import Tape
 
 
 # ---------------------------------------------------------------- on the DAG
@@ -64,14 +70,18 @@ def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) ->
     return [tangent.get(r, zero) for r in roots]
 
 
-def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int]) -> list[list[int]]:
+def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int],
+                  grad: Sequence[int] | None = None) -> list[list[int]]:
     """The Hessian of ``root`` as node ids, ``H[i][j] = ∂²root/∂wrt[i]∂wrt[j]``.
 
-    Row ``i`` is the reverse-mode gradient of gradient component ``i``.  The
-    upper triangle is mirrored, so the result is symmetric node for node.
+    Row ``i`` is the reverse-mode gradient of gradient component ``i`` (``grad``, the
+    gradient's nodes in ``wrt`` order, if already built).  The upper triangle is
+    mirrored, so the result is symmetric node for node.
     """
-    grad = gradient(graph, root, list(wrt))
-    rows = [gradient(graph, grad[v], list(wrt)) for v in wrt]
+    if grad is None:
+        partials = gradient(graph, root, list(wrt))
+        grad = [partials[v] for v in wrt]
+    rows = [gradient(graph, d, list(wrt)) for d in grad]
     n = len(wrt)
     return [[rows[min(i, j)][wrt[max(i, j)]] for j in range(n)] for i in range(n)]
 
@@ -135,7 +145,8 @@ class SecondOrder(Function):
     - ``hessian(x)`` and ``value_grad_hess(x)``: one program computing ``f``, ``∇f``
       and the distinct entries of ``∇²f`` (shape ``(n, n)``, or ``(n_points, n, n)``);
     - ``hessp(x, p)``: ``∇²f(x)·p`` from the forward-over-reverse program, whose
-      size grows like the gradient's, not like ``n²``.
+      size grows like the gradient's, not like ``n²`` (from a tape when it is large:
+      see :meth:`hvp_interpreted`).
     """
 
     def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto"):
@@ -143,22 +154,31 @@ class SecondOrder(Function):
         self._hess: Program | None = None
         self._hess_index: np.ndarray = np.zeros((0, 0), dtype=np.intp)
         self._hvp: Program | None = None
+        self._hvp_tape: Tape | None = None
+        self._ops: int | None = None
+        self._grad: list[int] | None = None
 
     def hessian_exprs(self) -> list[list[Expr]]:
         """The Hessian as expressions, in ``variables`` order."""
         return hessian(self.expr, self.variables)
 
+    def _gradient(self) -> list[int]:
+        """The gradient's nodes in ``variables`` order, built once (a sweep costs as much again)."""
+        if self._grad is None:
+            grad = gradient(self.expr.graph, self.expr.id, self._inputs)
+            self._grad = [grad[v] for v in self._inputs]
+        return self._grad
+
     def value_grad_hess_program(self) -> Program:
         """One program: the value, every partial, then each distinct Hessian entry once."""
         if self._hess is None:
             g, n = self.expr.graph, len(self.variables)
-            wrt = self._inputs
-            grad = gradient(g, self.expr.id, wrt)
-            rows = hessian_nodes(g, self.expr.id, wrt)
+            wrt, grad = self._inputs, self._gradient()
+            rows = hessian_nodes(g, self.expr.id, wrt, grad)
             distinct: dict[int, int] = {}
             index = [1 + n + distinct.setdefault(h, len(distinct)) for row in rows for h in row]
             self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
-            outputs = [self.expr.id, *(grad[v] for v in wrt), *distinct]
+            outputs = [self.expr.id, *grad, *distinct]
             self._hess = Program(g, outputs, wrt, self.backend)
         return self._hess
 
@@ -167,11 +187,35 @@ class SecondOrder(Function):
         if self._hvp is None:
             g = self.expr.graph
             wrt = self._inputs
-            grad = gradient(g, self.expr.id, wrt)
             directions = [g.var(d) for d in direction_names(self.variables)]
-            products = jvp_many(g, [grad[v] for v in wrt], dict(zip(wrt, directions)))
+            products = jvp_many(g, self._gradient(), dict(zip(wrt, directions)))
             self._hvp = Program(g, products, wrt + directions, self.backend)
         return self._hvp
+
+    def operations(self) -> int:
+        """Operations of the value and gradient DAG: what a Hessian or ``H·p`` multiplies."""
+        if self._ops is None:
+            g = self.expr.graph
+            nodes = g.reachable([self.expr.id, *self._gradient()])
+            self._ops = sum(1 for node in nodes if g.args[node])
+        return self._ops
+
+    def hvp_interpreted(self) -> bool:
+        """Whether ``hessp`` runs on a tape: the value and gradient are over
+        ``compiler.NATIVE_MAX_OPS`` operations, so compiled code would be Python code."""
+        return self.operations() > compiler.NATIVE_MAX_OPS
+
+    def hvp_tape(self) -> Tape:
+        """A tape of ``q = ∇f·p`` over inputs ``(x..., p...)``: its gradient in ``x`` is ``H·p``."""
+        if self._hvp_tape is None:
+            g = self.expr.graph
+            wrt = self._inputs
+            directions = [g.var(d) for d in direction_names(self.variables)]
+            q = g.const(0.0)
+            for partial, d in zip(self._gradient(), directions):
+                q = g.make("add", q, g.make("mul", partial, d))
+            self._hvp_tape = Tape(g, q, wrt + directions)
+        return self._hvp_tape
 
     def value_grad_hess(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(value, gradient, Hessian)`` in one pass of one program."""
@@ -197,6 +241,8 @@ class SecondOrder(Function):
             raise PointError(f"a direction is not numbers: {p!r:.60}") from None
         if direction.ndim == 0 or direction.shape[-1] != n:
             raise PointError(f"a direction needs {n} value(s), got shape {direction.shape}")
+        if self.hvp_interpreted():
+            return self._taped_hessp(x.reshape(*(shape or ()), n), direction)
         program = self.hvp_program()
         if shape is None and direction.ndim == 1:
             return program.point(np.concatenate([x, direction]))
@@ -204,6 +250,15 @@ class SecondOrder(Function):
         xs, ps = np.broadcast_arrays(xs, direction)
         rows = np.concatenate([xs, ps], axis=-1)
         return program.batch(rows.reshape(-1, 2 * n)).reshape(rows.shape[:-1] + (n,))
+
+    def _taped_hessp(self, x: np.ndarray, direction: np.ndarray) -> np.ndarray:
+        tape, n = self.hvp_tape(), len(self.variables)
+        if x.ndim == 1 and direction.ndim == 1:
+            return np.array(tape.value_and_grad([*map(float, x), *map(float, direction)])[1][:n])
+        xs, ps = np.broadcast_arrays(x, direction)
+        columns = [xs[..., k] for k in range(n)] + [ps[..., k] for k in range(n)]
+        grads = tape.value_and_grad(columns)[1][:n]  # an input that q does not use gives a scalar 0
+        return np.stack([np.broadcast_to(np.asarray(c, dtype=float), xs.shape[:-1]) for c in grads], axis=-1)
 
     def sizes(self) -> dict[str, int]:
         """Operations of straight-line code: value+gradient, +Hessian, and the Hessian-vector product."""

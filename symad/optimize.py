@@ -11,6 +11,11 @@ Fixed parameters are substituted into the DAG as constants before compiling
 (the optimiser never sees them), and bounds are a box: iterates are projected
 onto it and the gradient test uses the projected gradient.
 
+Memory stays linear in the expression: Newton forms the ``n × n`` Hessian only
+while ``n`` times the operations of value and gradient is at most
+``DENSE_NEWTON_OPS``; beyond, it solves for its direction by conjugate gradients
+on Hessian-vector products (Newton-CG), as trust-ncg does.
+
 >>> r = minimize("(x-1)^2 + 10*(y+2)^2", {"x": 0, "y": 0}, method="newton")
 >>> r.success, r.x.round(12).tolist(), r.nit
 (True, [1.0, -2.0], 1)
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -38,7 +44,8 @@ Method = Callable[..., Iterator[Step]]
 class OptimizeResult(dict):
     """scipy's ``OptimizeResult`` fields (``x fun jac nit nfev njev nhev success status message``)
     as a dict with attribute access, plus ``variables``, ``point`` (by name, fixed ones
-    included), ``grad_norm``, ``method``, ``time`` (seconds, iterating), ``setup_time``
+    included), ``grad_norm``, ``method``, ``hessian`` (``"matrix"``, ``"products"`` for
+    Hessian-vector products, or None), ``time`` (seconds, iterating), ``setup_time``
     (seconds, parsing and compiling) and, with ``keep_path=True``, ``path``
     and ``path_fun`` (every iterate, the start included)."""
 
@@ -121,6 +128,10 @@ class Problem:
         self.nfev += 1
         self.njev += 1
         return self.fn.value_and_grad(x)
+
+    def dense(self) -> bool:
+        """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
+        return len(self.names) * self.fn.operations() <= DENSE_NEWTON_OPS
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         self.nhev += 1
@@ -236,12 +247,29 @@ def _newton_direction(h: np.ndarray, g: np.ndarray, free: np.ndarray) -> np.ndar
     return d
 
 
+def _reduced_hessp(p: Problem, x: np.ndarray, free: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``v ↦ H v`` with the Hessian restricted to the free variables."""
+    mask = free.astype(float)
+    return lambda v: p.hessp(x, v * mask) * mask
+
+
 def _newton(p: Problem, x: np.ndarray, f: float, g: np.ndarray) -> Iterator[Step]:
-    """Newton's method with the exact Hessian and a backtracking line search from the full step."""
+    """Newton's method with a backtracking line search from the full step.
+
+    The direction solves ``H d = −g`` with the exact Hessian (shifted where not positive
+    definite) or, when ``p.dense()`` is false, by conjugate gradients on Hessian-vector
+    products, stopped at negative curvature (Newton-CG: Nocedal & Wright, Algorithm 7.1).
+    """
+    dense = p.dense()
     while True:
-        d = _newton_direction(p.hess(x), g, p.free(x, g))
+        free = p.free(x, g)
+        if dense:
+            d = _newton_direction(p.hess(x), g, free)
+        else:
+            gnorm = float(np.linalg.norm(g * free))
+            d = _steihaug(_reduced_hessp(p, x, free), g * free, math.inf, min(0.5, math.sqrt(gnorm)) * gnorm)
         if not float(g @ d) < 0:
-            d = -g * p.free(x, g)
+            d = -g * free
         found = _armijo(p, x, f, g, d, 1.0)
         if found is None:
             return "line search failed: no decrease along the Newton direction (precision loss)"
@@ -252,12 +280,18 @@ def _newton(p: Problem, x: np.ndarray, f: float, g: np.ndarray) -> Iterator[Step
 
 def _steihaug(hessp: Callable[[np.ndarray], np.ndarray], g: np.ndarray, radius: float,
               tol: float) -> np.ndarray:
-    """Conjugate gradients on the model ``g·s + ½ s·Hs`` within ``|s| ≤ radius`` (Steihaug 1983)."""
+    """Conjugate gradients on the model ``g·s + ½ s·Hs`` within ``|s| ≤ radius`` (Steihaug 1983).
+
+    With ``radius = inf`` (Newton-CG) negative curvature ends the iteration instead, with the
+    step so far, or with ``−g`` if there is none.
+    """
     z, r = np.zeros_like(g), g.copy()
     d = -r
-    for _ in range(2 * len(g) + 10):
+    for k in range(2 * len(g) + 10):
         bd = hessp(d)
         curvature = float(d @ bd)
+        if not curvature > 0 and math.isinf(radius):
+            return z if k else -g
         alpha = float(r @ r) / curvature if curvature > 0 else math.inf
         if curvature <= 0 or np.linalg.norm(z + alpha * d) >= radius:
             # Follow d to the boundary: the positive root of |z + τd| = radius.
@@ -275,12 +309,9 @@ def _steihaug(hessp: Callable[[np.ndarray], np.ndarray], g: np.ndarray, radius: 
 def _trust_ncg(p: Problem, x: np.ndarray, f: float, g: np.ndarray, radius: float = 1.0) -> Iterator[Step]:
     """Trust-region Newton-CG: needs only Hessian-vector products (forward over reverse)."""
     while True:
-        mask = p.free(x, g).astype(float)
-        gnorm = float(np.linalg.norm(g * mask))
-        def reduced_hessp(v: np.ndarray, x: np.ndarray = x, mask: np.ndarray = mask) -> np.ndarray:
-            return p.hessp(x, v * mask) * mask  # the Hessian restricted to the free variables
-
-        s = _steihaug(reduced_hessp, g * mask, radius, min(0.5, math.sqrt(gnorm)) * gnorm)
+        free = p.free(x, g)
+        gnorm = float(np.linalg.norm(g * free))
+        s = _steihaug(_reduced_hessp(p, x, free), g * free, radius, min(0.5, math.sqrt(gnorm)) * gnorm)
         xn = p.project(x + s)
         s = xn - x
         predicted = -float(g @ s + 0.5 * s @ p.hessp(x, s))
@@ -302,6 +333,55 @@ ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg"}
 OPTIONS = {"gd": ("lr",), "momentum": ("lr", "beta"), "nesterov": ("lr", "beta"),
            "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",)}
 SECOND_ORDER = ("newton", "trust-ncg")
+# Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
+# rows are n reverse sweeps through the gradient, so its DAG and code can be n times the
+# gradient's, and it has n² entries.  Beyond, Newton-CG on Hessian-vector products.
+DENSE_NEWTON_OPS = 200_000
+# Unbounded below: f at or under -UNBOUNDED_F, or f still falling at |x| ≥ EXPLODED_X (there a
+# product of two coordinates is near overflow, so no finite minimum is in reach).
+UNBOUNDED_F = 1e300
+EXPLODED_X = 1e150
+
+STATUS = {
+    0: "gradient norm below tolerance",
+    1: "stalled: step below xtol*(1+|x|) but gradient norm above tol",
+    2: "maximum number of iterations reached",
+    3: "time limit reached",
+    4: "stopped by the callback",
+    5: "non-finite: the value or gradient is not finite (overflow, or outside the domain)",
+    6: "line search failed",  # the method's message says along what
+    7: "diverged: unbounded below",
+}
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _positive(v: Any) -> bool:
+    return _real(v) and 0 < v < math.inf
+
+
+SETTINGS: dict[str, tuple[str, Callable[[Any], bool]]] = {  # name: (what it must be, test)
+    "max_iter": ("a positive integer", lambda v: isinstance(v, numbers.Integral) and _real(v) and v >= 1),
+    "tol": ("a positive number", _positive),
+    "xtol": ("a number >= 0", lambda v: _real(v) and 0 <= v < math.inf),
+    "max_time": ("a positive number of seconds", lambda v: _real(v) and v > 0),
+    "lr": ("a positive number", _positive),
+    "radius": ("a positive number", _positive),
+    "eps": ("a positive number", _positive),
+    **{b: ("a number in [0, 1)", lambda v: _real(v) and 0 <= v < 1) for b in ("beta", "beta1", "beta2")},
+}
+
+
+def check_settings(settings: Mapping[str, Any], spell: Callable[[str], str] = str) -> None:
+    """Raise a SymadError for the first setting out of range (``None``: the default, fine);
+    ``spell`` names a setting in the message (e.g. as a command-line flag)."""
+    for name, value in settings.items():
+        what, ok = SETTINGS[name]
+        if value is not None and not ok(value):
+            shown = format(value, "g") if isinstance(value, float) else repr(value)
+            raise SymadError(f"{spell(name)} must be {what}, got {shown:.60}")
 
 
 # ---------------------------------------------------------------- the driver
@@ -320,12 +400,19 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
     options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as the method takes.
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant; ``bounds``: ``{name: (lo, hi)}`` or one
-    ``(lo, hi)`` per free variable, ``None`` for no bound.
-    Stops when the (projected) gradient's 2-norm is ``≤ tol`` or a step is shorter than
-    ``xtol·(1 + |x|)`` (both success), or after ``max_iter`` iterations (default 1000 for
-    Newton and trust-ncg, 100000 for first-order methods), ``max_time`` seconds, a
-    non-finite value, a failed line search, or when ``callback(intermediate_result)``
-    returns True or raises StopIteration.
+    ``(lo, hi)`` per free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``,
+    ``eps`` must be positive and finite, ``max_iter`` a positive integer (default 1000
+    for Newton and trust-ncg, 100000 for first-order methods), ``max_time`` positive
+    seconds, ``xtol ≥ 0``, betas in [0, 1): else a SymadError.
+
+    ``success`` means a stationary point: the (projected) gradient's 2-norm is ``≤ tol``
+    (``status`` 0), and nothing else.  Otherwise ``status`` says why the run stopped
+    (``STATUS`` has the messages): 7 diverged, unbounded below (``f ≤ -1e300``, ``-inf``
+    included, or ``f`` still falling at ``|x| ≥ 1e150``); 5 a non-finite value or
+    gradient; 1 stalled (a step shorter than ``xtol·(1 + |x|)`` with the gradient norm
+    above ``tol``); 2 ``max_iter`` iterations; 3 ``max_time`` seconds; 4
+    ``callback(intermediate_result)`` returned True or raised StopIteration; 6 a failed
+    line search.
     """
     name = ALIASES.get(method, method)
     if name not in METHODS:
@@ -334,41 +421,51 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
     if extra:
         takes = ", ".join(OPTIONS[name]) or "no options"
         raise SymadError(f"method {name} does not take {', '.join(extra)} (it takes {takes})")
+    check_settings({"max_iter": max_iter, "tol": tol, "xtol": xtol, "max_time": max_time, **options})
     if max_iter is None:
         max_iter = 1000 if name in SECOND_ORDER else 100_000
     t0 = time.perf_counter()
     p = Problem(fun, variables, fixed, bounds)
     x = p.start(x0)
+    dense = name == "newton" and p.dense()
     with np.errstate(all="ignore"):  # compile (on first call) before the clock starts
         p.fn.value_and_grad(x)
-        if name == "newton":
+        if dense:
             p.fn.hessian(x)
-        elif name == "trust-ncg":
+        elif name in SECOND_ORDER:
             p.fn.hessp(x, x)
     setup, t0 = time.perf_counter() - t0, time.perf_counter()
     with np.errstate(all="ignore"):  # non-finite values are detected and reported, not warned about
         f, g = p.fg(x)
         gnorm = float(np.linalg.norm(p.pgrad(x, g)))
         nit, status, message = 0, -1, ""
+        falling = stalled = False
         path = [(x, f, gnorm)]
         steps = METHODS[name](p, x, f, g, **options)
         while True:
-            if not (math.isfinite(f) and math.isfinite(gnorm)):
-                status, message = 5, "the value or gradient is not finite (diverged or left the domain)"
+            if f <= -UNBOUNDED_F:
+                status, message = 7, f"{STATUS[7]} (f = {f:.3g})"
+            elif not (math.isfinite(f) and math.isfinite(gnorm)):
+                status, message = 5, STATUS[5]
             elif gnorm <= tol:
-                status, message = 0, "gradient norm below tolerance"
+                status, message = 0, STATUS[0]
+            elif falling and (size := float(np.linalg.norm(x))) >= EXPLODED_X:
+                status, message = 7, f"{STATUS[7]} (f still falling at |x| = {size:.3g})"
+            elif stalled:
+                status, message = 1, STATUS[1]
             elif nit >= max_iter:
-                status, message = 2, "maximum number of iterations reached"
+                status, message = 2, STATUS[2]
             elif max_time is not None and time.perf_counter() - t0 >= max_time:
-                status, message = 3, "time limit reached"
+                status, message = 3, STATUS[3]
             if status >= 0:
                 break
             try:
-                x, f, g, step = next(steps)
+                x, f_new, g, step = next(steps)
             except StopIteration as stop:
                 status, message = 6, str(stop.value)
                 break
             nit += 1
+            falling, f = f_new < f, f_new
             gnorm = float(np.linalg.norm(p.pgrad(x, g)))
             if keep_path:
                 path.append((x, f, gnorm))
@@ -378,15 +475,14 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
                 except StopIteration:
                     stop_now = True
                 if stop_now is True:
-                    status, message = 4, "stopped by the callback"
+                    status, message = 4, STATUS[4]
                     break
-            if step <= xtol * (1.0 + float(np.linalg.norm(x))):
-                status, message = 1, "step size below tolerance"
-                break
+            stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
     result = OptimizeResult(
         x=x, fun=f, jac=g, nit=nit, nfev=p.nfev, njev=p.njev, nhev=p.nhev,
-        success=status in (0, 1), status=status, message=message,
+        success=status == 0, status=status, message=message,
         variables=list(p.names), point=p.point(x), grad_norm=gnorm, method=name,
+        hessian="matrix" if dense else "products" if name in SECOND_ORDER else None,
         time=time.perf_counter() - t0, setup_time=setup)
     if keep_path:
         result.path = np.array([row[0] for row in path]).reshape(len(path), len(x))

@@ -14,7 +14,7 @@ import numpy as np
 from .cli import emit, format_number, parse_point
 from .errors import PointError, SymadError, VariableError, name_list
 from .expr import Expr
-from .optimize import METHODS, OptimizeResult, Problem, minimize
+from .optimize import METHODS, OptimizeResult, Problem, check_settings, minimize
 
 HELP = "minimize the expression from a start point (--from) with exact derivatives"
 TAKES_POINT = False
@@ -27,12 +27,19 @@ examples:
   symad minimize "(x-3)^2+y^2" --from x=0,y=1 --bounds x=-1:1,y=:
   symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1 --trace path.csv --plot path.png
 
-methods: newton (exact Hessian, line search, shifted where not positive definite; default),
+methods: newton (exact Hessian, line search, shifted where not positive definite; default;
+  with many variables or a large expression, Newton-CG on Hessian-vector products instead),
   trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
   backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr).
-stops when the (projected) gradient norm <= --tol or a step is shorter than --xtol*(1+|x|)
-  (converged), or at --max-iter, --max-time, or a failed line search (not converged:
-  a warning on stderr). A progress bar is shown when stderr is a terminal.
+
+status: "converged" only at a stationary point: the (projected) gradient norm <= --tol.
+  Otherwise "not converged" with a warning on stderr (in --json: "warnings"), and exit
+  status 1 with --strict:
+    diverged: unbounded below  f <= -1e300 (or -inf), or f still falling at |x| >= 1e150
+    non-finite                 the value or gradient is inf or nan
+    stalled                    a step shorter than --xtol*(1+|x|), the gradient above --tol
+  or at --max-iter, --max-time, or a failed line search.
+  A progress bar is shown when stderr is a terminal.
 """
 
 
@@ -46,7 +53,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="iteration limit (default 1000 for newton and trust-ncg, else 100000)")
     p.add_argument("--max-time", type=float, metavar="SECONDS", help="time limit")
     p.add_argument("--tol", type=float, default=1e-8, help="gradient-norm tolerance (default 1e-8)")
-    p.add_argument("--xtol", type=float, default=1e-12, help="relative step tolerance (default 1e-12)")
+    p.add_argument("--xtol", type=float, default=1e-12,
+                   help="relative step length below which a run has stalled (default 1e-12)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 1 when the run does not converge")
     p.add_argument("--lr", type=float, metavar="RATE",
                    help="learning rate of momentum, nesterov, adam; first trial step of gd")
     p.add_argument("--fix", action="append", default=[], metavar="a=2",
@@ -76,7 +86,10 @@ def parse_bounds(specs: list[str]) -> dict[str, tuple[float | None, float | None
 
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
-    """Minimise, then print the summary (or JSON) and write the trace and plot if asked."""
+    """Minimise, then print the summary (or JSON) and write the trace and plot if asked;
+    with --strict, exit with status 1 unless the run converged."""
+    check_settings({"max_iter": args.max_iter, "tol": args.tol, "xtol": args.xtol,
+                    "max_time": args.max_time, "lr": args.lr}, lambda name: "--" + name.replace("_", "-"))
     start, fixed, bounds = parse_point(args.start), parse_point(args.fix), parse_bounds(args.bounds)
     names = list(expr.variables)
     free = [v for v in names if v not in fixed]
@@ -102,12 +115,14 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         problem = Problem(expr, names, fixed)
         plot_path(args.plot, problem, result, title=text.strip(), bounds=bounds)
     _report(args, text, result, start, fixed, bounds)
+    if args.strict and not result.success:
+        raise SystemExit(1)  # after the report: the output and warning are printed as usual
 
 
 def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[str, float],
             fixed: dict[str, float], bounds: dict[str, Any]) -> None:
     evaluations = f"{r.nfev} value+gradient" + (f", {r.nhev} Hessian" if r.nhev else "")
-    if r.method == "trust-ncg":
+    if r.hessian == "products":
         evaluations = f"{r.nfev} value+gradient, {r.nhev} Hessian-vector products"
     width = max([11, *(len(v) for v in r.point)])
     rows = [("status", ("converged: " if r.success else "not converged: ") + r.message),
@@ -121,7 +136,7 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
            "x": {v: _json(x) for v, x in zip(r.variables, r.x)}, "value": _json(r.fun),
            "grad": {v: _json(g) for v, g in zip(r.variables, r.jac)}, "grad_norm": _json(r.grad_norm),
            "iterations": r.nit, "evaluations": r.nfev, "hessian_evaluations": r.nhev,
-           "success": bool(r.success), "message": r.message, "time": r.time,
+           "success": bool(r.success), "status": r.status, "message": r.message, "time": r.time,
            "setup_time": r.setup_time}
     warnings = [] if r.success else [f"did not converge: {r.message}"]
     emit(args, obj, [f"{k.ljust(width)}  {v}" for k, v in rows], warnings)

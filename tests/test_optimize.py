@@ -89,10 +89,12 @@ def test_start_outside_the_bounds_is_projected() -> None:
 
 
 def test_stopping_rules() -> None:
-    r = minimize(ROSENBROCK, START, method="gd", tol=0, max_time=0.05)
+    r = minimize(ROSENBROCK, START, method="adam", lr=1e-4, tol=1e-300, max_time=0.05)
     assert r.status == 3 and not r.success and r.time < 1.0
+    # A short step far from the minimum is no convergence: the gradient norm is still ~0.4.
     r = minimize(ROSENBROCK, START, method="gd", xtol=1e-3)
-    assert r.status == 1 and r.success and r.message == "step size below tolerance"
+    assert r.status == 1 and not r.success and r.message.startswith("stalled: ")
+    assert r.grad_norm > 0.1
     seen: list[OptimizeResult] = []
     r = minimize(ROSENBROCK, START, method="newton", callback=lambda i: seen.append(i) or i.nit == 5)
     assert r.status == 4 and r.nit == 5 and [i.nit for i in seen] == [1, 2, 3, 4, 5]
