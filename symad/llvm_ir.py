@@ -21,22 +21,33 @@ def _hex(value: float) -> str:
 
 # LLVM IR templates per op; {0}, {1} are the arguments, {t} a fresh name prefix.
 # Ops not listed call the C library function of the same name (tan, asin, ...).
-_INTRINSICS = {"pow": "llvm.pow.f64", "sin": "llvm.sin.f64", "cos": "llvm.cos.f64",
-               "exp": "llvm.exp.f64", "log": "llvm.log.f64", "sqrt": "llvm.sqrt.f64",
-               "abs": "llvm.fabs.f64"}
+_INTRINSICS = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "exp": "llvm.exp.f64",
+               "log": "llvm.log.f64", "sqrt": "llvm.sqrt.f64", "abs": "llvm.fabs.f64"}
+# Called as `nobuiltin`, which LLVM leaves alone: its IR passes (-O2, past QUICK_OPS) would
+# rewrite pow(x, 0.5) into sqrt(x) and pow(2, x) into exp2(x), which differ from the C
+# library's pow in the last bit on ~0.1% of inputs.
+_OPAQUE = frozenset({"pow"})
 _INLINE = {
     "add": "{r} = fadd double {0}, {1}",
     "sub": "{r} = fsub double {0}, {1}",
     "mul": "{r} = fmul double {0}, {1}",
     "div": "{r} = fdiv double {0}, {1}",
     "neg": "{r} = fneg double {0}",
-    # min/max propagate nan like NumPy: an unordered pair yields a + b (a nan)
-    "min": ("{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
-            "{t}c = fcmp ole double {0}, {1}\n{t}s = select i1 {t}c, double {0}, double {1}\n"
-            "{r} = select i1 {t}u, double {t}n, double {t}s"),
-    "max": ("{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
-            "{t}c = fcmp oge double {0}, {1}\n{t}s = select i1 {t}c, double {0}, double {1}\n"
-            "{r} = select i1 {t}u, double {t}n, double {t}s"),
+    # min/max: IEEE 754-2019 minimum/maximum (llvm.minimum needs LLVM 16 on x86).  Unequal
+    # ordered arguments: the comparison decides; equal ones differ at most in the sign of
+    # zero, and the OR (AND) of their bits is -0 (+0); an unordered pair yields a + b, a nan.
+    "min": ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
+            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
+            "{t}o = or i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
+            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
+            "{t}s = select i1 {t}g, double {1}, double {t}q\n{r} = select i1 {t}l, double {0}, double {t}s"),
+    "max": ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
+            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
+            "{t}o = and i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
+            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
+            "{t}s = select i1 {t}l, double {1}, double {t}q\n{r} = select i1 {t}g, double {0}, double {t}s"),
     # sign: -1, 0, 1 (nan stays nan); step: 0, 0.5, 1 (nan stays nan)
     "sign": ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double 0.0\n"
              "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double -1.0, double {t}a\n"
@@ -77,7 +88,7 @@ def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, decla
             fn = _INTRINSICS.get(op, op)
             declared[fn] = OPS[op].arity
             params = ", ".join(f"double {v}" for v in vals)
-            lines.append(f"  {r} = call double @{fn}({params})")
+            lines.append(f"  {r} = call double @{fn}({params}){' #0' if op in _OPAQUE else ''}")
         names[node] = r
     return lines
 
@@ -193,7 +204,7 @@ def module_ir(schedule: Schedule, chunked: bool = False, data_offset: int | None
             + "\n".join(loop_body) + "\n"
             "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %n\n"
             "  br i1 %more, label %loop, label %done\n"
-            "done:\n  ret void\n}\n" + _call_ir(n_out, data_offset))
+            "done:\n  ret void\n}\n" + _call_ir(n_out, data_offset) + "\nattributes #0 = { nobuiltin }\n")
 
 
 def _call_ir(n_out: int, offset: int | None) -> str:

@@ -50,7 +50,8 @@ def _pow_base_partial(k: float) -> Callable[..., Any]:
     expand = _POWERS.get(int(k - 1.0)) if float(k - 1.0).is_integer() else None
     if expand is not None:
         return lambda a, b, out: k * expand(a, None)
-    return lambda a, b, out: k * OPS["pow"].py(a, k - 1.0) if type(a) is float else k * np.power(a, k - 1.0)
+    py, np_fn = OPS["pow"].py, OPS["pow"].np
+    return lambda a, b, out: k * (py(a, k - 1.0) if type(a) is float else np_fn(a, k - 1.0))
 
 
 def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, float], rule: Any) -> Any:

@@ -29,12 +29,7 @@ def outputs(value, grad) -> np.ndarray:
 
 
 def assert_same(got: np.ndarray, want: np.ndarray, backend: str, context) -> None:
-    """Bit for bit, nan matching nan.  Where an operation raised on Python floats (a domain error
-    somewhere), the Python paths redo the point with NumPy, whose exp/log/sin may differ from the
-    C library's (native code) in the last bit: there, native results are compared to 1e-13."""
-    if backend == "native" and not np.array_equal(got, want, equal_nan=True):
-        np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True, err_msg=str(context))
-        return
+    """Bit for bit, nan matching nan, whichever backend (one semantics: docs/numerics.md)."""
     assert np.array_equal(got, want, equal_nan=True), (context, backend, got, want)
 
 
