@@ -105,12 +105,12 @@ if hasattr(threading, "_register_atexit"):  # runs as the interpreter starts to 
 @atexit.register
 def _settle() -> None:
     try:
+        if getattr(sys, "last_type", None) is KeyboardInterrupt and "llvmlite.binding" in sys.modules:
+            raise KeyboardInterrupt  # what a compile cut short left behind must not be torn down either
         while True:
             running = alive()  # again after each wait: a compile may start another
             if not running:
                 return
-            if getattr(sys, "last_type", None) is KeyboardInterrupt:
-                raise KeyboardInterrupt
             for thread in running:
                 thread.join()
     except KeyboardInterrupt:

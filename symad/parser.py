@@ -11,6 +11,7 @@ times faster and emits straight into the DAG builder.)
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -20,6 +21,7 @@ from typing import NamedTuple
 
 import lark
 
+from . import forksafe
 from .errors import ParseError, UnknownFunctionError
 from .graph import Graph
 from .limits import LIMITS
@@ -98,7 +100,6 @@ class _Driver:
         self.ignore = {str(t) for t in lk.ignore_tokens}
         # ASCII: `\d` must not accept other scripts' digits, which float() would read.
         self.pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), re.ASCII)
-        self.lock = threading.Lock()
 
     def run(self, text: str, emit: Emit) -> None:
         """Parse ``text``, calling ``emit`` with each postfix token in order."""
@@ -219,6 +220,7 @@ def _unexpected_token(text: str, kind: str | None, value: object, pos: int, row:
 
 _driver: _Driver | None = None
 _driver_lock = threading.Lock()
+forksafe.hold_across_fork(_driver_lock)  # a fork waits for the tables being built
 
 
 def _get_driver() -> _Driver:
@@ -246,6 +248,42 @@ def to_postfix(text: str) -> list[Token]:
     out: list[Token] = []
     parse_postfix(text, out.append)
     return out
+
+
+class _Enough(Exception):
+    """Ends a scan early."""
+
+
+def literal_notes(text: str, most: int = 3) -> list[str]:
+    """Number literals in ``text`` whose float is not the number typed: ones that underflow
+    to 0 (their digits are not all zero) or overflow to inf; at most ``most`` of them.
+
+    >>> literal_notes("x*1e-400 + 1e400*y + 0e-999")
+    ['the literal 1e-400 at column 3 underflows to 0', 'the literal 1e400 at column 12 overflows to inf']
+    """
+    notes: list[str] = []
+
+    def check(tok: Token) -> None:
+        if tok.kind != "number":
+            return
+        value = float(tok.text)
+        if value == 0.0 and tok.text.lower().partition("e")[0].strip("0.") != "":
+            what = "underflows to 0"
+        elif math.isinf(value):
+            what = "overflows to inf"
+        else:
+            return
+        line, column = line_column(text, tok.pos)
+        where = f"line {line}, column {column}" if "\n" in text else f"column {column}"
+        notes.append(f"the literal {tok.text} at {where} {what}")
+        if len(notes) == most:
+            raise _Enough
+
+    try:
+        parse_postfix(text, check)
+    except _Enough:
+        pass
+    return notes
 
 
 class Folder:

@@ -1,9 +1,17 @@
 """End-to-end: the installed ``symad`` command."""
 
+import importlib.util
 import json
+import os
+import random
+import signal
+import subprocess
+import sysconfig
+import time
+from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from cli_helpers import run, symad_command
 
 
 def test_grad_seed_json():
@@ -116,3 +124,184 @@ def test_version():
 def test_no_command_prints_help_and_exits_2():
     p = run()
     assert p.returncode == 2 and "usage:" in p.stdout
+
+
+# ---------------------------------------------------------------- an EXPR that starts with '-'
+@pytest.mark.parametrize("args, value, grad", [
+    (["grad", "-log(x)", "--at", "x=1", "--json"], -0.0, {"x": -1.0}),
+    (["grad", "-x^2", "--at", "x=-1", "--json"], -1.0, {"x": 2.0}),
+    (["grad", "--json", "-x", "--at", "x=1"], -1.0, {"x": -1.0}),
+    (["grad", "-x", "--at", "x=1", "--json"], -1.0, {"x": -1.0}),
+    (["grad", "--at", "x=-1", "-x^2", "--json"], -1.0, {"x": 2.0}),
+    (["grad", "--at=x=-1", "--json", "-x*y", "--at", "y=2"], 2.0, {"x": -2.0, "y": 1.0}),
+    (["grad", "--js", "--at", "x=-2", "-x"], 2.0, {"x": -1.0}),  # argparse's abbreviations still work
+    (["grad", "--x", "--at", "x=3", "--json"], 3.0, {"x": 1.0}),  # -(-x)
+    (["eval", "-1", "--json"], -1.0, None),
+    (["eval", "-1e-3", "--json"], -1e-3, None),
+    (["eval", "-2*3", "--json"], -6.0, None),
+    (["eval", "--max-input", "10", "-x-1", "--at", "x=-1", "--json"], 0.0, None),
+])
+def test_expr_may_start_with_minus(args, value, grad):
+    p = run(*args)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["value"] == value and out["expr"] in args
+    if grad is not None:
+        assert out["grad"] == grad
+
+
+@pytest.mark.parametrize("args, stdout", [
+    (["diff", "-x^3", "--wrt", "x"], "-(3*x^2)\n"),
+    (["postfix", "-x+1"], "x neg 1 +\n"),
+    (["stats", "-x", "--json"], '"dag_nodes": 2'),
+    (["explain", "-x", "--at", "x=2"], "forward pass at x=2"),
+    (["hessian", "-x^3", "--at", "x=1"], "df/dx = -3"),
+    (["minimize", "-exp(-x^2)", "--from", "x=0.5"], "converged"),
+    (["graph", "-o", "-", "-x"], "digraph"),
+    (["eval", "-", "--at", "x=2"], "-2\n"),  # '-' alone still reads stdin
+])
+def test_every_command_takes_an_expr_starting_with_minus(args, stdout):
+    p = run(*args, stdin="-x" if "-" in args else None)
+    assert p.returncode == 0, p.stderr
+    assert stdout in p.stdout
+
+
+def test_options_and_errors_around_a_minus_expr():
+    p = run("grad", "-x", "-h")
+    assert p.returncode == 0 and "--at" in p.stdout  # -h is still help
+    p = run("eval", "-x+", "--at", "x=1")
+    assert p.returncode == 2 and "unexpected end of input at line 1, column 4" in p.stderr
+    assert p.stderr.splitlines()[1] == "  -x+"  # the text as typed: no marker left in it
+    p = run("grad", "-x", "--at", "x=1", "--bogus")
+    assert p.returncode == 2 and "unrecognized arguments: --bogus" in p.stderr
+
+
+# ---------------------------------------------------------------- literals that underflow or overflow
+def test_unknown_variable_names_an_underflowing_literal():
+    p = run("eval", "x*1e-400", "--at", "x=1")
+    assert p.returncode == 2
+    assert p.stderr == ("symad: error: unknown variable x: the expression simplified to 0 and uses no variables "
+                        "(the literal 1e-400 at column 3 underflows to 0)\n")
+    p = run("grad", "x*1e-400 + y", "--at", "x=1,y=2")
+    assert "unknown variable x: the expression uses y (the literal 1e-400 at column 3 underflows to 0)" in p.stderr
+    p = run("eval", "-", "--at", "x=1", stdin="x*\n2e-999")
+    assert "(the literal 2e-999 at line 2, column 1 underflows to 0)" in p.stderr
+    p = run("eval", "x*0", "--at", "x=1")  # a zero typed as zero: nothing to add
+    assert p.stderr == "symad: error: unknown variable x (the expression uses no variables)\n"
+
+
+def test_overflowing_literal_is_named_in_the_warning():
+    p = run("eval", "x*1e400", "--at", "x=1")
+    assert p.returncode == 0 and p.stdout == "inf\n"
+    assert p.stderr == "symad: warning: f = inf at x=1: the literal 1e400 at column 3 overflows to inf\n"
+
+
+# ---------------------------------------------------------------- Ctrl-C
+def _script() -> list[str]:
+    """The console script itself: a wrapper (pyenv's shim is a shell script) would take the signal."""
+    script = Path(sysconfig.get_path("scripts")) / "symad"
+    return [str(script)] if script.is_file() else symad_command()
+
+
+def _big_expression(path: Path, terms: int, n_vars: int) -> str:
+    """Write a sum of ``terms`` products of sin/exp/cos to ``path``; returns a point for it."""
+    r = random.Random(1)
+    v = [f"x{i}" for i in range(n_vars)]
+    path.write_text("+".join(f"sin({r.choice(v)}*{r.choice(v)})*exp({r.choice(v)}*{r.choice(v)})"
+                             f"*cos({r.choice(v)}+{r.choice(v)})" for _ in range(terms)))
+    return ",".join(f"{name}=0.{i % 9 + 1}" for i, name in enumerate(v))
+
+
+def _wait_for(p: subprocess.Popen, ready) -> None:
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            if ready():
+                return
+        except OSError:  # the process has just ended
+            return
+        time.sleep(0.002)
+
+
+def _numpy_loading(p: subprocess.Popen) -> None:
+    """Wait until the process maps NumPy's C extension: it is importing its modules."""
+    maps = Path(f"/proc/{p.pid}/maps")
+    if not maps.exists():
+        time.sleep(0.05)
+        return
+    _wait_for(p, lambda: "_multiarray_umath" in maps.read_text())
+
+
+def _llvm_loaded(p: subprocess.Popen) -> None:
+    """Wait until the process maps llvmlite's library: it is about to compile."""
+    _wait_for(p, lambda: "llvmlite" in Path(f"/proc/{p.pid}/maps").read_text())
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    env = dict(os.environ, SYMAD_CACHE_DIR="")  # compile every time: no code from disk
+    return subprocess.Popen(_script() + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _interrupted(args: list[str], wait) -> tuple[int, float, str] | None:
+    """Run symad, send SIGINT after ``wait(process)``: the exit status, the seconds it took to
+    exit, and stderr; None if symad had done its work (printed its output) before the signal."""
+    p = _start(args)
+    wait(p)
+    if p.poll() is not None:
+        p.communicate()
+        return None
+    p.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"symad {args[0]} still running 30 s after Ctrl-C")
+    if out and p.returncode == -signal.SIGINT:  # the signal came as the interpreter exited
+        return None
+    return p.returncode, time.monotonic() - start, err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
+    """Ctrl-C while NumPy loads, then during parsing: status 130 at once, no traceback."""
+    expr = tmp_path / "grad.txt"
+    grad = ["grad", f"@{expr}", "--at", _big_expression(expr, 20_000, 10)]
+    for when in (_numpy_loading, lambda p: time.sleep(0.3), lambda p: time.sleep(1.5)):
+        outcome = _interrupted(grad, when)
+        assert outcome is not None, "symad grad ended before the signal: make the expression bigger"
+        status, seconds, err = outcome
+        assert (status, err) == (130, ""), err[-2000:]
+        assert seconds < 5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="watches threads in /proc")
+@pytest.mark.skipif(importlib.util.find_spec("llvmlite") is None, reason="llvmlite is not installed")
+def test_ctrl_c_during_a_native_compile_exits_130(tmp_path):
+    """`hessian` compiles native code in a thread.  A Ctrl-C late in the compile used to abort
+    the process (an LLVM assertion, status 134) as the interpreter tore down around LLVM."""
+    expr = tmp_path / "hessian.txt"
+    hessian = ["hessian", f"@{expr}", "--at", _big_expression(expr, 8_000, 10)]
+    # How long a run spends from loading LLVM to the end of its compile thread.
+    p = _start(hessian)
+    _llvm_loaded(p)
+    start, tasks = time.monotonic(), Path(f"/proc/{p.pid}/task")
+    threads = len(list(tasks.iterdir()))
+    _wait_for(p, lambda: len(list(tasks.iterdir())) > threads)
+    _wait_for(p, lambda: len(list(tasks.iterdir())) <= threads)
+    compiling = time.monotonic() - start
+    p.communicate(timeout=300)
+    assert p.returncode == 0
+    interrupted = 0
+    for fraction in (0.5, 0.8, 0.9):
+        outcome = _interrupted(hessian, lambda p, f=fraction: (_llvm_loaded(p), time.sleep(f * compiling)))
+        if outcome is not None:  # None: this run compiled faster than the first
+            interrupted += 1
+            status, seconds, err = outcome
+            assert (status, err) == (130, ""), err[-2000:]
+            assert seconds < 5
+    assert interrupted

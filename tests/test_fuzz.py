@@ -19,6 +19,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import symad.function
 from cli_helpers import run
 from fuzz_check import (
     caret_target,

@@ -1,6 +1,7 @@
 """The wheel ships the grammar: `pip install .` into a fresh virtual environment works."""
 
 import json
+import site
 import subprocess
 import sys
 import venv
@@ -18,9 +19,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
 
     assert "symad/grammar/symad.lark" in zipfile.ZipFile(wheel).namelist()
     env_dir = tmp_path / "venv"
-    # Reuse this interpreter's lark/numpy/graphviz so the test needs no download.
-    venv.EnvBuilder(with_pip=False, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
+    _share_site_packages(py)
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
                     "--ignore-installed", str(wheel)], check=True, timeout=300) if _pip_has_python_flag() \
         else subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--ignore-installed",
@@ -39,6 +40,24 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     where = subprocess.run([str(py), "-c", "import symad; print(symad.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True).stdout
     assert str(env_dir) in where
+    p = subprocess.run([str(py), "-m", "symad", "eval", "-x^2", "--at", "x=3"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout) == (0, "-9\n"), p.stderr
+
+
+def _share_site_packages(py: Path) -> None:
+    """Let the venv of ``py`` import lark, numpy, llvmlite... from this environment's
+    site-packages (a venv's or the system's), so the test needs no download.
+
+    ``system_site_packages=True`` would not do: it reaches the base interpreter's packages,
+    which are not this environment's when the tests run in a venv.  The directories are
+    appended after the venv's own site-packages, so the wheel installed there wins; their
+    .pth files are not run, so an editable install of the checkout stays out."""
+    dirs = site.getsitepackages() + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    dirs = [d for d in dirs if d in sys.path and Path(d).is_dir()]
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "_symad_test_deps.pth").write_text("".join(f"{d}\n" for d in dirs))
 
 
 def _pip_has_python_flag() -> bool:

@@ -289,3 +289,20 @@ def test_clear_caches_is_public():
     before = fn.value([1.0, 2.0])
     symad.clear_caches()
     assert fn.value([1.0, 2.0]) == before  # a Function keeps the code it uses
+
+
+def test_stats_prints_exact_counts():
+    """`symad stats` printed `tree nodes 4.611686018427387e+18`: counts are exact integers
+    (past 4,000 digits, which Python will not print, an order of magnitude)."""
+    from cli_helpers import run
+
+    text = "a0 = x+1;" + "".join(f"a{i} = a{i - 1}*a{i - 1};" for i in range(1, 63)) + "a62"
+    size = 3
+    for _ in range(62):
+        size = 2 * size + 1
+    p = run("stats", text)
+    assert p.returncode == 0 and f"tree nodes      {size}\n" in p.stdout, p.stdout
+    assert f'"tree_nodes": {size},' in run("stats", text, "--json").stdout
+    deep = "a0 = x+1;" + "".join(f"a{i} = a{i - 1}*a{i - 1};" for i in range(1, 15001)) + "a15000"
+    p = run("stats", "-", stdin=deep)
+    assert p.returncode == 0 and "tree nodes      about 1.127e+4516" in p.stdout, p.stderr
