@@ -27,6 +27,7 @@ from .printing import format_number as _format_expr_number
 COMMAND_MODULES: dict[str, str] = {"graph": "symad.viz_cli", "minimize": "symad.optimize_cli",
                                     "hessian": "symad.hessian_cli", "explain": "symad.explain_cli",
                                     "diff": "symad.diff_cli"}
+COMMAND_ORDER = ("grad", "eval", "diff", "postfix", "stats", "graph", "minimize", "hessian", "explain")
 
 EPILOG = """\
 examples:
@@ -86,13 +87,16 @@ def build_parser() -> _Parser:
                                 "expressions such as pi/4 (repeatable)")
         return p
 
-    command("grad", "print the value and every partial derivative at a point", at=True)
-    command("eval", "print the value at a point", at=True)
-    command("postfix", "print the parser's postfix (RPN) form")
-    command("stats", "print tree size, DAG size, gradient size, depth and variables")
-    for name, module in COMMAND_MODULES.items():
-        mod = importlib.import_module(module)
-        mod.add_arguments(command(name, mod.HELP, at=mod.TAKES_POINT))
+    builtin = {"grad": ("print the value and every partial derivative at a point", True),
+               "eval": ("print the value at a point", True),
+               "postfix": ("print the parser's postfix (RPN) form", False),
+               "stats": ("print tree size, DAG size, gradient size, depth and variables", False)}
+    for name in COMMAND_ORDER:
+        if name in builtin:
+            command(name, *builtin[name])
+        else:
+            mod = importlib.import_module(COMMAND_MODULES[name])
+            mod.add_arguments(command(name, mod.HELP, at=mod.TAKES_POINT))
     return top
 
 

@@ -99,10 +99,9 @@ ENTRIES: list[tuple[str, str, str, str]] = [
      "symad >/dev/null"),
     ("Usage errors", "An unknown command", "", "symad frob x"),
     ("Usage errors", "A missing expression", "", "symad eval --at x=1"),
-    ("Usage errors", "An expression that starts with `-`",
-     "The shell passes `-x^2` as an option. Put a space first (`\" -x^2\"`), or give the options "
-     "first and then `--`: `symad eval --at x=3 -- \"-x^2\"`.",
-     'symad eval "-x^2" --at x=3'),
+    ("Usage errors", "A literal that underflows",
+     "A number too small for a double is 0, and may take a variable with it.",
+     'symad eval "x*1e-400" --at x=1'),
     ("Usage errors", "An unknown option", "", 'symad eval "x" --at x=1 --bogus'),
     # ------------------------------------------------------------ warnings
     ("Non-finite results (warnings, exit status 0)", "Division by zero",
@@ -116,6 +115,11 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("Non-finite results (warnings, exit status 0)", "Warnings in JSON",
      "With `--json` the warnings are a list in the object, and non-finite numbers are strings.",
      'symad grad "1/x" --at x=0 --json'),
+    ("Minimize", "A setting out of range",
+     "Tolerances and learning rates are positive, `--max-iter` at least 1. A run that does not reach a "
+     "stationary point (unbounded below, non-finite, stalled, out of iterations) warns on stderr and, "
+     "with `--strict`, exits with status 1.",
+     'symad minimize "x^2" --from x=1 --tol 0'),
 ]
 
 
