@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
@@ -19,6 +20,7 @@ from .errors import LimitError, PointError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
 from .limits import LIMITS
+from .ops import signatures
 from .parser import fold, literal_notes, parse_into, to_postfix
 from .printing import format_number as _format_expr_number
 
@@ -43,13 +45,14 @@ examples:
 
 language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,
   + - * / ^ (or **), unary -, parentheses, and the functions
-  sin cos tan asin acos atan sinh cosh tanh exp log sqrt abs sign step
-  atan2(y, x) pow(a, b) min(a, b) max(a, b) log(x, base).
+{functions}.
   ^ binds tighter than unary minus and is right-associative: -x^2 = -(x^2), 2^3^2 = 512.
 
 exit status: 0 success, 1 not converged (minimize --strict), 2 bad input (syntax,
   unknown function or variable, bad value), 130 interrupted (Ctrl-C).
 """
+EPILOG = EPILOG.format(functions="\n".join(textwrap.wrap(" ".join(signatures()), 86, initial_indent="  ",
+                                                              subsequent_indent="  ")))
 
 
 class _Parser(argparse.ArgumentParser):

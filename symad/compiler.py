@@ -36,6 +36,7 @@ from .graph import Graph
 from .limits import LIMITS
 from .native import NativeProgram
 from .ops import OPS
+from .semantics import small_power_step
 
 BACKENDS = ("auto", "python", "native")
 # `auto` policy: below NATIVE_MIN_OPS operations a foreign call costs more than the
@@ -98,25 +99,8 @@ def _literal(value: float) -> str:
     return repr(value) if math.copysign(1.0, value) > 0 else f"({value!r})"
 
 
-SMALL_POWERS = (-4, -3, -2, -1, 2, 3, 4)
-
-
-def small_power(consts: dict[int, float], op: str, args: tuple[int, ...]) -> int | None:
-    """The exponent k if this step is ``x^k`` for a small integer k, computed as products.
-
-    Every backend expands it the same way (``x^3 = (x*x)*x``, ``x^-2 = 1/(x*x)``),
-    so they agree to the last bit, and none pays for a call to ``pow``.
-    """
-    if op != "pow":
-        return None
-    k = consts.get(args[1])
-    if k is not None and k in SMALL_POWERS:
-        return int(k)
-    return None
-
-
 def power_code(base: str, k: int) -> str:
-    """Python text of ``base^k`` as products (see :func:`small_power`)."""
+    """Python text of ``base^k`` as products (see :func:`symad.semantics.power_product`)."""
     product = " * ".join([base] * abs(k))
     return product if k > 0 else f"1.0 / ({product})"
 
@@ -181,7 +165,7 @@ def _straight_line(steps: list[tuple[int, str, tuple[int, ...]]], names: dict[in
         # go through the op's function: Python's operators would raise even when
         # the NumPy namespace is in use.
         numbers_only = all(a in consts for a in args)
-        k = None if numbers_only else small_power(consts, op, args)
+        k = None if numbers_only else small_power_step(consts, op, args)
         if k is not None:
             text = power_code(arg_names[0], k)
         elif spec.code and not numbers_only:

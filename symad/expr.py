@@ -6,7 +6,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .errors import SymadError, VariableError, name_list
+from .errors import VariableError, name_list
 from .graph import Graph, export, rebuild
 from .ops import OPS
 

@@ -21,8 +21,8 @@ from . import forksafe
 from .errors import SymadError
 from .limits import LIMITS
 from .ops import OPS
+from .semantics import power_product, small_power
 from .simplify import RULES
-
 
 # Adding a node is check-then-append: a background compile (which builds the gradient)
 # and the caller's thread may both add nodes.  Lookups need no lock.  One lock for all
@@ -116,8 +116,9 @@ class Graph:
 
     def _fold(self, py, np_fn, args: tuple[int, ...]) -> float | None:
         values = [self.data[a] for a in args]
+        k = small_power(values[1]) if py is _POW else None
         try:
-            result = float(py(*values))
+            result = float(py(*values) if k is None else power_product(values[0], k))
         except (ArithmeticError, ValueError):
             with np.errstate(all="ignore"):
                 result = float(np_fn(*(np.float64(v) for v in values)))
@@ -230,6 +231,7 @@ class Graph:
         return digests[node]
 
 
+_POW = OPS["pow"].py  # folded as every evaluator computes it: small integer powers are products
 # Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
 _MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))
          for name, spec in OPS.items() if spec.kind != "leaf"}

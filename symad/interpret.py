@@ -8,6 +8,7 @@ import numpy as np
 
 from .graph import Graph
 from .ops import OPS
+from .semantics import power_product, small_power
 
 
 def apply_op(op: str, args: list[float]) -> float:
@@ -39,5 +40,8 @@ def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
         elif op == "var":
             values[node] = float(point[graph.data[node]])  # type: ignore[index]
         else:
-            values[node] = apply_op(op, [values[a] for a in graph.args[node]])
+            args = graph.args[node]
+            k = small_power(graph.data[args[1]]) if op == "pow" and graph.op[args[1]] == "const" else None
+            values[node] = float(power_product(values[args[0]], k)) if k is not None \
+                else apply_op(op, [values[a] for a in args])
     return values

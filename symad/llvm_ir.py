@@ -1,14 +1,17 @@
 """LLVM IR text for a schedule: ``point``, the fused ``batch`` loop, and the ``call`` entry.
 
-The IR is written as text directly (faster than building it through an API), one
-template per op; ops without a template call the C library function of the same
-name.  :mod:`symad.native` compiles it.
+The IR is written as text directly (faster than building it through an API), each
+op as its entry in :data:`symad.ops.OPS` lowers it (inline IR, or a call of an
+intrinsic or C library function).  :mod:`symad.native` compiles it.
 """
 
 from __future__ import annotations
 
 import struct
 from typing import TYPE_CHECKING
+
+from .ops import OPS, Inline
+from .semantics import small_power_step
 
 if TYPE_CHECKING:
     from .compiler import Schedule
@@ -19,45 +22,6 @@ def _hex(value: float) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
 
-# LLVM IR templates per op; {0}, {1} are the arguments, {t} a fresh name prefix.
-# Ops not listed call the C library function of the same name (tan, asin, ...).
-_INTRINSICS = {"sin": "llvm.sin.f64", "cos": "llvm.cos.f64", "exp": "llvm.exp.f64",
-               "log": "llvm.log.f64", "sqrt": "llvm.sqrt.f64", "abs": "llvm.fabs.f64"}
-# Called as `nobuiltin`, which LLVM leaves alone: its IR passes (-O2, past QUICK_OPS) would
-# rewrite pow(x, 0.5) into sqrt(x) and pow(2, x) into exp2(x), which differ from the C
-# library's pow in the last bit on ~0.1% of inputs.
-_OPAQUE = frozenset({"pow"})
-_INLINE = {
-    "add": "{r} = fadd double {0}, {1}",
-    "sub": "{r} = fsub double {0}, {1}",
-    "mul": "{r} = fmul double {0}, {1}",
-    "div": "{r} = fdiv double {0}, {1}",
-    "neg": "{r} = fneg double {0}",
-    # min/max: IEEE 754-2019 minimum/maximum (llvm.minimum needs LLVM 16 on x86).  Unequal
-    # ordered arguments: the comparison decides; equal ones differ at most in the sign of
-    # zero, and the OR (AND) of their bits is -0 (+0); an unordered pair yields a + b, a nan.
-    "min": ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
-            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
-            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
-            "{t}o = or i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
-            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
-            "{t}s = select i1 {t}g, double {1}, double {t}q\n{r} = select i1 {t}l, double {0}, double {t}s"),
-    "max": ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
-            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
-            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
-            "{t}o = and i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
-            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
-            "{t}s = select i1 {t}l, double {1}, double {t}q\n{r} = select i1 {t}g, double {0}, double {t}s"),
-    # sign: -1, 0, 1 (nan stays nan); step: 0, 0.5, 1 (nan stays nan)
-    "sign": ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double 0.0\n"
-             "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double -1.0, double {t}a\n"
-             "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b"),
-    "step": ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double 0.5\n"
-             "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double 0.0, double {t}a\n"
-             "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b"),
-}
-
-
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
@@ -66,14 +30,11 @@ CHUNK_OPS = 1000  # at -O2, a program of over twice this many operations becomes
 
 def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, declared: dict[str, int]) -> list[str]:
     """IR lines for ``steps``; ``names`` maps the nodes already available to IR values (extended)."""
-    from .compiler import small_power
-    from .ops import OPS
-
     lines: list[str] = []
     for node, op, args in steps:
         vals = [names[a] for a in args]
         r = f"%{p}v{node}"
-        k = None if all(a in schedule.consts for a in args) else small_power(schedule.consts, op, args)
+        k = None if all(a in schedule.consts for a in args) else small_power_step(schedule.consts, op, args)
         if k is not None:
             prev = vals[0]
             for j in range(abs(k) - 1):
@@ -82,13 +43,15 @@ def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, decla
                 prev = cur
             if k < 0:
                 lines.append(f"  {r} = fdiv double 1.0, {prev}")
-        elif op in _INLINE:
-            lines.extend("  " + ln for ln in _INLINE[op].format(*vals, r=r, t=f"%{p}t{node}").split("\n"))
+            names[node] = r
+            continue
+        lowering = OPS[op].llvm
+        if isinstance(lowering, Inline):
+            lines.extend("  " + ln for ln in lowering.template.format(*vals, r=r, t=f"%{p}t{node}").split("\n"))
         else:
-            fn = _INTRINSICS.get(op, op)
-            declared[fn] = OPS[op].arity
+            declared[lowering.symbol] = OPS[op].arity
             params = ", ".join(f"double {v}" for v in vals)
-            lines.append(f"  {r} = call double @{fn}({params}){' #0' if op in _OPAQUE else ''}")
+            lines.append(f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}")
         names[node] = r
     return lines
 

@@ -1,7 +1,8 @@
 """The one table of operations: arity, evaluation, derivative rule and printing, as data.
 
-Every other layer (parser, simplifier, differentiator, compiler, printer, renderer)
-reads this table; adding an operation is adding one ``_op(...)`` line.
+Every other layer (parser, simplifier, differentiator, interpreters, Python and
+LLVM code generators, printer, renderer, tests) reads this table; adding an
+operation is one :func:`define` call (``tests/test_ops.py`` shows it).
 
 Derivative rules are *local partials* written as expression construction: for an
 op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
@@ -31,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from . import semantics as sem
+
 # Printing precedence levels, lowest binds loosest.
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
 
@@ -49,7 +52,9 @@ class Op:
     prec: int = PREC_ATOM
     assoc: str = "left"  # infix associativity: "left" or "right"
     commutative: bool = False
-    code: str | None = None  # inline code template, e.g. "{0} + {1}"; else a call
+    code: str | None = None  # inline Python template, e.g. "{0} + {1}"; else a call of ``py``/``np``
+    llvm: Any = None  # lowering to LLVM IR: Inline(template) or Call(symbol)
+    domain: tuple[tuple[float, ...], ...] = ()  # points inside the domain where the tests check it
     doc: str = ""
 
     def partial(self, k: int, *args_and_out: Any) -> Any:
@@ -83,82 +88,6 @@ sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax = map(
     _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max"])
 
 
-# --- scalar helpers with IEEE-friendly behaviour where `math` has none ---------------
-
-def _py_sign(x: float) -> float:
-    return math.copysign(1.0, x) if x != 0 and x == x else (x if x != x else 0.0)
-
-
-def _py_step(x: float) -> float:
-    if x != x:
-        return x
-    return 1.0 if x > 0 else (0.0 if x < 0 else 0.5)
-
-
-def _py_min(a: float, b: float) -> float:
-    """IEEE 754-2019 minimum: nan if either is nan, and −0 < +0 (so it is commutative)."""
-    if a < b:
-        return a
-    if b < a:
-        return b
-    if a == b:
-        return a if math.copysign(1.0, a) < 0 else b
-    return math.nan
-
-
-def _py_max(a: float, b: float) -> float:
-    """IEEE 754-2019 maximum: nan if either is nan, and −0 < +0."""
-    if a > b:
-        return a
-    if b > a:
-        return b
-    if a == b:
-        return b if math.copysign(1.0, a) < 0 else a
-    return math.nan
-
-
-# np.minimum/np.maximum return either zero for (+0, −0), depending on the CPU's instructions.
-# The IEEE minimum has its sign bit set exactly when an argument has (−0 < +0); the maximum
-# when both have.
-def _np_min(a: Any, b: Any) -> Any:
-    return np.copysign(np.minimum(a, b), np.minimum(np.copysign(1.0, a), np.copysign(1.0, b)))
-
-
-def _np_max(a: Any, b: Any) -> Any:
-    return np.copysign(np.maximum(a, b), np.maximum(np.copysign(1.0, a), np.copysign(1.0, b)))
-
-
-def _np_step(x: Any) -> Any:
-    return np.heaviside(x, 0.5)
-
-
-def _np_pow(a: Any, b: Any) -> Any:
-    """``a^b`` by the C library's ``pow``, as ``math.pow`` and native code compute it."""
-    if np.ndim(b):
-        return np.power(a, b)
-    # With one exponent for all bases, NumPy computes a^2, a^-1 and a^0.5 as a*a, 1/a and
-    # sqrt(a), 1 ulp off the C library's pow on ~0.1% of inputs (and sqrt(−0) = −0,
-    # sqrt(−inf) = nan, where pow gives +0 and inf).  An array of exponents takes its pow loop.
-    return np.power(np.reshape(a, -1), np.full(max(1, np.size(a)), b)).reshape(np.shape(a))[()]
-
-
-def _each(fn: Callable[[float], float]) -> Callable[[Any], Any]:
-    """``fn``, a C library function (through ``math``) defined at every double, on each element.
-
-    For ops whose NumPy version is NumPy's own vector code (``tanh``: 1 ulp off libm's on
-    ~16% of inputs): 7x slower than it on arrays, but the bits of ``math`` and native code.
-    """
-
-    def each(x: Any) -> Any:
-        if np.ndim(x) == 0:
-            return np.float64(fn(float(x)))
-        x = np.asarray(x, dtype=np.float64)
-        return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
-
-    each.__name__ = fn.__name__
-    return each
-
-
 def _atan2_partial(k: int) -> Callable[..., Any]:
     """∂atan2(y, x)/∂y = x/(x² + y²) (k = 0) or ∂/∂x = −y/(x² + y²) (k = 1), with x and y
     first divided by m = max(|x|, |y|), as hypot scales: the partials are homogeneous of
@@ -173,73 +102,135 @@ def _atan2_partial(k: int) -> Callable[..., Any]:
     return rule
 
 
+# ===================================================================== lowering to LLVM IR
+@dataclass(frozen=True)
+class Inline:
+    """LLVM IR lines computing the op in place: ``{0}``, ``{1}`` the arguments, ``{r}`` the
+    result, ``{t}`` a prefix for temporaries."""
+
+    template: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of an LLVM intrinsic or C library function on doubles."""
+
+    symbol: str
+    # Called as `nobuiltin`, which LLVM leaves alone: its IR passes would rewrite pow(x, 0.5)
+    # into sqrt(x) and pow(2, x) into exp2(x), 1 ulp off the C library's pow on ~0.1% of inputs.
+    opaque: bool = False
+
+
+# min/max: IEEE 754-2019 minimum/maximum (llvm.minimum needs LLVM 16 on x86).  Unequal ordered
+# arguments: the comparison decides; equal ones differ at most in the sign of zero, and the OR
+# (AND) of their bits is -0 (+0); an unordered pair yields a + b, a nan.
+_MIN_MAX = ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
+            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
+            "{t}o = BITS i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
+            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
+            "{t}s = select i1 {t}FIRST, double {1}, double {t}q\n{r} = select i1 {t}SECOND, double {0}, double {t}s")
+# sign: -1, 0, 1 and step: 0, 0.5, 1, for arguments < 0, = 0, > 0 (nan stays nan)
+_THREE_WAY = ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double ZERO\n"
+              "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double NEGATIVE, double {t}a\n"
+              "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b")
+
+
+# ===================================================================== the table
 OPS: dict[str, Op] = {}
+# Functions callable by name in the input language: name -> {arity: builder}.
+FUNCTIONS: dict[str, dict[int, Callable[..., Any]]] = {}
+_DOMAIN = {1: ((0.4,), (-1.1,)), 2: ((0.4, -1.1), (-0.6, 0.8))}
 
 
-def _op(name: str, arity: int, py: Any, np_fn: Any, partials: tuple = (), *, kind: str = "call",
-        symbol: str | None = None, prec: int = PREC_ATOM, assoc: str = "left",
-        commutative: bool = False, code: str | None = None, doc: str = "") -> None:
-    assert len(partials) == arity, f"{name}: one partial per argument"
-    OPS[name] = Op(name, arity, py, np_fn, partials, kind, symbol or name, prec, assoc,
-                   commutative, code, doc)
+def define(name: str, arity: int, py: Any, np_fn: Any, partials: tuple = (), *, llvm: Inline | Call | None = None,
+           kind: str = "call", symbol: str | None = None, prec: int = PREC_ATOM, assoc: str = "left",
+           commutative: bool = False, code: str | None = None,
+           domain: tuple[tuple[float, ...], ...] | None = None, doc: str = "") -> Op:
+    """Add an operation to the table: everything symad needs to parse, simplify, differentiate,
+    evaluate, compile, print and draw it (defined before the other modules are imported).
+
+    ``domain`` lists points inside its domain, away from kinks and poles, where the tests
+    check the partials against finite differences (default: points inside most domains).
+    """
+    if len(partials) != arity:
+        raise TypeError(f"operation {name}: one partial per argument ({arity}), got {len(partials)}")
+    if arity and llvm is None:
+        raise TypeError(f"operation {name} has no LLVM lowering (llvm=Inline(...) or Call(...))")
+    op = Op(name, arity, py, np_fn, partials, kind, symbol or name, prec, assoc, commutative, code,
+            llvm, domain or _DOMAIN.get(arity, ()), doc)
+    OPS[name] = op
+    if kind == "call":
+        FUNCTIONS.setdefault(name, {})[arity] = _call(name)
+    return op
 
 
 # ===================================================================== leaves
-_op("const", 0, None, None, kind="leaf", doc="a number (also pi, e, inf, nan)")
-_op("var", 0, None, None, kind="leaf", doc="a variable")
+define("const", 0, None, None, kind="leaf", doc="a number (also pi, e, inf, nan)")
+define("var", 0, None, None, kind="leaf", doc="a variable")
 
 # ===================================================================== arithmetic
-_op("add", 2, lambda a, b: a + b, np.add,
-    (1.0, 1.0),
-    kind="infix", symbol="+", prec=PREC_SUM, commutative=True, code="{0} + {1}")
-_op("sub", 2, lambda a, b: a - b, np.subtract,
-    (1.0, -1.0),
-    kind="infix", symbol="-", prec=PREC_SUM, code="{0} - {1}")
-_op("mul", 2, lambda a, b: a * b, np.multiply,
-    (lambda a, b, out: b, lambda a, b, out: a),
-    kind="infix", symbol="*", prec=PREC_PRODUCT, commutative=True, code="{0} * {1}")
-_op("div", 2, lambda a, b: a / b, np.divide,
-    (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
-    kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}")
-_op("pow", 2, math.pow, _np_pow,
-    (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)),
-    kind="infix", symbol="^", prec=PREC_POWER, assoc="right")
-_op("neg", 1, lambda a: -a, np.negative, (-1.0,),
-    kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
+define("add", 2, lambda a, b: a + b, np.add, (1.0, 1.0), llvm=Inline("{r} = fadd double {0}, {1}"),
+       kind="infix", symbol="+", prec=PREC_SUM, commutative=True, code="{0} + {1}")
+define("sub", 2, lambda a, b: a - b, np.subtract, (1.0, -1.0), llvm=Inline("{r} = fsub double {0}, {1}"),
+       kind="infix", symbol="-", prec=PREC_SUM, code="{0} - {1}")
+define("mul", 2, lambda a, b: a * b, np.multiply, (lambda a, b, out: b, lambda a, b, out: a),
+       llvm=Inline("{r} = fmul double {0}, {1}"),
+       kind="infix", symbol="*", prec=PREC_PRODUCT, commutative=True, code="{0} * {1}")
+define("div", 2, lambda a, b: a / b, np.divide, (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
+       llvm=Inline("{r} = fdiv double {0}, {1}"),
+       kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}", domain=((0.7, 1.3), (-2.0, 0.4)))
+define("pow", 2, math.pow, sem.np_pow,
+       (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)), llvm=Call("pow", opaque=True),
+       kind="infix", symbol="^", prec=PREC_POWER, assoc="right", domain=((1.3, 0.7), (0.8, -2.2), (2.0, 3.0)))
+define("neg", 1, lambda a: -a, np.negative, (-1.0,), llvm=Inline("{r} = fneg double {0}"),
+       kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
 
 # ===================================================================== elementary functions
-_op("sin", 1, math.sin, np.sin, (lambda a, out: cos(a),))
-_op("cos", 1, math.cos, np.cos, (lambda a, out: -sin(a),))
-_op("tan", 1, math.tan, np.tan, (lambda a, out: 1.0 + out * out,))
-_op("asin", 1, math.asin, np.arcsin, (lambda a, out: 1.0 / sqrt(1.0 - a * a),))
-_op("acos", 1, math.acos, np.arccos, (lambda a, out: -1.0 / sqrt(1.0 - a * a),))
-_op("atan", 1, math.atan, np.arctan, (lambda a, out: 1.0 / (1.0 + a * a),))
-_op("sinh", 1, math.sinh, np.sinh, (lambda a, out: cosh(a),))
-_op("cosh", 1, math.cosh, np.cosh, (lambda a, out: sinh(a),))
-_op("tanh", 1, math.tanh, _each(math.tanh), (lambda a, out: 1.0 - out * out,))
-_op("exp", 1, math.exp, np.exp, (lambda a, out: out,))
-_op("log", 1, math.log, np.log, (lambda a, out: 1.0 / a,), doc="natural log; log(x, b) is log base b")
-_op("sqrt", 1, math.sqrt, np.sqrt, (lambda a, out: 0.5 / out,))
-_op("abs", 1, abs, np.abs, (lambda a, out: sign(a),))
-_op("atan2", 2, math.atan2, np.arctan2, (_atan2_partial(0), _atan2_partial(1)))
-_op("min", 2, _py_min, _np_min,
-    (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)), commutative=True)
-_op("max", 2, _py_max, _np_max,
-    (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)), commutative=True)
-_op("sign", 1, _py_sign, np.sign, (0.0,), doc="-1, 0 or 1; the derivative of abs")
-_op("step", 1, _py_step, _np_step, (0.0,),
-    doc="Heaviside step with step(0) = 0.5; the derivative of max")
+define("sin", 1, math.sin, np.sin, (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
+define("cos", 1, math.cos, np.cos, (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
+define("tan", 1, math.tan, np.tan, (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
+define("asin", 1, math.asin, np.arcsin, (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
+       domain=((0.3,), (-0.6,)))
+define("acos", 1, math.acos, np.arccos, (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
+       domain=((0.3,), (-0.6,)))
+define("atan", 1, math.atan, np.arctan, (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
+define("sinh", 1, math.sinh, np.sinh, (lambda a, out: cosh(a),), llvm=Call("sinh"))
+define("cosh", 1, math.cosh, np.cosh, (lambda a, out: sinh(a),), llvm=Call("cosh"))
+define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: 1.0 - out * out,), llvm=Call("tanh"))
+define("exp", 1, math.exp, np.exp, (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
+define("log", 1, math.log, np.log, (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
+       domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b")
+define("sqrt", 1, math.sqrt, np.sqrt, (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
+       domain=((0.7,), (2.5,)))
+define("abs", 1, abs, np.abs, (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
+define("atan2", 2, math.atan2, np.arctan2, (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
+       domain=((0.5, -1.2), (-0.7, 0.4), (1.1, 0.9)))
+define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)),
+       llvm=Inline(_MIN_MAX.replace("BITS", "or").replace("FIRST", "g").replace("SECOND", "l")),
+       commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
+define("max", 2, sem.py_max, sem.np_max, (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)),
+       llvm=Inline(_MIN_MAX.replace("BITS", "and").replace("FIRST", "l").replace("SECOND", "g")),
+       commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
+define("sign", 1, sem.py_sign, np.sign, (0.0,),
+       llvm=Inline(_THREE_WAY.replace("ZERO", "0.0").replace("NEGATIVE", "-1.0")),
+       domain=((0.7,), (-1.3,)), doc="-1, 0 or 1; the derivative of abs")
+define("step", 1, sem.py_step, sem.np_step, (0.0,),
+       llvm=Inline(_THREE_WAY.replace("ZERO", "0.5").replace("NEGATIVE", "0.0")),
+       domain=((0.7,), (-1.3,)), doc="Heaviside step with step(0) = 0.5; the derivative of max")
 
-
-# Functions callable by name in the input language: name -> {arity: builder}.
-# Plain ops map to themselves; derived forms are rewritten into primitives.
-FUNCTIONS: dict[str, dict[int, Callable[..., Any]]] = {
-    name: {op.arity: _call(name)} for name, op in OPS.items() if op.kind == "call"
-}
+# Derived forms, rewritten into primitives.
 FUNCTIONS["pow"] = {2: _call("pow")}
 FUNCTIONS["log"][2] = lambda x, base: log(x) / log(base)
+_PARAMETERS = {("atan2", 2): "y, x", ("log", 2): "x, base"}
+
+
+def signatures() -> list[str]:
+    """How each function is called, for help texts: ``sin``, …, ``atan2(y, x)``, ``log(x, base)``."""
+    one = [name for name, forms in FUNCTIONS.items() if 1 in forms]
+    more = [f"{name}({_PARAMETERS.get((name, n), ', '.join('abcd'[:n]))})"
+            for name, forms in FUNCTIONS.items() for n in sorted(forms) if n != 1]
+    return one + more
 
 # Names that denote numbers, not variables.
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-
-RESERVED = frozenset(FUNCTIONS) | frozenset(CONSTANTS)

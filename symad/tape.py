@@ -21,25 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from .compiler import SMALL_POWERS
 from .graph import Graph
 from .limits import LIMITS
 from .ops import OPS
+from .semantics import SMALL_POWERS, power_product
 
 
-def _product_power(k: int) -> Callable[[Any, Any], Any]:
-    """``x^k`` as the compiled code computes it: ``((x*x)*x)``, ``1.0 / (x*x)``."""
-
-    def power(x: Any, _k: Any) -> Any:
-        p = x
-        for _ in range(abs(k) - 1):
-            p = p * x
-        return p if k > 0 else 1.0 / p
-
-    return power
+def _power(k: int) -> Callable[[Any, Any], Any]:
+    """``x^k`` (k small) on a tape step: the products every evaluator computes."""
+    return lambda x, _k: power_product(x, k)
 
 
-_POWERS = {k: _product_power(k) for k in SMALL_POWERS}
+_POWERS = {k: _power(k) for k in SMALL_POWERS}
 
 
 @functools.lru_cache(maxsize=256)

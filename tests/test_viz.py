@@ -16,8 +16,7 @@ import pytest
 from cli_helpers import run
 
 from symad import Graph, LimitError, SymadError, VariableError, parse
-from symad.ops import OPS
-from symad.viz import LARGE, STYLES, DotNotFoundError, render, to_digraph, write
+from symad.viz import LARGE, DotNotFoundError, render, to_digraph, write
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "(x+y)+x*(x+y)"
@@ -62,11 +61,6 @@ def local_names(e) -> dict[int, str]:
 
 
 # ------------------------------------------------------------------ forward graph
-def test_every_op_has_a_drawing_style():
-    assert set(STYLES) == set(OPS)
-    assert STYLES["var"] != STYLES["const"] != STYLES["add"]
-
-
 @pytest.mark.parametrize("text, point", CASES, ids=[c for c, _ in CASES])
 def test_one_box_per_dag_node_and_one_edge_per_argument(text, point):
     e = parse(text, Graph())

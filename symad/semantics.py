@@ -1,0 +1,124 @@
+"""Evaluation with one semantics: the functions of the op table on floats and NumPy arrays.
+
+Every backend gives the same bits (``docs/numerics.md``): IEEE arithmetic, the C
+library's functions with C99 Annex F special cases, ``min``/``max`` as IEEE
+754-2019 minimum/maximum, and small integer powers as products.  Where Python's
+``math`` or NumPy has no such function, or NumPy's differs from the C library's,
+it is written here (checked by ``tests/test_special_values.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# ===================================================================== small integer powers
+# x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator
+# (the Python and LLVM code generators, the interpreters) and in constant folding: the
+# same bits everywhere, and no call to pow.
+SMALL_POWERS = (-4, -3, -2, -1, 2, 3, 4)
+
+
+def small_power(exponent: Any) -> int | None:
+    """The k for which ``x^exponent`` is computed as products, or None.
+
+    >>> small_power(3.0), small_power(0.5), small_power(None)
+    (3, None, None)
+    """
+    if type(exponent) is float and exponent in SMALL_POWERS:
+        return int(exponent)
+    return None
+
+
+def small_power_step(consts: dict[int, float], op: str, args: tuple[int, ...]) -> int | None:
+    """The k if a step ``op(args)`` of a program is ``x^k`` with a small constant k (``consts``:
+    the program's constant nodes and their values)."""
+    return small_power(consts.get(args[1])) if op == "pow" else None
+
+
+def power_product(x: Any, k: int) -> Any:
+    """``x^k`` for a small integer k, as every evaluator computes it: ``(x*x)*x``, ``1.0 / (x*x)``."""
+    p = x
+    for _ in range(abs(k) - 1):
+        p = p * x
+    return p if k > 0 else 1.0 / p
+
+
+# ===================================================================== functions `math` lacks
+def py_sign(x: float) -> float:
+    return math.copysign(1.0, x) if x != 0 and x == x else (x if x != x else 0.0)
+
+
+def py_step(x: float) -> float:
+    if x != x:
+        return x
+    return 1.0 if x > 0 else (0.0 if x < 0 else 0.5)
+
+
+def py_min(a: float, b: float) -> float:
+    """IEEE 754-2019 minimum: nan if either is nan, and −0 < +0 (so it is commutative)."""
+    if a < b:
+        return a
+    if b < a:
+        return b
+    if a == b:
+        return a if math.copysign(1.0, a) < 0 else b
+    return math.nan
+
+
+def py_max(a: float, b: float) -> float:
+    """IEEE 754-2019 maximum: nan if either is nan, and −0 < +0."""
+    if a > b:
+        return a
+    if b > a:
+        return b
+    if a == b:
+        return b if math.copysign(1.0, a) < 0 else a
+    return math.nan
+
+
+# np.minimum/np.maximum return either zero for (+0, −0), depending on the CPU's instructions.
+# The IEEE minimum has its sign bit set exactly when an argument has (−0 < +0); the maximum
+# when both have.
+def np_min(a: Any, b: Any) -> Any:
+    return np.copysign(np.minimum(a, b), np.minimum(np.copysign(1.0, a), np.copysign(1.0, b)))
+
+
+def np_max(a: Any, b: Any) -> Any:
+    return np.copysign(np.maximum(a, b), np.maximum(np.copysign(1.0, a), np.copysign(1.0, b)))
+
+
+def np_step(x: Any) -> Any:
+    return np.heaviside(x, 0.5)
+
+
+def np_pow(a: Any, b: Any) -> Any:
+    """``a^b`` by the C library's ``pow``, as ``math.pow`` and native code compute it."""
+    if np.ndim(b):
+        return np.power(a, b)
+    # With one exponent for all bases, NumPy computes a^2, a^-1 and a^0.5 as a*a, 1/a and
+    # sqrt(a), 1 ulp off the C library's pow on ~0.1% of inputs (and sqrt(−0) = −0,
+    # sqrt(−inf) = nan, where pow gives +0 and inf).  An array of exponents takes its pow loop.
+    return np.power(np.reshape(a, -1), np.full(max(1, np.size(a)), b)).reshape(np.shape(a))[()]
+
+
+def each_libm(fn: Callable[[float], float]) -> Callable[[Any], Any]:
+    """``fn``, a C library function (through ``math``) defined at every double, on each element.
+
+    For ops whose NumPy version is NumPy's own vector code (``tanh``: 1 ulp off libm's on
+    ~16% of inputs): 7x slower than it on arrays, but the bits of ``math`` and native code.
+    """
+
+    def each(x: Any) -> Any:
+        if np.ndim(x) == 0:
+            return np.float64(fn(float(x)))
+        x = np.asarray(x, dtype=np.float64)
+        return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
+
+    each.__name__ = fn.__name__
+    return each
+
+
