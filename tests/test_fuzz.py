@@ -19,7 +19,6 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import symad.function
 from cli_helpers import run
 from fuzz_check import (
     caret_target,
@@ -38,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symad
+import symad.function
 from symad import Graph, ParseError, parse
 
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=False,
