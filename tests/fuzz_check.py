@@ -26,7 +26,7 @@ import numpy as np
 
 import symad
 from symad import Graph, ParseError, SymadError, parse
-from symad.compiler import SMALL_POWERS
+from symad.semantics import SMALL_POWERS
 from symad.ops import OPS
 
 # Past this many tree nodes printing the inline form (exponential in the DAG) is skipped.

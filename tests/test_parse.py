@@ -1,12 +1,15 @@
 """Text → postfix → DAG: the grammar, precedence, and syntax errors."""
 
 import math
+import re
+from types import SimpleNamespace
 
+import lark
 import pytest
 
 import symad
 from symad import ParseError, UnknownFunctionError, parse, to_postfix
-from symad.parser import grammar_text
+from symad.parser import LARK_TESTED, grammar_text, lark_tables
 
 
 def postfix(text: str) -> str:
@@ -127,3 +130,97 @@ def test_no_eval_or_exec_of_user_text():
         for line in path.read_text().splitlines():
             if re.search(r"\b(eval|exec)\(", line) and not line.strip().startswith("#"):
                 assert path.name == "compiler.py" and "exec(code," in line, (path, line)
+
+
+# ---------------------------------------------------------------- Lark's internals
+# The lean driver reads Lark's LALR table and terminals (not public API): `lark_tables` extracts
+# and checks them, so a Lark with another layout fails with one clear error.
+
+def _lark():
+    return lark.Lark(grammar_text(), parser="lalr")
+
+
+def test_lark_tables_extract_from_the_installed_lark():
+    tables = lark_tables(_lark())
+    assert tables.start in tables.states and tables.end in tables.states
+    assert set(tables.pattern.groupindex) >= {"NUMBER", "NAME", "POW", "LPAR", "RPAR", "WS"}
+    assert tables.ignore == {"WS"}
+    shifts = {symbol for row in tables.states.values() for symbol, (shift, _) in row.items() if shift}
+    reductions = {arg[2] for row in tables.states.values() for shift, arg in row.values() if not shift}
+    assert {"NUMBER", "NAME", "sum"} <= shifts
+    assert {"add", "neg", "pow", "call", "number", "name", "define", "program"} <= reductions
+    assert any("$END" in row for row in tables.states.values())
+
+
+def test_installed_lark_is_in_the_pinned_range():
+    """pyproject.toml pins lark to the versions `lark_tables` was tested with."""
+    tomllib = pytest.importorskip("tomllib")
+    specifiers = pytest.importorskip("packaging.specifiers")
+    from pathlib import Path
+
+    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    (pin,) = [d for d in deps if re.match(r"lark\b", d)]
+    spec = specifiers.SpecifierSet(pin[len("lark"):])
+    assert "<" in str(spec), f"{pin}: lark needs an upper bound (the parser reads its internals)"
+    assert lark.__version__ in spec, (pin, lark.__version__)
+
+
+def _drop_parse_table(mp, lk):
+    mp.delattr(lk.parser.parser.parser, "parse_table")
+
+
+def _plain_actions(mp, lk):  # actions as strings instead of Lark's Action objects
+    table = lk.parser.parser.parser.parse_table
+    mp.setattr(table, "states", {state: {symbol: (action.name, arg) for symbol, (action, arg) in row.items()}
+                                 for state, row in table.states.items()})
+
+
+def _rules_without_alias(mp, lk):
+    table = lk.parser.parser.parser.parse_table
+    def strip(action, arg):
+        return (action, SimpleNamespace(origin=arg.origin, expansion=arg.expansion) if action.name == "Reduce" else arg)
+    mp.setattr(table, "states", {state: {symbol: strip(*entry) for symbol, entry in row.items()}
+                                 for state, row in table.states.items()})
+
+
+def _start_states_renamed(mp, lk):
+    mp.setattr(lk.parser.parser.parser.parse_table, "start_states", {"main": 0})
+
+
+def _terminals_without_priority(mp, lk):
+    mp.setattr(lk, "terminals", [SimpleNamespace(name=t.name, pattern=t.pattern) for t in lk.terminals])
+
+
+def _terminals_renamed(mp, lk):
+    mp.setattr(lk, "terminals", [SimpleNamespace(name="T_" + t.name, pattern=t.pattern, priority=t.priority)
+                                 for t in lk.terminals])
+
+
+@pytest.mark.parametrize("change", [_drop_parse_table, _plain_actions, _rules_without_alias, _start_states_renamed,
+                                    _terminals_without_priority, _terminals_renamed])
+def test_lark_tables_reject_another_layout_clearly(monkeypatch, change):
+    lk = _lark()
+    change(monkeypatch, lk)
+    with pytest.raises(symad.SymadError) as info:
+        lark_tables(lk)
+    message = str(info.value)
+    assert message.startswith(f"symad's parser needs lark's LALR table layout of lark {LARK_TESTED} "
+                              f"(found lark {lark.__version__}: "), message
+    assert message.endswith("): pin lark or report this"), message
+    assert not isinstance(info.value, ParseError)
+
+
+def test_a_changed_lark_fails_parse_with_the_clear_error(monkeypatch):
+    """Through the public API too: the driver is built with `lark_tables`."""
+    from symad import parser
+
+    class MovedTable(lark.Lark):  # a Lark whose parse table moved elsewhere
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            del self.parser.parser.parser.parse_table
+
+    monkeypatch.setattr(parser, "_driver", None)  # built afresh, then the real one restored
+    monkeypatch.setattr(parser.lark, "Lark", MovedTable)
+    with pytest.raises(symad.SymadError, match=r"lark's LALR table layout .*: pin lark or report this"):
+        parse("x + 1")
