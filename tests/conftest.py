@@ -7,11 +7,33 @@ import pytest
 # The fuzz tests' tallies (tests/fuzz_counts.py) print their own summary line.
 pytest_plugins = ("fuzz_counts",)
 
+# ============================================================ slow tests
+# Tests marked ``slow`` (property tests against SymPy, fuzzing, deep nesting through
+# the CLI, packaging, notebooks, subprocess-heavy tests...) are deselected by default,
+# so a plain ``python -m pytest`` is quick; ``--run-slow`` (the README's test command
+# and CI) runs everything.  An explicit ``-m EXPR`` decides on its own.
+
+
+_SLOW_SKIPPED = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False,
+                     help="also run the tests marked slow (skipped by default; CI runs them)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.getoption("run_slow") and not config.option.markexpr:
+        config.option.markexpr = "not slow"
+        config.stash[_SLOW_SKIPPED] = True
+
+
 # ============================================================ property-check tallies
 # The property tests (tests/test_properties.py) count how many random expressions
 # each check tried, compared and skipped, and how many disagreed; the terminal
 # summary prints the counts, so a run shows how much was actually checked.
-# Self-contained: one class, one fixture, one hook.
+# Self-contained: one class, one fixture, two hooks (checks deselected by -m are
+# counted too, so a quick run says what it left out).
 
 
 class PropertyTally:
@@ -63,10 +85,26 @@ def property_tally(request: pytest.FixtureRequest) -> PropertyTallies:
     return stash[_TALLIES]
 
 
+_DESELECTED_CHECKS = pytest.StashKey[list[bool]]()  # one per check left out: marked slow?
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Remember the property checks left out (by ``-m``/``-k``), for the summary."""
+    for item in items:
+        if "property_tally" in getattr(item, "fixturenames", ()):
+            item.config.stash.setdefault(_DESELECTED_CHECKS, []).append(item.get_closest_marker("slow") is not None)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ARG001
     tallies = config.stash.get(_TALLIES, None)
-    if tallies is None or not tallies.rows:
+    rows = list(tallies.rows.values()) if tallies is not None else []
+    deselected = config.stash.get(_DESELECTED_CHECKS, [])
+    if not rows and not deselected:
         return
     terminalreporter.section("symad property checks")
-    for row in tallies.rows.values():
+    for row in rows:
         terminalreporter.write_line(row.line())
+    if deselected:
+        slow = sum(deselected) if config.stash.get(_SLOW_SKIPPED, False) else 0
+        hint = f"; {slow} marked slow, --run-slow runs them" if slow else ""
+        terminalreporter.write_line(f"symad property checks: {len(deselected)} deselected, not run{hint}")

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
     cmd = [
         sys.executable,

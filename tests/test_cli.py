@@ -81,6 +81,7 @@ def test_expression_from_stdin_and_file(tmp_path):
     (["frobnicate", "x"], "invalid choice"),
     (["grad"], "required"),
 ])
+@pytest.mark.slow
 def test_errors_are_one_clear_line_and_exit_2(args, message):
     p = run(*args)
     assert p.returncode == 2, (p.stdout, p.stderr)
@@ -141,6 +142,7 @@ def test_no_command_prints_help_and_exits_2():
     (["eval", "-2*3", "--json"], -6.0, None),
     (["eval", "--max-input", "10", "-x-1", "--at", "x=-1", "--json"], 0.0, None),
 ])
+@pytest.mark.slow
 def test_expr_may_start_with_minus(args, value, grad):
     p = run(*args)
     assert p.returncode == 0, p.stderr
@@ -160,6 +162,7 @@ def test_expr_may_start_with_minus(args, value, grad):
     (["graph", "-o", "-", "-x"], "digraph"),
     (["eval", "-", "--at", "x=2"], "-2\n"),  # '-' alone still reads stdin
 ])
+@pytest.mark.slow
 def test_every_command_takes_an_expr_starting_with_minus(args, stdout):
     p = run(*args, stdin="-x" if "-" in args else None)
     assert p.returncode == 0, p.stderr

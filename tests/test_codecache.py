@@ -298,6 +298,7 @@ native_only = pytest.mark.skipif(not native.available(), reason="llvmlite not in
 
 
 @native_only
+@pytest.mark.slow
 def test_another_expressions_entry_copied_over_an_entry_is_not_run(cache):
     a, b, want, _ = entries_of_each(cache)
     shutil.copyfile(b, a)  # our own file, our own mode: only the name it was stored under differs
@@ -307,6 +308,7 @@ def test_another_expressions_entry_copied_over_an_entry_is_not_run(cache):
 
 @native_only
 @as_root
+@pytest.mark.slow
 def test_a_planted_entry_owned_by_another_user_is_not_run(cache):
     """Another user's file under the right name, well-formed for it, holding other code: refused."""
     a, b, want, _ = entries_of_each(cache)

@@ -9,6 +9,8 @@ from cli_helpers import run
 
 from symad import Graph, parse
 
+pytestmark = pytest.mark.slow
+
 DEPTH = 100_000
 CASES = {
     "sum": ("(" * DEPTH + "x" + "+1)" * DEPTH, lambda x: x + DEPTH, lambda x: 1.0),

@@ -21,6 +21,7 @@ def test_catalogue_covers_every_entry():
 
 
 @pytest.mark.parametrize("command, expected, status", EXAMPLES, ids=[c[:60] for c, _, _ in EXAMPLES])
+@pytest.mark.slow
 def test_catalogue_example(command, expected, status):
     output, got_status = run(command)
     assert (output, got_status) == (expected, status)

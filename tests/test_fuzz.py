@@ -56,6 +56,7 @@ def _run(text: str, backend: str = "python") -> None:
 # ---------------------------------------------------------------- the property
 @settings(max_examples=700, **FUZZ)
 @given(valid_expressions())
+@pytest.mark.slow
 def test_fuzz_grammar_derived_text(text):
     """Text derived from the grammar parses (or fails a semantic check with a position) and round-trips."""
     _run(text)
@@ -63,6 +64,7 @@ def test_fuzz_grammar_derived_text(text):
 
 @settings(max_examples=1500, **FUZZ)
 @given(hostile_inputs(max_depth=400))
+@pytest.mark.slow
 def test_fuzz_hostile_text(text):
     """Hostile text: parses, or a ParseError with a position; never another exception."""
     _run(text)
@@ -70,6 +72,7 @@ def test_fuzz_hostile_text(text):
 
 @settings(max_examples=100, **FUZZ)
 @given(grammar_expressions())
+@pytest.mark.slow
 def test_fuzz_native_backend_agrees(text):
     """The same property with compiled machine code (LLVM): same numbers as the reference evaluation."""
     if not symad.function.native.available():
@@ -77,6 +80,7 @@ def test_fuzz_native_backend_agrees(text):
     _run(text, backend="native")
 
 
+@pytest.mark.slow
 def test_fuzz_budget_was_spent():
     """The fuzz tests above really ran inputs of both outcomes (a strategy that only fails to parse is useless)."""
     if COUNTS.tried < 1000:
@@ -106,6 +110,7 @@ def test_error_positions_point_at_the_culprit():
 
 @settings(max_examples=200, **FUZZ)
 @given(st.one_of(hostile_inputs(max_depth=50), st.text(st.sampled_from("x+(*\r\n\f\x0b\x85\u2028 "), max_size=12)))
+@pytest.mark.slow
 def test_caret_stands_under_the_reported_character(text):
     """The message's excerpt and caret show the character at the reported line and column."""
     try:
@@ -135,6 +140,7 @@ def test_unicode_digits_are_not_numbers():
 # ---------------------------------------------------------------- the command line
 @settings(max_examples=120, **FUZZ)
 @given(inputs(max_depth=200))
+@pytest.mark.slow
 def test_cli_in_process(text):
     """A sample through ``symad.cli.main`` (every command): exit 0 or 2, no traceback, no internal error."""
     variables = variables_of(text)
@@ -160,6 +166,7 @@ def _subprocess_case(text: str) -> tuple[list[str], int, str, str]:
     return argv, p.returncode, p.stdout, p.stderr
 
 
+@pytest.mark.slow
 def test_cli_subprocess_sample():
     """The installed ``symad`` command on the listed hostile inputs, in parallel subprocesses."""
     texts = list(CLI_CASES) + ["-x^2", "@nonexistent", "x\x00y", "\u2028", "（x）*２"]
@@ -176,6 +183,7 @@ def test_cli_subprocess_sample():
     assert not bad, "\n\n".join(bad)
 
 
+@pytest.mark.slow
 def test_cli_reads_hostile_files(tmp_path):
     """@FILE with NUL bytes, invalid UTF-8, a directory, a missing file: exit 2 with a message."""
     (tmp_path / "nul.txt").write_bytes(b"x+\x00")
@@ -207,6 +215,7 @@ def test_error_excerpt_does_not_echo_control_characters():
         assert not bad, f"{text!r}: raw control characters {bad!r} in\n{message!r}"
 
 
+@pytest.mark.slow
 def test_cli_non_utf8_stdin_is_an_error_not_a_crash():
     """Bytes that are not UTF-8 on stdin: exit 2 with a message in every locale.
 
@@ -233,6 +242,7 @@ print(e.compile().value_and_grad(x=0.4))  # the same program again: a second -O2
 
 
 @pytest.mark.skipif(not symad.function.native.available(), reason="llvmlite is not installed")
+@pytest.mark.slow
 def test_concurrent_native_compiles_do_not_crash_the_process():
     """Two background LLVM compiles at once (or one still running at exit) must not kill Python.
 

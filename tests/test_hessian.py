@@ -47,6 +47,7 @@ def sympy_hessian(text: str, names: list[str], point: dict[str, float]) -> np.nd
 
 
 @pytest.mark.parametrize("seed", range(12))
+@pytest.mark.slow
 def test_hessian_matches_sympy(seed: int) -> None:
     rng = random.Random(seed)
     text = random_expression(rng, 8)

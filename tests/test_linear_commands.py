@@ -8,6 +8,7 @@ generous guard, not a measurement.
 import json
 import re
 
+import pytest
 from cli_helpers import run
 
 TIMEOUT = 60
@@ -19,6 +20,7 @@ def _write(tmp_path, name, text):
     return f"@{path}"
 
 
+@pytest.mark.slow
 def test_explain_of_deep_nesting_is_linear(tmp_path):
     depth = 30_000
     arg = _write(tmp_path, "sin.txt", "sin(" * depth + "x" + ")" * depth)
@@ -34,6 +36,7 @@ def test_explain_of_deep_nesting_is_linear(tmp_path):
     assert len(json.loads(fwd.stdout)["sweep"]) == depth + 1
 
 
+@pytest.mark.slow
 def test_explain_rows_are_not_padded_to_a_huge_cell(tmp_path):
     n = 2000  # x has n users: its adjoint row has n terms (the old output was 290 MB)
     arg = _write(tmp_path, "sum.txt", "+".join(f"sin(x+{k})" for k in range(1, n + 1)))
@@ -47,6 +50,7 @@ def test_explain_rows_are_not_padded_to_a_huge_cell(tmp_path):
     assert len(next(r for r in out["sweep"] if r["id"] == "z1")["terms"]) == n
 
 
+@pytest.mark.slow
 def test_diff_of_a_long_product_names_shared_factors_once(tmp_path):
     n = 10_000  # each partial inline is n factors long: n² characters in all
     arg = _write(tmp_path, "prod.txt", "*".join(f"x{i}" for i in range(1, n + 1)))
@@ -70,6 +74,7 @@ def test_diff_small_outputs_stay_inline():
     assert json.loads(run("diff", "x*y", "--json").stdout) == {"expr": "x*y", "diff": {"x": "y", "y": "x"}}
 
 
+@pytest.mark.slow
 def test_repeated_wrt_merges():
     both = ["df/dx = y*(2*x)", "df/dy = x^2"]
     assert run("diff", "x^2*y", "--wrt", "x", "--wrt", "y").stdout.splitlines() == both

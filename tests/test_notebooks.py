@@ -46,6 +46,7 @@ def test_committed_executed(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
+@pytest.mark.slow
 def test_notebook_runs(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",

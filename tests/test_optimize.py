@@ -180,6 +180,7 @@ def test_scipy_lbfgsb_with_bounds_and_fixed() -> None:
     assert s.bounds({"x": (None, 0.5)}) == [(None, 0.5), (None, None)]
 
 
+@pytest.mark.slow
 def test_chained_rosenbrock_100_converges_with_lbfgsb() -> None:
     so = pytest.importorskip("scipy.optimize")
     s = scipy_functions(chained_rosenbrock(100))
@@ -258,6 +259,7 @@ def test_cli_minimize_fix_bounds_and_not_converged() -> None:
     (["minimize", ROSENBROCK, "--from", "x=1,y=1", "--method", "newton", "--lr", "0.1"], "does not take lr"),
     (["hessian", ROSENBROCK, "--at", "x=1"], "missing value for variable y"),
 ])
+@pytest.mark.slow
 def test_cli_errors_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     p = symad(*args)
     assert p.returncode == 2

@@ -104,6 +104,7 @@ def test_cli_strict_passes_when_converged() -> None:
     ("--xtol", "-1", "--xtol must be a number >= 0, got -1"),
     ("--max-time", "0", "--max-time must be a positive number of seconds, got 0"),
 ])
+@pytest.mark.slow
 def test_cli_rejects_settings_out_of_range(flag, value, message) -> None:
     p = symad("minimize", ROSENBROCK, "--from", "x=-1.2,y=1", "--method", "gd", flag, *([value] if value else []))
     assert (p.returncode, p.stdout, p.stderr) == (2, "", f"symad: error: {message}\n")
@@ -145,6 +146,7 @@ def _measure_minimize(tmp_path, text: str, start: str, *options: str):
     return m, json.loads(m.stdout)
 
 
+@pytest.mark.slow
 def test_many_variables_take_linear_memory(tmp_path) -> None:
     # 5,000 variables: the old default (the dense Hessian) built 25 million entries as
     # Python objects, about 2.5 GB; Newton-CG on Hessian-vector products needs ~150 MB.
@@ -155,6 +157,7 @@ def test_many_variables_take_linear_memory(tmp_path) -> None:
     assert m.peak_mb < 500 and m.seconds < 60, (m.peak_mb, m.seconds)
 
 
+@pytest.mark.slow
 def test_a_large_expression_in_one_variable_takes_linear_memory(tmp_path) -> None:
     # 50,000 terms: value, gradient and Hessian in one program of 250,000 operations, past
     # the size compiled to native code, became Python code at ~5 KB an operation (over 1 GB).

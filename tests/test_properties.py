@@ -24,6 +24,7 @@ import os
 import re
 
 import numpy as np
+import pytest
 import sympy
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
@@ -304,6 +305,7 @@ def test_sympy_translator_knows_every_function():
     assert set(CONSTANTS) <= set(SYMPY_CONSTANTS)
 
 
+@pytest.mark.slow
 def test_gradient_matches_sympy(property_tally):
     tally = property_tally("random expressions vs SymPy gradient")
 
@@ -347,6 +349,7 @@ def central_difference(fn: symad.Function, point: dict[str, float], name: str, h
     return (fn.value(up) - fn.value(down)) / (2 * h)
 
 
+@pytest.mark.slow
 def test_gradient_matches_finite_differences(property_tally):
     tally = property_tally("random expressions vs finite differences")
 
@@ -386,6 +389,7 @@ def test_gradient_matches_finite_differences(property_tally):
 
 
 # ============================================================ 3. forward mode vs reverse mode
+@pytest.mark.slow
 def test_jvp_equals_gradient_dot_direction(property_tally):
     tally = property_tally("random expressions: JVP vs gradient·direction")
 
@@ -417,6 +421,7 @@ def test_jvp_equals_gradient_dot_direction(property_tally):
 
 
 # ============================================================ 4. printing round trip
+@pytest.mark.slow
 def test_printing_round_trips(property_tally):
     tally = property_tally("random expressions: print/parse round trips (with their gradients)")
 
@@ -485,6 +490,7 @@ def _combined(name: str, a: str, b: str) -> str:
     return f"({a}){spec.symbol}({b})" if spec.kind == "infix" else f"{spec.symbol}({a}, {b})"
 
 
+@pytest.mark.slow
 def test_hash_consing_invariants(property_tally):
     tally = property_tally("random expression pairs: hash-consing invariants")
 
@@ -519,6 +525,7 @@ def test_hash_consing_invariants(property_tally):
 
 
 # ============================================================ 6. second derivatives vs SymPy
+@pytest.mark.slow
 def test_second_derivatives_match_sympy(property_tally):
     tally = property_tally("random expressions vs SymPy second derivative")
 
@@ -564,6 +571,7 @@ def same(a: float, b: float, rel: float = 1e-12) -> bool:
     return close(a, b, rel=rel, floor=1e-300)
 
 
+@pytest.mark.slow
 def test_batch_equals_pointwise(property_tally):
     tally = property_tally("random expressions: batch vs pointwise evaluation")
 

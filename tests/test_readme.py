@@ -39,6 +39,7 @@ def test_readme_has_examples():
 
 
 @pytest.mark.parametrize("command, expected", EXAMPLES, ids=[c for c, _ in EXAMPLES])
+@pytest.mark.slow
 def test_console_example(command, expected, tmp_path):
     """Run the command from the repository root; stdout then stderr must match the block."""
     args = shlex.split(command)

@@ -107,6 +107,7 @@ PADDING = " + ".join(f"sin(z*{k}.5)" for k in range(70))
 
 @pytest.mark.skipif(not native.available(), reason="needs llvmlite")
 @pytest.mark.parametrize("text", TEXTS)
+@pytest.mark.slow
 def test_optimised_native_code_gives_the_same_bits(text):
     """Inside a large program, LLVM's IR passes rewrote pow(x, 0.5) into sqrt(x) and pow(2, x)
     into exp2(x), 1 ulp off the C library's pow on ~0.1% of inputs.  ``w*op(x, y) + padding``
@@ -306,6 +307,7 @@ def test_atan2_partials_do_not_overflow(x, y):
 
 
 @pytest.mark.parametrize("x, y", ATAN2_POINTS[:2])
+@pytest.mark.slow
 def test_atan2_partials_on_the_command_line(x, y):
     p = run("grad", "atan2(y, x)", "--at", f"x={x!r},y={y!r}", "--json")
     assert p.returncode == 0, p.stderr

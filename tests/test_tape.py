@@ -64,6 +64,7 @@ def test_tape_gives_the_compiled_numbers_bit_for_bit(text):
         assert_same(got, np.column_stack([v, g]), fn.backend, text)
 
 
+@pytest.mark.slow
 def test_tape_matches_compiled_code_on_random_expressions(property_tally):
     """The tape and the compiled backends agree to the last bit (nan with nan) at random points."""
     tally = property_tally("random expressions: interpreted tape vs compiled backends")

@@ -93,6 +93,7 @@ def _rosenbrock(n: int) -> str:
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.slow
 def test_process_pools_map_a_function(method):
     fn = symad.compile(_rosenbrock(20))
     points = [np.full(20, k / 10) for k in range(8)]
@@ -153,6 +154,7 @@ print(per_call)
 
 
 @pytest.mark.parametrize("stage", ["fresh", "background", "compile-lock", "pool"])
+@pytest.mark.slow
 def test_a_forked_child_computes_and_compiles(stage):
     """Forked before any compile, during a background compile (the compile lock held), or
     after the batch pool started: the child neither hangs nor stays interpreted."""
@@ -164,6 +166,7 @@ def test_a_forked_child_computes_and_compiles(stage):
 
 
 # ============================================================ memory
+@pytest.mark.slow
 def test_dropped_expressions_are_freed():
     """100,000 distinct expressions built, compiled, called and dropped while one long-lived
     expression is kept: resident memory grows by less than 64 MB after the first 10,000
@@ -194,6 +197,7 @@ def test_dropped_expressions_are_freed():
     assert kept <= limit + 10
 
 
+@pytest.mark.slow
 def test_native_code_of_dropped_functions_is_freed():
     """900 distinct native compiles, each function dropped: the code cache keeps the last
     CACHE_PROGRAMS programs, so memory stops growing (it kept ~180 KB a compile for ever)."""
@@ -251,6 +255,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.slow
 def test_exit_during_a_background_compile_is_silent():
     for _ in range(3):
         p = _python(BACKGROUND_AT_EXIT)
@@ -258,6 +263,7 @@ def test_exit_during_a_background_compile_is_silent():
         assert p.stderr == "", p.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_exit_ends_promptly_with_130():
     """Ctrl-C while the interpreter waits at exit for a background compile: status 130 at once,
     no traceback, no LLVM abort (status 134; it was 4 runs in 5)."""
@@ -274,6 +280,7 @@ def test_ctrl_c_at_exit_ends_promptly_with_130():
         assert time.perf_counter() - started < 5
 
 
+@pytest.mark.slow
 def test_a_script_ended_by_ctrl_c_does_not_wait_for_compiles():
     code = BACKGROUND_AT_EXIT + "raise KeyboardInterrupt\n"
     started = time.perf_counter()
@@ -291,6 +298,7 @@ def test_clear_caches_is_public():
     assert fn.value([1.0, 2.0]) == before  # a Function keeps the code it uses
 
 
+@pytest.mark.slow
 def test_stats_prints_exact_counts():
     """`symad stats` printed `tree nodes 4.611686018427387e+18`: counts are exact integers
     (past 4,000 digits, which Python will not print, an order of magnitude)."""

@@ -128,6 +128,7 @@ def test_values_and_adjoints_match_the_compiled_gradient(text, point):
             assert "= " in forward[name[node]]
 
 
+@pytest.mark.slow
 def test_annotations_match_symad_grad():
     for text, point in CASES[:3]:
         at = ",".join(f"{k}={v!r}" for k, v in point.items())
@@ -218,6 +219,7 @@ def test_size_limit_names_the_option_and_counts_both_graphs():
     assert nodes(to_digraph(e, grad=True, max_nodes=10).source, "g")
 
 
+@pytest.mark.slow
 def test_deep_expressions_hit_the_limit_quickly_and_draw_iteratively():
     depth = 100_000
     deep = parse("(" * depth + "x" + ")+1" * depth, Graph())
@@ -326,6 +328,7 @@ def test_cli_dot_to_stdout_matches_the_api_and_options_work():
     assert "--max-nodes" in run("graph", "--help").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
     (["--max-nodes", "3"], "raise the limit with --max-nodes 5"),
     (["--at", "x=1"], "missing value for variable y"),
