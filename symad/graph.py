@@ -121,7 +121,8 @@ class Graph:
             result = float(py(*values) if k is None else power_product(values[0], k))
         except (ArithmeticError, ValueError):
             with np.errstate(all="ignore"):
-                result = float(np_fn(*(np.float64(v) for v in values)))
+                floats = [np.float64(v) for v in values]
+                result = float(np_fn(*floats) if k is None else power_product(floats[0], k))
         # Keep `1/0`, `log(-1)`, `9^9^9` as nodes: folding them into inf/nan would
         # hide from the user *where* the non-finite value came from.
         if math.isfinite(result) or not all(math.isfinite(v) for v in values):  # type: ignore[arg-type]
