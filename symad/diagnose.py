@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .graph import Graph
-from .interpret import apply_op
+from .interpret import node_values
 from .ops import OPS
 from .printing import format_number, to_infix
 
@@ -25,17 +25,13 @@ def first_nonfinite(graph: Graph, root: int, point: Mapping[str, float]) -> str 
     >>> first_nonfinite(e.graph, e.id, {"x": 1.0})
     '1/(x - 1) = inf (divide by zero)'
     """
-    value: dict[int, float] = {}
+    value = node_values(graph, [root], point)  # the one evaluator: the compiled code's numbers
     for node in graph.reachable([root]):
         op = graph.op[node]
-        if op == "const":
-            value[node] = graph.data[node]  # type: ignore[assignment]
-            continue
-        if op == "var":
-            value[node] = float(point[graph.data[node]])  # type: ignore[index]
+        if op in ("const", "var"):
             continue
         inputs = [value[a] for a in graph.args[node]]
-        result = apply_op(op, inputs)
+        result = value[node]
         reason = ""
         if not math.isfinite(result) and all(math.isfinite(v) for v in inputs):
             with np.errstate(all="raise"):  # ask NumPy which IEEE exception it was
@@ -43,7 +39,6 @@ def first_nonfinite(graph: Graph, root: int, point: Mapping[str, float]) -> str 
                     OPS[op].np(*(np.float64(v) for v in inputs))  # type: ignore[misc]
                 except FloatingPointError as err:
                     reason = str(err).split(" encountered")[0]
-        value[node] = result
         if not math.isfinite(result) and all(math.isfinite(v) for v in inputs):
             text = to_infix(graph, node) if graph.tree_size(node) < 4 * _MAX_SHOWN else ""
             if not text or len(text) > _MAX_SHOWN:

@@ -16,9 +16,10 @@ from typing import Any
 
 from .diff import local_partial
 from .expr import Expr
-from .interpret import apply_op, node_values
+from .interpret import node_values
 from .ops import PREC_ATOM
 from .printing import format_number, precedence, to_infix
+from .sweep import active, forward_nodes, reverse_nodes
 
 BAR, DOT = "\u0304", "\u0307"  # combining macron (adjoint z̄) and dot above (tangent ż)
 # Text tables align a column only up to this width: a wider cell (a node with
@@ -188,14 +189,11 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
     names = {node: f"z{k + 1}" for k, node in enumerate(order)}
     values = node_values(g, [root], point)
     rows = {node: Row(names[node], _describe(g, node, names), values[node]) for node in order}
-    active: set[int] = set()
-    for node in order:
-        if g.op[node] == "var" or any(a in active for a in g.args[node]):
-            active.add(node)
+    live = active(g, order)
 
     def local(node: int, k: int) -> tuple[str, float]:
         d = local_partial(g, node, k)
-        _evaluate_new(g, d, point, values)
+        node_values(g, [d], point, values)  # a few new nodes over evaluated ones
         text = to_infix(g, d, names) if d not in names else names[d]
         if d not in names and g.op[d] != "var" and precedence(g, d) < PREC_ATOM or text.startswith("-"):
             text = f"({text})"
@@ -203,13 +201,13 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
 
     var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
     if mode == "reverse":
-        sweep = _reverse(g, root, order, active, rows, names, local)
+        sweep = _reverse(g, root, order, live, rows, names, local)
         result = {v: rows[var_nodes[v]].derivative or 0.0 for v in expr.variables}
         result_names = {v: names[var_nodes[v]] for v in expr.variables}
         along: dict[str, float] = {}
     else:
         along = {v: float((direction or {}).get(v, 0.0)) for v in expr.variables}
-        sweep = _forward(g, order, active, rows, names, local, along)
+        sweep = _forward(g, order, live, rows, names, local, along)
         result = {"along": rows[root].derivative or 0.0}
         result_names = {}
     return Explanation(str(expr), point, mode, [rows[n] for n in order], sweep, result, result_names, along)
@@ -223,66 +221,37 @@ def _describe(g: Any, node: int, names: dict[int, str]) -> str:
     return to_infix(g, node, names)  # the root itself always prints as its operation
 
 
-def _evaluate_new(g: Any, node: int, point: Mapping[str, float], values: dict[int, float]) -> None:
-    """Add the values of ``node`` and whatever below it ``values`` lacks.
-
-    A local partial is a few new nodes over already evaluated ones, so this
-    walk stops at known values instead of visiting the whole DAG below.
-    """
-    stack = [node]
-    while stack:
-        n = stack[-1]
-        if n in values:
-            stack.pop()
-            continue
-        missing = [a for a in g.args[n] if a not in values]
-        if missing:
-            stack.extend(missing)
-            continue
-        stack.pop()
-        op = g.op[n]
-        if op == "const":
-            values[n] = g.data[n]
-        elif op == "var":
-            values[n] = float(point[g.data[n]])
-        else:
-            values[n] = apply_op(op, [values[a] for a in g.args[n]])
-
-
-def _reverse(g: Any, root: int, order: list[int], active: set[int], rows: dict[int, Row],
+def _reverse(g: Any, root: int, order: list[int], live: set[int], rows: dict[int, Row],
              names: dict[int, str], local: Any) -> list[Row]:
     rows[root].derivative, rows[root].seed = 1.0, True
     sweep = []
-    for node in reversed(order):
+    for node, ks in reverse_nodes(g, order, live):
         row = rows[node]
-        if node not in active or row.derivative is None:
+        if row.derivative is None:
             continue
         sweep.append(row)
-        for k, arg in enumerate(g.args[node]):
-            if arg not in active:
-                continue
+        for k in ks:
+            arg = g.args[node][k]
             text, value = local(node, k)
             rows[arg].terms.append(Term(names[node], text, row.derivative, value))
             rows[arg].derivative = (rows[arg].derivative or 0.0) + row.derivative * value
     return sweep
 
 
-def _forward(g: Any, order: list[int], active: set[int], rows: dict[int, Row], names: dict[int, str],
+def _forward(g: Any, order: list[int], live: set[int], rows: dict[int, Row], names: dict[int, str],
              local: Any, along: dict[str, float]) -> list[Row]:
     sweep = []
-    for node in order:
-        if node not in active:
-            continue
+    for node, ks in forward_nodes(g, order, live):
         row = rows[node]
         if g.op[node] == "var":
             row.derivative, row.seed = along.get(g.data[node], 0.0), True
         else:
             total = 0.0
-            for k, arg in enumerate(g.args[node]):
-                if arg in active:
-                    text, value = local(node, k)
-                    row.terms.append(Term(names[arg], text, rows[arg].derivative or 0.0, value))
-                    total += (rows[arg].derivative or 0.0) * value
+            for k in ks:
+                arg = g.args[node][k]
+                text, value = local(node, k)
+                row.terms.append(Term(names[arg], text, rows[arg].derivative or 0.0, value))
+                total += (rows[arg].derivative or 0.0) * value
             row.derivative = total
         sweep.append(row)
     return sweep

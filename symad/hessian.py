@@ -34,7 +34,7 @@ import numpy as np
 
 from . import compiler
 from .compiler import Program
-from .diff import _local_partial, gradient
+from .diff import forward, gradient
 from .errors import PointError
 from .expr import Expr, as_node, parse
 from .function import Function
@@ -49,25 +49,9 @@ def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) ->
     ``tangents`` maps variable nodes to the nodes of their direction components.
     Nodes are visited once, in topological order, whatever the number of roots;
     a node whose tangent is zero carries none, so inactive parts cost nothing.
+    (:func:`symad.diff.forward`, with ``drop_zeros``.)
     """
-    tangent: dict[int, int] = {}
-    op_of, args_of = graph.op, graph.args
-    for node in graph.reachable(roots):
-        if op_of[node] == "var":
-            if node in tangents and not graph.is_const(tangents[node], 0.0):
-                tangent[node] = tangents[node]
-            continue
-        total: int | None = None
-        for k, arg in enumerate(args_of[node]):
-            t = tangent.get(arg)
-            if t is None:
-                continue
-            term = graph.make("mul", t, _local_partial(graph, node, k))
-            total = term if total is None else graph.make("add", total, term)
-        if total is not None and not graph.is_const(total, 0.0):
-            tangent[node] = total
-    zero = graph.const(0.0)
-    return [tangent.get(r, zero) for r in roots]
+    return forward(graph, roots, [tangents], drop_zeros=True)[0]
 
 
 def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int],

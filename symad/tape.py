@@ -25,6 +25,7 @@ from .graph import Graph
 from .limits import LIMITS
 from .ops import OPS
 from .semantics import SMALL_POWERS, power_product
+from .sweep import active, reverse_nodes
 
 
 def _power(k: int) -> Callable[[Any, Any], Any]:
@@ -64,8 +65,10 @@ def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, 
     return rule
 
 
-def _is_zero(rule: Any) -> bool:
-    return type(rule) is float and rule == 0.0
+def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
+    """The arguments whose partial is the number 0: their edges carry nothing."""
+    return tuple(k for k, rule in enumerate(rules) if type(rule) is float and rule == 0.0)
+
 
 
 class Tape:
@@ -88,37 +91,61 @@ class Tape:
         self._np: list[Any] = [np.float64(0.0)] * len(order)
         for i, c in consts.items():
             self._floats[i], self._np[i] = c, np.float64(c)
-        active = [False] * len(order)
-        for i in self.inputs:
-            if i >= 0:
-                active[i] = True
+        fixed = consts.keys() - set(self.inputs)  # constants that no input overrides
         # Forward steps (slot, py, np, a0, a1); backward steps (slot, args, (arg slot, rule, ...)),
         # a rule being the op's partial or a number.  Flat tuples: the tape's memory is the build's peak.
         self.forward: list[tuple[int, Any, Any, int, int]] = []
         self.backward: list[tuple[int, tuple[int, ...], tuple[Any, ...]]] = []
-        for node in order:
-            op = graph.op[node]
-            if op in ("const", "var"):
+        at, args_of, op_of, forward = slot.__getitem__, graph.args, graph.op, self.forward.append
+        args_at: list[Any] = [None] * len(order)  # per slot, for the backward steps: argument slots
+        rules_at: list[Any] = [None] * len(order)  # and the partials' rules
+        dead: dict[int, tuple[int, ...]] = {}  # user -> arguments whose partial is the number 0
+        table: dict[str, tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]] = {}  # op -> its OPS entry
+        for i, node in enumerate(order):
+            op = op_of[node]
+            if op == "const" or op == "var":
                 continue
-            spec = OPS[op]
-            i, args = slot[node], tuple(slot[a] for a in graph.args[node])
-            py, np_fn, rules = spec.py, spec.np, spec.partials
-            if op == "pow" and args[1] in consts:
-                k = consts[args[1]]
-                if k in SMALL_POWERS:
-                    py = np_fn = _POWERS[int(k)]
-                rules = (_pow_base_partial(k), rules[1])
-            self.forward.append((i, py, np_fn, args[0], args[1] if len(args) > 1 else -1))
-            if len(args) == 2 and not (active[args[0]] and active[args[1]] and args[0] != args[1]):
-                rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
+            entry = table.get(op)
+            if entry is None:
+                spec = OPS[op]
+                entry = table[op] = (spec.py, spec.np, spec.partials, _zeros(spec.partials))
+            py, np_fn, rules, zeros = entry
+            args = tuple(map(at, args_of[node]))
+            if len(args) == 2:
+                a0, a1 = args
+                if op == "pow" and a1 in consts:
+                    k = consts[a1]
+                    if k in SMALL_POWERS:
+                        py = np_fn = _POWERS[int(k)]
+                    rules = (_pow_base_partial(k), rules[1])
+                if a0 == a1 or a0 in fixed or a1 in fixed:
+                    rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
+                if rules is not entry[2]:
+                    zeros = _zeros(rules)
+                forward((i, py, np_fn, a0, a1))
+            else:
+                forward((i, py, np_fn, args[0], -1))
+            args_at[i], rules_at[i] = args, rules
             # A partial that is the number 0 carries nothing back (sign, step, 1^x), as the symbolic
             # gradient drops its term: the arguments' rules then never run, and cannot raise.
-            wanted = tuple(x for k, a in enumerate(args) if active[a] and not _is_zero(rules[k])
-                           for x in (a, rules[k]))
-            if wanted:
-                active[i] = True
-                self.backward.append((i, args, wanted))
-        self.backward.reverse()
+            if zeros:
+                dead[node] = zeros
+        # The backward steps are the reverse sweep's edges, output first, each with its rule.
+        sources = {v for v in inputs if v in slot}
+        step = self.backward.append
+        for node, ks in reverse_nodes(graph, order, active(graph, order, sources, dead), dead):
+            if not ks:
+                continue
+            i = at(node)
+            args, rules = args_at[i], rules_at[i]
+            if len(ks) == 2:
+                k, j = ks
+                step((i, args, (args[k], rules[k], args[j], rules[j])))
+            elif len(ks) == 1:
+                k = ks[0]
+                step((i, args, (args[k], rules[k])))
+            else:
+                step((i, args, tuple(x for k in ks for x in (args[k], rules[k]))))
 
     def value(self, point: Sequence[Any]) -> Any:
         """The value at ``point`` (floats, or arrays of one shape for a batch)."""

@@ -10,8 +10,8 @@ The backward cluster mirrors :func:`symad.diff.gradient`: one adjoint node
 ``∂f/∂n`` per forward node the sweep reaches, an edge from each user's adjoint to
 each argument's adjoint labelled with the local partial (from the op table), and a
 sum ``Σ`` where a shared node collects several contributions.  Values and adjoints
-at a point are computed numerically, node by node, with the op table's NumPy
-functions and the same local partials.
+at a point are computed numerically, node by node (:func:`symad.interpret.node_values`),
+with the same local partials; the edges are those of :func:`symad.sweep.reverse_edges`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from .diff import local_partial
 from .errors import LimitError, SymadError, VariableError
 from .expr import Expr, check_variables, parse
 from .graph import Graph
+from .interpret import node_values
 from .ops import OPS, PREC_ATOM
 from .printing import format_number, to_infix
+from .sweep import active, reverse_edges
 
 MAX_NODES = 300
 """Default limit on drawn nodes (forward + backward): beyond it pictures are unreadable and slow.
@@ -109,21 +111,6 @@ def _new_nodes(graph: Graph, roots: Sequence[int], known: Mapping[int, Any]) -> 
         seen.add(node)
         stack.extend(a for a in graph.args[node] if a not in known and a not in seen)
     return sorted(seen)
-
-
-def _evaluate(graph: Graph, roots: Sequence[int], point: Mapping[str, float],
-              values: dict[int, float]) -> None:
-    """Fill ``values`` with every node below ``roots``, evaluated with the op table's NumPy functions."""
-    with np.errstate(all="ignore"):
-        for node in _new_nodes(graph, roots, values):
-            op = graph.op[node]
-            if op == "const":
-                values[node] = float(graph.data[node])  # type: ignore[arg-type]
-            elif op == "var":
-                values[node] = float(point[graph.data[node]])  # type: ignore[index]
-            else:
-                args = (np.float64(values[a]) for a in graph.args[node])
-                values[node] = float(OPS[op].np(*args))
 
 
 def _tree_sizes(graph: Graph, roots: Sequence[int], sizes: dict[int, int]) -> None:
@@ -203,36 +190,29 @@ class _Sweep:
                 uses = ", ".join(str(v) for v in var_nodes) or "no variables"
                 raise VariableError(f"--wrt: {w} is not a variable of the expression (it uses {uses})")
         sources = {var_nodes[w] for w in (wrt or var_nodes)}
-        active: set[int] = set()
-        for node in order:  # nodes that depend on a wanted variable: only they carry adjoints
-            if node in sources or any(a in active for a in g.args[node]):
-                active.add(node)
-        self.active = active
-        self.nodes = [n for n in reversed(order) if n in active]  # sweep order: output first
+        self.active = active(g, order, sources)  # only these carry adjoints
+        self.nodes = [n for n in reversed(order) if n in self.active]  # sweep order: output first
         self.edges: list[tuple[int, int, int]] = []  # (user, argument, node of ∂user/∂argument)
         self.incoming: dict[int, list[int]] = {}  # argument -> indices into edges
         self.adjoint: dict[int, float] = {root: 1.0}
         self.terms: dict[int, list[float]] = {}  # argument -> numeric contributions, in edge order
-        self._g, self._values, self._point = g, values, point
+        self._g, self._order, self._root, self._values, self._point = g, order, root, values, point
 
     def run(self) -> None:
         """Build the local partials (nodes of the graph) and, at a point, the numeric adjoints."""
         g, values = self._g, self._values
-        for node in self.nodes:
-            for k, arg in enumerate(g.args[node]):
-                if arg not in self.active:
-                    continue
-                partial = local_partial(g, node, k)
-                self.incoming.setdefault(arg, []).append(len(self.edges))
-                self.edges.append((node, arg, partial))
-                if values is None:
-                    continue
-                _evaluate(g, [partial], self._point, values)
-                with np.errstate(all="ignore"):
-                    term = float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
-                    self.terms.setdefault(arg, []).append(term)
-                    previous = self.adjoint.get(arg)
-                    self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
+        for node, k, arg in reverse_edges(g, self._root, order=self._order, live=self.active):
+            partial = local_partial(g, node, k)
+            self.incoming.setdefault(arg, []).append(len(self.edges))
+            self.edges.append((node, arg, partial))
+            if values is None:
+                continue
+            node_values(g, [partial], self._point, values)
+            with np.errstate(all="ignore"):
+                term = float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
+                self.terms.setdefault(arg, []).append(term)
+                previous = self.adjoint.get(arg)
+                self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
 
 
 # ------------------------------------------------------------------ the picture
@@ -270,8 +250,7 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     if at is not None:
         check_variables(expr.variables, at)
         point = {v: float(at[v]) for v in expr.variables}
-        values = {}
-        _evaluate(g, order, point, values)
+        values = node_values(g, [root], point)
     sweep = _Sweep(g, order, root, wrt, values, point) if grad else None
     total = len(order) + (len(sweep.nodes) if sweep else 0)
     _check_size(total, max_nodes, "the forward and backward graph" if grad else "the DAG")

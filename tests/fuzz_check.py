@@ -26,8 +26,8 @@ import numpy as np
 
 import symad
 from symad import Graph, ParseError, SymadError, parse
-from symad.semantics import SMALL_POWERS
 from symad.ops import OPS
+from symad.semantics import SMALL_POWERS
 
 # Past this many tree nodes printing the inline form (exponential in the DAG) is skipped.
 INLINE_TREE_LIMIT = 20_000
