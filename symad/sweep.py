@@ -16,6 +16,7 @@ written here only.  Iterative, no recursion: DAGs of millions of nodes are fine.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from typing import Any
 
 from .graph import Graph
 
@@ -102,25 +103,23 @@ def reverse_edges(graph: Graph, root: int, sources: Collection[int] | None = Non
     >>> [(e.graph.op[u], k) for u, k, _ in reverse_edges(e.graph, e.id)]
     [('add', 0), ('add', 1), ('mul', 0), ('mul', 1)]
     """
-    if order is None:
-        order = graph.reachable([root])
-    if live is None:
-        live = active(graph, order, sources)
-    args_of = graph.args
-    for user, ks in reverse_nodes(graph, order, live):
-        for k in ks:
-            yield user, k, args_of[user][k]
+    return _edges(graph, [root], sources, order, live, reverse_nodes)
 
 
 def forward_edges(graph: Graph, roots: list[int], sources: Collection[int] | None = None, *,
                   order: list[int] | None = None,
                   live: Collection[int] | None = None) -> Iterator[tuple[int, int, int]]:
     """The forward sweep's edges ``(user, k, argument)``, users in topological order."""
+    return _edges(graph, roots, sources, order, live, forward_nodes)
+
+
+def _edges(graph: Graph, roots: list[int], sources: Collection[int] | None, order: list[int] | None,
+           live: Collection[int] | None, nodes: Any) -> Iterator[tuple[int, int, int]]:
     if order is None:
         order = graph.reachable(roots)
     if live is None:
         live = active(graph, order, sources)
     args_of = graph.args
-    for user, ks in forward_nodes(graph, order, live):
+    for user, ks in nodes(graph, order, live):
         for k in ks:
             yield user, k, args_of[user][k]

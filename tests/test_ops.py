@@ -11,25 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from approx import close, same
 
 import symad
 from symad import Graph
 from symad.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_POWER, PREC_PRODUCT, PREC_SUM, PREC_UNARY, Call, Inline, define
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def close(got: float, want: float, rel: float, floor: float) -> bool:
-    return abs(got - want) <= rel * max(abs(got), abs(want)) + floor
-
-
-def same(a: float, b: float, rel: float = 1e-12) -> bool:
-    """Equal up to rounding, nan matching nan and inf matching inf of the same sign."""
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return close(a, b, rel=rel, floor=1e-300)
 
 
 OPERATIONS = [name for name, spec in OPS.items() if spec.arity >= 1]

@@ -26,6 +26,7 @@ import re
 import numpy as np
 import pytest
 import sympy
+from approx import same
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from strategies import VARIABLES, expressions, points
@@ -562,15 +563,6 @@ def test_second_derivatives_match_sympy(property_tally):
 
 
 # ============================================================ 7. batch vs pointwise
-def same(a: float, b: float, rel: float = 1e-12) -> bool:
-    """Equal up to rounding, nan matching nan and inf matching inf of the same sign."""
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    if math.isinf(a) or math.isinf(b):
-        return a == b
-    return close(a, b, rel=rel, floor=1e-300)
-
-
 @pytest.mark.slow
 def test_batch_equals_pointwise(property_tally):
     tally = property_tally("random expressions: batch vs pointwise evaluation")
