@@ -302,7 +302,7 @@ def test_ctrl_c_during_a_native_compile_exits_130(tmp_path, disk_cache):
     p.communicate(timeout=300)
     assert p.returncode == 0
     interrupted = 0
-    for fraction in (0.8,) if disk_cache else (0.5, 0.8, 0.9):
+    for fraction in (0.3, 0.6) if disk_cache else (0.5, 0.8, 0.9):
         cache_dir = str(tmp_path / f"cache{fraction}") if disk_cache else ""  # empty: every run compiles
         outcome = _interrupted(hessian, lambda p, f=fraction: (_llvm_loaded(p), time.sleep(f * compiling)),
                                cache_dir)
