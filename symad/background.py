@@ -22,6 +22,8 @@ from . import forksafe
 
 T = TypeVar("T")
 _threads: list[threading.Thread] = []
+_threads_lock = threading.Lock()  # compiles start from several threads (a caller's, a compile's)
+forksafe.hold_across_fork(_threads_lock)
 
 
 # Modules a compile imports on first use.  They are imported by the thread starting a
@@ -45,8 +47,9 @@ def start(target: Callable[[], Any], name: str = "symad-compile") -> threading.T
     """Run ``target`` in a daemon thread, waited for at exit."""
     _import_compile_modules()
     thread = threading.Thread(target=target, daemon=True, name=name)
-    _threads[:] = [t for t in _threads if t.is_alive()]
-    _threads.append(thread)
+    with _threads_lock:
+        _threads[:] = [t for t in _threads if t.is_alive()]
+        _threads.append(thread)
     thread.start()
     return thread
 
@@ -74,7 +77,8 @@ def run_interruptibly(work: Callable[[], T]) -> T:
 
 def alive() -> list[threading.Thread]:
     """The compile threads still running."""
-    return [t for t in _threads if t.is_alive()]
+    with _threads_lock:
+        return [t for t in _threads if t.is_alive()]
 
 
 def exit_now(status: int) -> None:
