@@ -4,7 +4,6 @@ Imports nothing heavy at the top: a Ctrl-C while NumPy, Lark and LLVM load
 (the first few tenths of a second) ends with status 130, not a traceback.
 """
 
-import os
 import sys
 
 
@@ -20,12 +19,9 @@ def entry() -> None:
         # After a Ctrl-C, skip the interpreter's teardown: it can abort inside LLVM
         # (status 134), under a compile thread still running or while freeing what an
         # interrupted compile left behind.  Files in `with` blocks are closed by now.
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
-                pass
-        os._exit(130)
+        from symad.background import exit_now
+
+        exit_now(130)
     sys.exit(status)
 
 

@@ -81,14 +81,19 @@ def alive() -> list[threading.Thread]:
         return [t for t in _threads if t.is_alive()]
 
 
-def exit_now(status: int) -> None:
-    """End the process at once, streams and logs flushed, without tearing down LLVM
-    under a compile thread."""
+def flush_streams() -> None:
+    """Flush stdout and stderr, whatever state they are in."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
             pass
+
+
+def exit_now(status: int) -> None:
+    """End the process at once, streams and logs flushed, without tearing down LLVM
+    under a compile thread."""
+    flush_streams()
     if "logging" in sys.modules:
         sys.modules["logging"].shutdown()
     os._exit(status)

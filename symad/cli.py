@@ -15,8 +15,8 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from . import __version__, compiler
-from .errors import LimitError, PointError, SymadError, VariableError
+from . import __version__, background, compiler
+from .errors import LimitError, PointError, SymadError, VariableError, name_list
 from .expr import Expr, check_variables, parse
 from .graph import Graph
 from .limits import LIMITS
@@ -303,23 +303,20 @@ def nonfinite_warnings(outputs: dict[str, tuple[float, Expr]], point: dict[str, 
     return lines
 
 
-def _explain_vanished(message: str, text: str, expr: Expr | None) -> str:
+def _explain_vanished(err: VariableError, text: str, expr: Expr | None) -> str:
     """A VariableError's message, plus why a variable in the text is not in the expression
     when a number literal underflowed to 0 (or overflowed): ``x*1e-400`` is ``0``."""
-    head, sep, uses = message.partition(" (the expression uses ")
-    if not (sep and head.startswith("unknown variable ") and uses.endswith(")")):
-        return message
-    names = head.removeprefix("unknown variable ").split(", ")
-    if not any(re.search(rf"\b{re.escape(name)}\b", text) for name in names):
+    message = str(err)
+    if expr is None or not any(re.search(rf"\b{re.escape(name)}\b", text) for name in err.unknown):
         return message
     notes = literal_notes(text)
     if not notes:
         return message
-    if expr is not None and not expr.variables:
-        what = f"the expression simplified to {format_number(expr.evaluate())} and uses no variables"
+    if expr.variables:
+        what = f"the expression uses {name_list(expr.variables)}"
     else:
-        what = f"the expression uses {uses[:-1]}"
-    return f"{head}: {what} ({'; '.join(notes)})"
+        what = f"the expression simplified to {format_number(expr.evaluate())} and uses no variables"
+    return f"unknown variable {', '.join(err.unknown)}: {what} ({'; '.join(notes)})"
 
 
 def _format_point(point: dict[str, float]) -> str:
@@ -398,19 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:
-        _flush()
+        background.flush_streams()
         return 130
     except Exception as err:  # a bug in symad: still no traceback for the user
         print(f"symad: internal error: {type(err).__name__}: {err} (please report this)", file=sys.stderr)
         return 70
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
-            pass
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -449,11 +438,11 @@ def _main(argv: Sequence[str]) -> int:
         else:
             importlib.import_module(COMMAND_MODULES[args.command]).run(args, text, expr)
     except SymadError as err:
-        message = _explain_vanished(str(err), text, expr) if isinstance(err, VariableError) else str(err)
+        message = _explain_vanished(err, text, expr) if isinstance(err, VariableError) else str(err)
         print(f"symad: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        _flush()
+        background.flush_streams()
         return 130
     except MemoryError:
         print("symad: error: out of memory", file=sys.stderr)

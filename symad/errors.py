@@ -43,7 +43,14 @@ class UnknownFunctionError(ParseError):
 
 
 class VariableError(SymadError, KeyError):
-    """A point misses a variable the expression uses, or names one it does not."""
+    """A point misses a variable the expression uses, or names one it does not.
+
+    ``unknown``: the names given that the expression does not use (when that is the error).
+    """
+
+    def __init__(self, message: str, unknown: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.unknown = unknown
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -229,7 +229,7 @@ def check_variables(expected: tuple[str, ...], given: Mapping[str, Any]) -> None
     if missing:
         raise VariableError(f"missing value for variable {name_list(missing)} (the expression uses {uses})")
     if extra:
-        raise VariableError(f"unknown variable {', '.join(extra)} (the expression uses {uses})")
+        raise VariableError(f"unknown variable {', '.join(extra)} (the expression uses {uses})", tuple(extra))
 
 
 def _rebuilt_expr(dag: tuple) -> Expr:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import background, compiler, forksafe, native
-from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program, check_out
+from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
 from .errors import PointError, SymadError, name_list
 from .tape import Tape
 
@@ -235,8 +235,7 @@ class Function:
         n = len(self.variables)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
-        check_out(out, (arr.shape[0], 1 + n))
-        result = self.value_grad_program().batch(arr, out)
+        result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (compiler.check_out)
         return result[:, 0], result[:, 1:]
 
     def _run(self, tiers: _Tiers | Program, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:

@@ -202,14 +202,17 @@ class Graph:
                 todo.add(node)
                 stack.extend(a for a in src_args[node] if a not in done and a not in todo)
         for node in sorted(todo):  # children first
-            op = source.op[node]
-            if op == "const":
-                done[node] = self.const(source.data[node])  # type: ignore[arg-type]
-            elif op == "var":
-                done[node] = self.var(source.data[node])  # type: ignore[arg-type]
-            else:
-                done[node] = self.make(op, *(done[a] for a in src_args[node]))
+            done[node] = self.build(source.op[node], source.data[node], [done[a] for a in src_args[node]])
         return [done[r] for r in roots]
+
+    def build(self, op: str, data: float | str | None, args: Sequence[int]) -> int:
+        """The node of ``op`` (a constant's value or a variable's name in ``data``) on ``args``,
+        as :meth:`const`, :meth:`var` and :meth:`make` build it: how nodes are copied in."""
+        if op == "const":
+            return self.const(data)  # type: ignore[arg-type]
+        if op == "var":
+            return self.var(data)  # type: ignore[arg-type]
+        return self.make(op, *args)
 
     def digest(self, node: int) -> int:
         """A hash of the node's structure, equal in every graph for equal expressions."""
@@ -269,12 +272,7 @@ def rebuild(graph: Graph, ops: Sequence[str], args: Sequence[tuple[int, ...]], d
     """Build an :func:`export`-ed expression in ``graph``; its roots' nodes there."""
     built: list[int] = []
     for op, a, d in zip(ops, args, data):
-        if op == "const":
-            built.append(graph.const(d))
-        elif op == "var":
-            built.append(graph.var(d))
-        else:
-            built.append(graph.make(op, *(built[k] for k in a)))
+        built.append(graph.build(op, d, [built[k] for k in a]))
     return [built[r] for r in roots]
 
 

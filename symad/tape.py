@@ -70,7 +70,6 @@ def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(k for k, rule in enumerate(rules) if type(rule) is float and rule == 0.0)
 
 
-
 class Tape:
     """The nodes of ``root`` in evaluation order, ready to sweep at any point.
 
