@@ -26,27 +26,37 @@ _threads_lock = threading.Lock()  # compiles start from several threads (a calle
 forksafe.hold_across_fork(_threads_lock)
 
 
-# Modules a compile imports on first use.  They are imported by the thread starting a
-# compile, never by the compile thread: a fork while a thread is half-way through an
-# import leaves the child a half-initialised module for ever.
+# Modules a compile imports on first use.  The compile thread imports them (loading LLVM
+# takes tens of milliseconds the caller need not wait for), holding a lock that a fork
+# waits for: a child forked half-way through an import would keep a half-initialised
+# module for ever.
 _COMPILE_IMPORTS = ("symad.diff", "symad.llvm_ir", "symad.codecache", "hashlib", "llvmlite", "llvmlite.binding")
 _imported: list[bool] = []
+_import_lock = threading.Lock()
+forksafe.hold_across_fork(_import_lock)
 
 
 def _import_compile_modules() -> None:
-    if not _imported:
-        for name in _COMPILE_IMPORTS:
-            try:
-                importlib.import_module(name)
-            except ImportError:  # llvmlite is optional: the native backend is then off
-                pass
-        _imported.append(True)
+    if _imported:
+        return
+    with _import_lock:
+        if not _imported:
+            for name in _COMPILE_IMPORTS:
+                try:
+                    importlib.import_module(name)
+                except ImportError:  # llvmlite is optional: the native backend is then off
+                    pass
+            _imported.append(True)
 
 
 def start(target: Callable[[], Any], name: str = "symad-compile") -> threading.Thread:
     """Run ``target`` in a daemon thread, waited for at exit."""
-    _import_compile_modules()
-    thread = threading.Thread(target=target, daemon=True, name=name)
+
+    def run() -> None:
+        _import_compile_modules()
+        target()
+
+    thread = threading.Thread(target=run, daemon=True, name=name)
     with _threads_lock:
         _threads[:] = [t for t in _threads if t.is_alive()]
         _threads.append(thread)
@@ -111,19 +121,29 @@ if hasattr(threading, "_register_atexit"):  # runs as the interpreter starts to 
     threading._register_atexit(_at_shutdown)
 
 
+_when_settled: list[Callable[[], None]] = []
+
+
+def when_settled(action: Callable[[], None]) -> None:
+    """Run ``action`` at exit once no compile thread is left (before modules are torn down)."""
+    _when_settled.append(action)
+
+
 @atexit.register
 def _settle() -> None:
     try:
-        if getattr(sys, "last_type", None) is KeyboardInterrupt and "llvmlite.binding" in sys.modules:
+        if getattr(sys, "last_type", None) is KeyboardInterrupt and (_threads or "llvmlite.binding" in sys.modules):
             raise KeyboardInterrupt  # what a compile cut short left behind must not be torn down either
         while True:
             running = alive()  # again after each wait: a compile may start another
             if not running:
-                return
+                break
             for thread in running:
                 thread.join()
     except KeyboardInterrupt:
         exit_now(130)
+    for action in _when_settled:
+        action()
 
 
 forksafe.after_fork_in_child(_threads.clear)  # a child has none of its parent's threads

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,17 @@ _cache: dict[str, NativeProgram] = {}  # insertion order: least recently used fi
 _machines: dict[int, Any] = {}
 # A fork waits for a compile in flight: LLVM's state is copied whole, never half-changed.
 forksafe.hold_across_fork(_compile_lock, _lock)
+_engines: weakref.WeakSet = weakref.WeakSet()  # every live execution engine
+
+
+def _detach_engines() -> None:
+    # At exit, engines still alive would be freed while modules are torn down, where
+    # llvmlite's own cleanup fails noisily: leave their memory to the ending process.
+    for engine in list(_engines):
+        engine.detach()
+
+
+background.when_settled(_detach_engines)
 _stats = {"compiles": 0, "seconds": 0.0, "loaded": 0}
 
 
@@ -192,6 +204,7 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     # An engine owns (and frees with itself) the target machine it is given: its own one.
     engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
     engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
+    _engines.add(engine)
     engine.finalize_object()
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
