@@ -608,7 +608,7 @@ def render(data: Data) -> str:
             "Text to the first value and gradient (default backend), each size in a fresh process, "
             "for two generated families: chained Rosenbrock (n variables, about 9 nodes per variable) "
             "and a sum of m distinct terms `(x_a+k)*x_b` over 100 variables (about 4 nodes per term). "
-            "The input-length guard (`symad.limits`) is raised for these texts.\n\n"
+            "The input-length guard (`symad.core.limits`) is raised for these texts.\n\n"
         )
         rows = []
         for family, points in scaling_families(scaling).items():

@@ -16,20 +16,20 @@ __version__ = "0.1.0"
 # Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
-    "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "graph",
-    "minimize": "optimize", "to_postfix": "parser", "clear_caches": "caches",
-    "LimitError": "errors", "ParseError": "errors", "PointError": "errors", "SymadError": "errors",
-    "UnknownFunctionError": "errors", "VariableError": "errors",
+    "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "core.graph",
+    "minimize": "optimize", "to_postfix": "frontend.parser", "clear_caches": "caches",
+    "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
+    "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
 }
 
 if TYPE_CHECKING:
-    from .caches import clear_caches
-    from .errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
-    from .expr import Expr, parse, var
-    from .function import Function
-    from .graph import Graph
-    from .optimize import minimize
-    from .parser import to_postfix
+    from symad.caches import clear_caches
+    from symad.core.errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
+    from symad.core.graph import Graph
+    from symad.expr import Expr, parse, var
+    from symad.frontend.parser import to_postfix
+    from symad.function import Function
+    from symad.optimize import minimize
 
 
 def __getattr__(name: str) -> Any:
@@ -47,12 +47,8 @@ def __dir__() -> list[str]:
 
 def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto") -> Function:  # noqa: A001
     """Compile an expression (or its text) into a :class:`Function` of value and gradient."""
-    from .expr import parse
-    from .function import Function
-
-    if isinstance(expr, str):
-        expr = parse(expr)
-    return Function(expr, variables=variables, backend=backend)
+    expr = __getattr__("parse")(expr) if isinstance(expr, str) else expr
+    return __getattr__("Function")(expr, variables=variables, backend=backend)
 
 
 __all__ = [

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from symad.backends.llvm import jit
+from symad.expr import forget_default_graph
+
 
 def clear_caches() -> None:
     """Forget compiled native code (freed once no Function uses it) and the default graph
     (its nodes are freed once no expression uses them); later calls compile again.
 
     Nothing else grows with use: a graph lives as long as an expression or function
-    of it, and at most ``symad.native.CACHE_PROGRAMS`` native programs are kept.
+    of it, and at most ``symad.backends.llvm.jit.CACHE_PROGRAMS`` native programs are kept.
     """
-    from . import expr, native
-
-    native.clear_cache()
-    expr._default.clear()
+    jit.clear_cache()
+    forget_default_graph()

@@ -2,101 +2,19 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import background, compiler, forksafe, native
-from .compiler import BACKENDS, NATIVE_BATCH_POINTS, Program
-from .errors import PointError, SymadError, name_list
-from .tape import Tape
+from symad.backends.llvm import jit
+from symad.backends.program import BACKENDS, Program
+from symad.backends.tape import Tape
+from symad.backends.tiering import TieredProgram
+from symad.core.errors import PointError, SymadError, check_variables, name_list
 
 _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
-COMPILE_AFTER_CALLS = 1  # `auto` compiles a program once it has been interpreted this many times
-
-
-class _Tiers:
-    """One set of outputs (the value, or the value and gradient) of a Function, tiered.
-
-    With backend ``auto`` the first call is interpreted by a :class:`Tape` (no
-    code to build); a second call starts compiling the program in a background
-    thread, and calls are interpreted until it is ready.  Other backends compile
-    on first use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the
-    compiled program: its fused loop repays the compile at once.
-    """
-
-    def __init__(self, fn: Function, with_grad: bool):
-        self.fn, self.with_grad = fn, with_grad
-        self.program: Program | None = None
-        self.floats: Any = None  # the program's Python code on floats, when points run in Python
-        self.calls = 0
-        self.thread: threading.Thread | None = None
-        self.error: Exception | None = None
-        self._lock = threading.Lock()
-        forksafe.register(self)
-
-    def compiled(self) -> Program:
-        """The compiled program, built now (or awaited) if need be."""
-        while self.program is None:
-            thread = self.start()
-            thread.join()
-            if self.error is not None:
-                raise self.error
-        return self.program
-
-    def start(self) -> threading.Thread:
-        """Start compiling in the background (once); the compile thread."""
-        with self._lock:
-            thread = self.thread
-            if thread is None or (self.program is None and self.error is None and not thread.is_alive()):
-                # None yet, or one that ended without a result: a thread of the parent
-                # process, in a child forked while it ran (its program never arrives here).
-                thread = self.thread = background.start(self._build)
-            return thread
-
-    def _build(self) -> None:
-        fn = self.fn
-        if self.program is not None:
-            return
-        try:
-            outs = [fn.expr.id]
-            if self.with_grad:
-                partials = fn.expr.grad(list(fn.variables))
-                outs += [partials[v].id for v in fn.variables]
-            program = Program(fn.expr.graph, outs, fn._inputs, fn.backend)
-            if not program.prefer_native_points:
-                self.floats = program.run_float
-            self.program = program
-            fn._compiled_one()
-        except Exception as err:  # noqa: BLE001 - the tape keeps serving; compiled() raises it
-            self.error = err
-
-    def outputs(self, x: np.ndarray, batch: bool) -> np.ndarray:
-        """The outputs at one point (a vector) or at a batch of points (rows)."""
-        program = self.program
-        if program is None:
-            if self.fn.backend != "auto" or (batch and len(x) >= NATIVE_BATCH_POINTS):
-                program = self.compiled()
-            else:
-                return self._interpret(x, batch)
-        return program.batch(x) if batch else program.point(x)
-
-    def _interpret(self, x: np.ndarray, batch: bool) -> np.ndarray:
-        self.calls += 1
-        if self.calls > COMPILE_AFTER_CALLS and compiler.BACKGROUND_OPTIMIZE:
-            self.start()
-        tape = self.fn._shared_tape()
-        if not batch:
-            value, grads = tape._sweep(x.tolist(), self.with_grad)
-            return np.array([value, *grads], dtype=float)
-        value, grads = tape._sweep(list(x.T), self.with_grad)
-        out = np.empty((len(x), 1 + len(grads)))
-        for k, column in enumerate([value, *grads]):
-            out[:, k] = column
-        return out
 
 
 class Function:
@@ -118,10 +36,11 @@ class Function:
     (6.0, array([5., 2.]))
     """
 
-    def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto"):
+    def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
+                 background: bool = True):
         if backend not in BACKENDS:
             raise SymadError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if backend == "native" and not native.available():
+        if backend == "native" and not jit.available():
             raise SymadError("the native backend needs llvmlite: pip install llvmlite")
         self.expr = expr
         self.backend = backend
@@ -133,24 +52,32 @@ class Function:
         missing = [v for v in used if v not in listed]
         if missing:
             raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
-        self._inputs = [expr.graph.var(v) for v in self.variables]
+        self.inputs = [expr.graph.var(v) for v in self.variables]  # the variables' nodes, in order
         self._shape = (len(self.variables),)
-        self._value = _Tiers(self, with_grad=False)
-        self._value_grad = _Tiers(self, with_grad=True)
+        self.background = background
+        graph = expr.graph
+        self._value = TieredProgram(graph, lambda: [expr.id], self.inputs, backend, tape=self.shared_tape,
+                                    with_grad=False, background=background, compiled_hook=self._release_tape)
+        self._value_grad = TieredProgram(graph, self._value_grad_nodes, self.inputs, backend, tape=self.shared_tape,
+                                         with_grad=True, background=background, compiled_hook=self._release_tape)
         self._tape: Tape | None = None
 
     def __reduce__(self) -> tuple:
         # Pickled as its expression (a DAG), its variables and backend: compiled again on load.
         return (Function, (self.expr, self.variables, self.backend))
 
-    def _shared_tape(self) -> Tape:
+    def _value_grad_nodes(self) -> list[int]:
+        partials = self.expr.grad(list(self.variables))
+        return [self.expr.id, *(partials[v].id for v in self.variables)]
+
+    def shared_tape(self) -> Tape:
         """The interpreter of the expression, shared by the value and value-and-gradient tiers."""
         tape = self._tape
         if tape is None:
-            tape = self._tape = Tape(self.expr.graph, self.expr.id, self._inputs)
+            tape = self._tape = Tape(self.expr.graph, self.expr.id, self.inputs)
         return tape
 
-    def _compiled_one(self) -> None:
+    def _release_tape(self) -> None:
         if self._value.program is not None and self._value_grad.program is not None:
             self._tape = None  # both programs compiled: the interpreter's memory can go
 
@@ -185,7 +112,7 @@ class Function:
                 return floats(*point.tolist())[0]
             except (ArithmeticError, ValueError):
                 pass
-        out, shape = self._run(self._value, point, kwargs)
+        out, shape = self.outputs_at(self._value, point, kwargs)
         return float(out[0]) if shape is None else out[:, 0].reshape(shape)
 
     __call__ = value
@@ -211,7 +138,7 @@ class Function:
                 return out[0], np.array(out[1:])
             except (ArithmeticError, ValueError):
                 pass  # the general path below redoes the point with IEEE (NumPy) semantics
-        out, shape = self._run(self._value_grad, point, kwargs)
+        out, shape = self.outputs_at(self._value_grad, point, kwargs)
         if shape is None:
             return float(out[0]), out[1:]
         n = len(self.variables)
@@ -235,20 +162,21 @@ class Function:
         n = len(self.variables)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
-        result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (compiler.check_out)
+        result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (program.check_out)
         return result[:, 0], result[:, 1:]
 
-    def _run(self, tiers: _Tiers | Program, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+    def outputs_at(self, tiers: TieredProgram | Program, point: Any,
+                   kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
         n = len(self.variables)
         if type(point) is np.ndarray and point.dtype == np.float64 and point.shape == (n,) and not kwargs:
             return tiers.outputs(np.ascontiguousarray(point), False), None  # the optimizer's fast path
-        x, shape = self._arguments(point, kwargs)
+        x, shape = self.point_array(point, kwargs)
         return tiers.outputs(x, shape is not None), shape
 
-    def _arguments(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
-        from .expr import check_variables
-
+    def point_array(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+        """A point (dict, keywords, number or sequence) as a vector, shape None; or a batch as
+        rows, with the batch's shape."""
         n = len(self.variables)
         if point is None or isinstance(point, Mapping):
             given = dict(point or {}, **kwargs)

@@ -4,16 +4,16 @@ The Hessian is *reverse over reverse*: each partial ``∂f/∂x_i`` of the symbo
 gradient is itself an expression of the DAG, so one more reverse sweep from it
 gives row ``i``.  Rows are hash-consed into the same graph, so they share every
 common subexpression, and the whole of value, gradient and Hessian compiles into
-one straight-line :class:`symad.compiler.Program`.
+one straight-line :class:`symad.backends.program.Program`.
 
 A Hessian-vector product ``H p`` is *forward over reverse*: a single forward
 (tangent) sweep through the gradient DAG, with the direction's components as
 fresh variables, carries the tangent of every gradient component at once.  It
 costs a small multiple of one gradient, however many variables there are, and
 never builds the ``n × n`` matrix.  Past the size that compiles to native code
-(``compiler.NATIVE_MAX_OPS`` operations of value and gradient, beyond which a
+(``program.NATIVE_MAX_OPS`` operations of value and gradient, beyond which a
 program is Python code at some 5 KB an operation) the products are interpreted
-by a :class:`symad.tape.Tape` of ``∇f·p`` instead: reverse over reverse, in a few
+by a :class:`symad.backends.tape.Tape` of ``∇f·p`` instead: reverse over reverse, in a few
 hundred bytes a node.
 
 >>> from symad import parse
@@ -32,53 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from . import compiler
-from .compiler import Program
-from .diff import forward, gradient
-from .errors import PointError
-from .expr import Expr, as_node, parse
-from .function import Function
-from .graph import Graph
-from .tape import Tape
+from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
+from symad.ad.reverse import gradient
+from symad.backends import program
+from symad.backends.program import Program
+from symad.backends.tape import Tape
+from symad.core.errors import PointError
+from symad.core.graph import Graph
+from symad.core.term import as_node
+from symad.expr import Expr, parse
+from symad.function import Function
 
 
-# ---------------------------------------------------------------- on the DAG
-def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) -> list[int]:
-    """Forward mode for several outputs in one sweep: the tangent node of each root.
-
-    ``tangents`` maps variable nodes to the nodes of their direction components.
-    Nodes are visited once, in topological order, whatever the number of roots;
-    a node whose tangent is zero carries none, so inactive parts cost nothing.
-    (:func:`symad.diff.forward`, with ``drop_zeros``.)
-    """
-    return forward(graph, roots, [tangents], drop_zeros=True)[0]
-
-
-def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int],
-                  grad: Sequence[int] | None = None) -> list[list[int]]:
-    """The Hessian of ``root`` as node ids, ``H[i][j] = ∂²root/∂wrt[i]∂wrt[j]``.
-
-    Row ``i`` is the reverse-mode gradient of gradient component ``i`` (``grad``, the
-    gradient's nodes in ``wrt`` order, if already built).  The upper triangle is
-    mirrored, so the result is symmetric node for node.
-    """
-    if grad is None:
-        partials = gradient(graph, root, list(wrt))
-        grad = [partials[v] for v in wrt]
-    rows = [gradient(graph, d, list(wrt)) for d in grad]
-    n = len(wrt)
-    return [[rows[min(i, j)][wrt[max(i, j)]] for j in range(n)] for i in range(n)]
-
-
-def direction_names(variables: Sequence[str]) -> list[str]:
-    """Names of the direction variables of a Hessian-vector product: ``x'`` for ``x``.
-
-    The quote cannot occur in a parsed name, so they never collide with a user's variables.
-    """
-    return [f"{v}'" for v in variables]
-
-
-# ---------------------------------------------------------------- on expressions
 def _as_expr(expr: Expr | str) -> Expr:
     """An Expr as given; text is parsed into a graph of its own (the default graph is left alone)."""
     return parse(expr, Graph()) if isinstance(expr, str) else expr
@@ -133,8 +98,9 @@ class SecondOrder(Function):
       see :meth:`hvp_interpreted`).
     """
 
-    def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto"):
-        super().__init__(_as_expr(expr), variables, backend)
+    def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
+                 background: bool = True):
+        super().__init__(_as_expr(expr), variables, backend, background=background)
         self._hess: Program | None = None
         self._hess_index: np.ndarray = np.zeros((0, 0), dtype=np.intp)
         self._hvp: Program | None = None
@@ -149,31 +115,31 @@ class SecondOrder(Function):
     def _gradient(self) -> list[int]:
         """The gradient's nodes in ``variables`` order, built once (a sweep costs as much again)."""
         if self._grad is None:
-            grad = gradient(self.expr.graph, self.expr.id, self._inputs)
-            self._grad = [grad[v] for v in self._inputs]
+            grad = gradient(self.expr.graph, self.expr.id, self.inputs)
+            self._grad = [grad[v] for v in self.inputs]
         return self._grad
 
     def value_grad_hess_program(self) -> Program:
         """One program: the value, every partial, then each distinct Hessian entry once."""
         if self._hess is None:
             g, n = self.expr.graph, len(self.variables)
-            wrt, grad = self._inputs, self._gradient()
+            wrt, grad = self.inputs, self._gradient()
             rows = hessian_nodes(g, self.expr.id, wrt, grad)
             distinct: dict[int, int] = {}
             index = [1 + n + distinct.setdefault(h, len(distinct)) for row in rows for h in row]
             self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
             outputs = [self.expr.id, *grad, *distinct]
-            self._hess = Program(g, outputs, wrt, self.backend)
+            self._hess = Program(g, outputs, wrt, self.backend, background=self.background)
         return self._hess
 
     def hvp_program(self) -> Program:
         """The forward-over-reverse program: inputs ``(x..., p...)``, outputs ``H·p``."""
         if self._hvp is None:
             g = self.expr.graph
-            wrt = self._inputs
+            wrt = self.inputs
             directions = [g.var(d) for d in direction_names(self.variables)]
             products = jvp_many(g, self._gradient(), dict(zip(wrt, directions)))
-            self._hvp = Program(g, products, wrt + directions, self.backend)
+            self._hvp = Program(g, products, wrt + directions, self.backend, background=self.background)
         return self._hvp
 
     def operations(self) -> int:
@@ -186,14 +152,14 @@ class SecondOrder(Function):
 
     def hvp_interpreted(self) -> bool:
         """Whether ``hessp`` runs on a tape: the value and gradient are over
-        ``compiler.NATIVE_MAX_OPS`` operations, so compiled code would be Python code."""
-        return self.operations() > compiler.NATIVE_MAX_OPS
+        ``program.NATIVE_MAX_OPS`` operations, so compiled code would be Python code."""
+        return self.operations() > program.NATIVE_MAX_OPS
 
     def hvp_tape(self) -> Tape:
         """A tape of ``q = ∇f·p`` over inputs ``(x..., p...)``: its gradient in ``x`` is ``H·p``."""
         if self._hvp_tape is None:
             g = self.expr.graph
-            wrt = self._inputs
+            wrt = self.inputs
             directions = [g.var(d) for d in direction_names(self.variables)]
             q = g.const(0.0)
             for partial, d in zip(self._gradient(), directions):
@@ -204,7 +170,7 @@ class SecondOrder(Function):
     def value_grad_hess(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
         """``(value, gradient, Hessian)`` in one pass of one program."""
         program = self.value_grad_hess_program()
-        out, shape = self._run(program, point, kwargs)
+        out, shape = self.outputs_at(program, point, kwargs)
         n = len(self.variables)
         if shape is None:
             return float(out[0]), out[1:1 + n], out[self._hess_index]
@@ -217,7 +183,7 @@ class SecondOrder(Function):
 
     def hessp(self, point: Any, p: Any) -> np.ndarray:
         """``∇²f(point)·p`` without forming the Hessian; ``point`` and ``p`` may be batches."""
-        x, shape = self._arguments(point, {})
+        x, shape = self.point_array(point, {})
         n = len(self.variables)
         try:
             direction = np.asarray(p, dtype=float)

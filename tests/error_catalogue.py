@@ -89,10 +89,10 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("Limits", "Compiled program too large",
      "A program (value and gradient, compiled or interpreted) may have at most 4,000,000 operations; "
      "raise it with `--max-program-ops`, or in Python with "
-     "`with symad.limits.override(max_program_ops=10**7): ...`. Shown here from Python, "
+     "`with symad.core.limits.override(max_program_ops=10**7): ...`. Shown here from Python, "
      "with the limit lowered to 2.",
-     "python -c 'import symad, symad.limits as L; L.LIMITS.max_program_ops = 2; "
-     "symad.parse(\"sin(x)*cos(y)\").compile().value(x=1, y=2)' 2>&1 | grep '^symad.errors'"),
+     "python -c 'import symad, symad.core.limits as L; L.LIMITS.max_program_ops = 2; "
+     "symad.parse(\"sin(x)*cos(y)\").compile().value(x=1, y=2)' 2>&1 | grep '^symad.core.errors'"),
     ("Limits", "A limit flag that is not a number", "", 'symad eval "x" --at x=1 --max-input lots'),
     # ------------------------------------------------------------ usage
     ("Usage errors", "No command", "`symad` alone prints the help (on stdout) and exits with status 2.",

@@ -26,8 +26,8 @@ import numpy as np
 
 import symad
 from symad import Graph, ParseError, SymadError, parse
-from symad.ops import OPS
-from symad.semantics import SMALL_POWERS
+from symad.core.ops import OPS
+from symad.core.semantics import SMALL_POWERS
 
 # Past this many tree nodes printing the inline form (exponential in the DAG) is skipped.
 INLINE_TREE_LIMIT = 20_000
@@ -226,9 +226,9 @@ def check_input(text: str, backend: str = "auto") -> str:
 
 # ---------------------------------------------------------------- the CLI, in process
 def run_cli_in_process(argv: list[str]) -> tuple[int, str, str]:
-    """``symad ARGV`` through :func:`symad.cli.main` with captured output: (status, stdout, stderr)."""
-    from symad import cli
-    from symad.limits import LIMITS
+    """``symad ARGV`` through :func:`symad.cli.main.main` with captured output: (status, stdout, stderr)."""
+    from symad.cli.main import main as cli
+    from symad.core.limits import LIMITS
 
     saved = (LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops)
     out, err = io.StringIO(), io.StringIO()

@@ -27,7 +27,7 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from symad.ops import CONSTANTS, FUNCTIONS
+from symad.core.ops import CONSTANTS, FUNCTIONS
 
 # ---------------------------------------------------------------- terminals
 FUNCTION_NAMES = tuple(sorted(FUNCTIONS))
@@ -143,7 +143,7 @@ class _GrammarTables:
     def __init__(self) -> None:
         import lark
 
-        from symad.parser import grammar_text
+        from symad.frontend.parser import grammar_text
 
         lk = lark.Lark(grammar_text(), parser="lalr")
         self.start = lk.options.start[0]

@@ -37,7 +37,7 @@ def symad_executable() -> list[str]:
     if beside.is_file():
         return [str(beside)]
     exe = shutil.which("symad")
-    return [exe] if exe else [sys.executable, "-m", "symad.cli"]
+    return [exe] if exe else [sys.executable, "-m", "symad"]
 
 
 def run_measured(args: list[str], stdin: str | Path | None = None, timeout: float = 600) -> Measured:

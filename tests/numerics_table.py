@@ -110,7 +110,7 @@ ROWS: list[tuple[str, dict[str, float], float, tuple[float, ...], str]] = [
 
 
 def variables(point: dict[str, float]) -> list[str]:
-    from symad.graph import natural_key
+    from symad.core.graph import natural_key
 
     return sorted(point, key=natural_key)
 

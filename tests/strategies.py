@@ -1,7 +1,7 @@
 """Hypothesis strategies for symad's input language: random expression text and points.
 
-The generator reads the op table (:data:`symad.ops.OPS` and
-:data:`symad.ops.FUNCTIONS`), so a newly added operation or function is
+The generator reads the op table (:data:`symad.core.ops.OPS` and
+:data:`symad.core.ops.FUNCTIONS`), so a newly added operation or function is
 generated, and therefore tested, without touching this file.  The text follows
 the grammar in ``grammar/symad.lark``: an operand gets parentheses exactly when
 its precedence is too low for its position (and now and then when it is not, to
@@ -28,7 +28,7 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from symad.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_UNARY
+from symad.core.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_UNARY
 
 VARIABLES = ("x", "y", "z", "x2", "x10")
 

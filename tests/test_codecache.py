@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import symad
-from symad import codecache, native
+from symad.backends.llvm import cache as codecache
+from symad.backends.llvm import jit as native
 
 NOBODY = 65534
 PAYLOAD = b"\x7fELF not really machine code" * 10
@@ -195,7 +196,7 @@ def test_an_entry_linked_to_dev_zero_is_refused_without_reading(cache):
     codecache.store("other", PAYLOAD)
     entry(cache, "k").symlink_to("/dev/zero")
     done = run_with_memory_cap("""
-        from symad import codecache
+        from symad.backends.llvm import cache as codecache
         print(codecache.load("k"))
     """, child_env(cache))
     assert done.returncode == 0, done.stderr
@@ -211,7 +212,7 @@ def test_a_device_entry_is_refused_without_reading(cache):
     except OSError:
         pytest.skip("cannot make device nodes here")
     done = run_with_memory_cap("""
-        from symad import codecache
+        from symad.backends.llvm import cache as codecache
         print(codecache.load("k"))
     """, child_env(cache))
     assert done.returncode == 0, done.stderr
@@ -268,7 +269,7 @@ def test_a_failed_write_leaves_no_temporary_file(cache, monkeypatch):
 CHILD = """
     import json, sys
     import symad
-    from symad import native
+    from symad.backends.llvm import jit as native
     f = symad.compile(sys.argv[1], backend="native")
     print(json.dumps({"value": f.value([0.5, 2.0]), "loaded": native.compile_stats()["loaded"]}))
 """

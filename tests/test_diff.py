@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from symad import Graph, parse
-from symad.diff import gradient
+from symad.ad.reverse import gradient
 
 
 def at(e, **point):

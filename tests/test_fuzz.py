@@ -37,7 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symad
-import symad.function
+from symad.backends.llvm import jit
 from symad import Graph, ParseError, parse
 
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=False,
@@ -75,7 +75,7 @@ def test_fuzz_hostile_text(text):
 @pytest.mark.slow
 def test_fuzz_native_backend_agrees(text):
     """The same property with compiled machine code (LLVM): same numbers as the reference evaluation."""
-    if not symad.function.native.available():
+    if not jit.available():
         pytest.skip("llvmlite is not installed")
     _run(text, backend="native")
 
@@ -142,7 +142,7 @@ def test_unicode_digits_are_not_numbers():
 @given(inputs(max_depth=200))
 @pytest.mark.slow
 def test_cli_in_process(text):
-    """A sample through ``symad.cli.main`` (every command): exit 0 or 2, no traceback, no internal error."""
+    """A sample through ``symad.cli.main.main`` (every command): exit 0 or 2, no traceback, no internal error."""
     variables = variables_of(text)
     for argv in cli_argvs(text, variables):
         status, out, err = run_cli_in_process(argv)
@@ -241,7 +241,7 @@ print(e.compile().value_and_grad(x=0.4))  # the same program again: a second -O2
 """
 
 
-@pytest.mark.skipif(not symad.function.native.available(), reason="llvmlite is not installed")
+@pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
 @pytest.mark.slow
 def test_concurrent_native_compiles_do_not_crash_the_process():
     """Two background LLVM compiles at once (or one still running at exit) must not kill Python.

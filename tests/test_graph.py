@@ -5,7 +5,7 @@ import math
 import pytest
 
 from symad import Graph, parse
-from symad.graph import natural_key
+from symad.core.graph import natural_key
 
 
 def nodes(e):

@@ -9,8 +9,9 @@ import pytest
 import sympy
 
 from symad import Graph, PointError, parse
-from symad.diff import jvp
-from symad.hessian import SecondOrder, hessian, hessian_nodes, hvp, jvp_many
+from symad.ad.forward import jvp
+from symad.ad.hessian import hessian_nodes, jvp_many
+from symad.hessian import SecondOrder, hessian, hvp
 
 # Smooth everywhere, so SymPy and symad agree at any point (no branch conventions involved).
 UNARY = ["sin", "cos", "exp", "tanh", "atan"]

@@ -21,7 +21,7 @@ from measure import python_measured, run_measured
 
 import symad
 from symad import Graph, LimitError, SymadError, parse
-from symad.limits import LIMITS, Limits, override
+from symad.core.limits import LIMITS, Limits, override
 
 # What each limit's error must mention: the Python name and the command-line flag.
 FLAGS = {"max_input_chars": "--max-input", "max_nodes": "--max-dag-nodes", "max_program_ops": "--max-program-ops"}
@@ -39,7 +39,7 @@ def test_input_length_limit():
             parse("x+" * 50 + "x", Graph())
     message = str(info.value)
     assert "101 characters" in message and "100" in message
-    assert "--max-input" in message and "symad.limits.LIMITS.max_input_chars" in message
+    assert "--max-input" in message and "symad.core.limits.LIMITS.max_input_chars" in message
     assert isinstance(info.value, SymadError)
 
 
@@ -50,7 +50,7 @@ def test_dag_size_limit_while_parsing():
             parse("+".join(f"x{k}" for k in range(2000)), g)
         assert len(g) <= 1000
     message = str(info.value)
-    assert "1,000 nodes" in message and "--max-dag-nodes" in message and "symad.limits.LIMITS.max_nodes" in message
+    assert "1,000 nodes" in message and "--max-dag-nodes" in message and "symad.core.limits.LIMITS.max_nodes" in message
 
 
 def test_dag_size_limit_while_differentiating():
@@ -67,7 +67,7 @@ def test_program_size_limit():
         with pytest.raises(LimitError) as info:
             e.compile(backend="python").value([0.0] * 100)
     message = str(info.value)
-    assert "50" in message and "symad.limits.LIMITS.max_program_ops" in message
+    assert "50" in message and "symad.core.limits.LIMITS.max_program_ops" in message
 
 
 def test_override_restores_and_rejects_unknown_names():
@@ -106,7 +106,7 @@ def test_cli_has_a_flag_for_every_limit():
     """A limit a command-line user can hit must be raisable from the command line.
 
     The program-size limit's error says "raise it with
-    symad.limits.LIMITS.max_program_ops", which a shell user cannot do.
+    symad.core.limits.LIMITS.max_program_ops", which a shell user cannot do.
     """
     help_text = run("grad", "--help").stdout
     missing = [flag for name, flag in FLAGS.items() if flag not in help_text]

@@ -5,8 +5,11 @@ import math
 import numpy as np
 import pytest
 
-from symad import Graph, SymadError, compiler, llvm_ir, native, parse
-from symad.ops import OPS
+from symad import Graph, SymadError, parse
+from symad.backends import program as compiler
+from symad.backends.llvm import ir as llvm_ir
+from symad.backends.llvm import jit as native
+from symad.core.ops import OPS
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")
 
@@ -185,7 +188,7 @@ def test_native_call_with_one_output_and_no_inputs():
 
 @pytest.fixture
 def disk_cache(tmp_path, monkeypatch):
-    from symad import codecache
+    from symad.backends.llvm import cache as codecache
 
     monkeypatch.setattr(codecache, "_dir", [])
     monkeypatch.setenv("SYMAD_CACHE_DIR", str(tmp_path / "cache"))
@@ -195,7 +198,7 @@ def disk_cache(tmp_path, monkeypatch):
 
 
 def test_disk_cache_is_off_by_default(monkeypatch):
-    from symad import codecache
+    from symad.backends.llvm import cache as codecache
 
     monkeypatch.setattr(codecache, "_dir", [])
     monkeypatch.delenv("SYMAD_CACHE_DIR", raising=False)

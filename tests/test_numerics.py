@@ -13,7 +13,7 @@ from fuzz_check import run_cli_in_process
 from numerics_table import DOC, ROWS, markdown, variables
 
 from symad import Graph, parse
-from symad.function import native
+from symad.backends.llvm import jit as native
 
 BACKENDS = ["auto", "python"] + (["native"] if native.available() else [])
 

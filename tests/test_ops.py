@@ -15,7 +15,7 @@ from approx import close, same
 
 import symad
 from symad import Graph
-from symad.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_POWER, PREC_PRODUCT, PREC_SUM, PREC_UNARY, Call, Inline, define
+from symad.core.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_POWER, PREC_PRODUCT, PREC_SUM, PREC_UNARY, Call, Inline, define
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def test_lowerings_partials_and_evaluations_live_in_the_table_only():
 def test_small_integer_powers_give_the_same_bits_in_every_evaluator():
     """x^3 and friends are products in the interpreters, both backends and constant folding
     (the node-by-node evaluator used pow and differed in the last bit on a quarter of points)."""
-    from symad.interpret import node_values
+    from symad.backends.interpret import node_values
 
     rng = np.random.default_rng(5)
     for k in (-4, -3, -2, -1, 2, 3, 4):
@@ -131,7 +131,7 @@ def test_small_integer_powers_give_the_same_bits_in_every_evaluator():
 
 FAKE_OP = """
 import math, numpy as np
-from symad import ops
+from symad.core import ops
 ops.define("cube", 1, lambda a: a * a * a, lambda a: a * a * a, (lambda a, out: 3.0 * (a * a),),
            llvm=ops.Inline("{t}s = fmul double {0}, {0}\\n{r} = fmul double {t}s, {0}"),
            domain=((0.5,), (-1.2,)), doc="a test operation")

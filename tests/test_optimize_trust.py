@@ -12,7 +12,8 @@ import pytest
 from cli_helpers import run as symad
 from measure import run_measured
 
-from symad import SymadError, compiler, optimize
+from symad import SymadError, optimize
+from symad.backends import program as compiler
 from symad.hessian import SecondOrder
 from symad.optimize import minimize
 

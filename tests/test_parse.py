@@ -9,7 +9,7 @@ import pytest
 
 import symad
 from symad import ParseError, UnknownFunctionError, parse, to_postfix
-from symad.parser import LARK_TESTED, grammar_text, lark_tables
+from symad.frontend.parser import LARK_TESTED, grammar_text, lark_tables
 
 
 def postfix(text: str) -> str:
@@ -213,7 +213,7 @@ def test_lark_tables_reject_another_layout_clearly(monkeypatch, change):
 
 def test_a_changed_lark_fails_parse_with_the_clear_error(monkeypatch):
     """Through the public API too: the driver is built with `lark_tables`."""
-    from symad import parser
+    from symad.frontend import parser
 
     class MovedTable(lark.Lark):  # a Lark whose parse table moved elsewhere
         def __init__(self, *args, **kwargs):

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from symad import Graph, parse
-from symad.printing import format_number, to_shared, to_texts
+from symad.core.printing import format_number, to_shared, to_texts
 
 
 @pytest.mark.parametrize("text, printed", [

@@ -34,8 +34,8 @@ from sympy.parsing.sympy_parser import auto_number, convert_xor, parse_expr
 
 import symad
 from symad import Graph
-from symad.graph import natural_key
-from symad.ops import CONSTANTS, FUNCTIONS, OPS
+from symad.core.graph import natural_key
+from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
 
 # Derandomized (the same examples on every run, so CI is reproducible) unless
 # SYMAD_PROPERTY_SEED is set; SYMAD_PROPERTY_SCALE multiplies every example count

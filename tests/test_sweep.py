@@ -1,4 +1,4 @@
-"""The one reverse sweep, the one forward sweep and the one node-value evaluator (symad.sweep)."""
+"""The one reverse sweep, the one forward sweep and the one node-value evaluator (symad.ad.sweep)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import math
 
 import pytest
 
-import symad.diff
+import symad.ad.reverse
 from symad import Graph, parse
-from symad.diff import forward, gradient, jvp
-from symad.hessian import jvp_many
-from symad.interpret import node_values
-from symad.sweep import active, forward_edges, forward_nodes, reverse_edges, reverse_nodes
-from symad.tape import Tape
+from symad.ad.forward import forward, jvp
+from symad.ad.reverse import gradient
+from symad.ad.hessian import jvp_many
+from symad.backends.interpret import node_values
+from symad.ad.sweep import active, forward_edges, forward_nodes, reverse_edges, reverse_nodes
+from symad.backends.tape import Tape
 
 
 def test_active_is_what_depends_on_the_sources() -> None:
@@ -87,8 +88,8 @@ def test_jvp_many_is_forward_with_dropped_zeros() -> None:
 
 
 def test_stale_alias_is_gone() -> None:
-    assert not hasattr(symad.diff, "_local_partial")
-    assert callable(symad.diff.local_partial)
+    assert not hasattr(symad.ad.reverse, "_local_partial")
+    assert callable(symad.ad.local.local_partial)
 
 
 def test_node_values_extends_known_values_without_revisiting_them() -> None:
@@ -96,7 +97,7 @@ def test_node_values_extends_known_values_without_revisiting_them() -> None:
     e = parse("exp(x) + 1/(x - 1)", g)
     values = node_values(g, [e.id], {"x": 1.0})
     assert values[e.id] == math.inf  # 1/0, as the compiled code computes it
-    d = symad.diff.local_partial(g, e.id, 1)  # a few new nodes over evaluated ones
+    d = symad.ad.local.local_partial(g, e.id, 1)  # a few new nodes over evaluated ones
     before = dict(values)
     node_values(g, [d], {"x": float("nan")}, values)  # known nodes keep their values: never re-read
     assert all(values[n] == v or (v != v) for n, v in before.items())

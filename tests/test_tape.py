@@ -1,4 +1,4 @@
-"""The interpreted first tier (symad.tape) and the tiering of Function(backend="auto")."""
+"""The interpreted first tier (symad.backends.tape) and the tiering of Function(backend="auto")."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from strategies import expressions, points
 from test_properties import graph_invariants, property_test, text_variables
 
 import symad
-from symad import compiler, native
-from symad.function import COMPILE_AFTER_CALLS
-from symad.graph import Graph
-from symad.tape import Tape
+from symad.backends import program as compiler
+from symad.backends.llvm import jit as native
+from symad.backends.tiering import COMPILE_AFTER_CALLS
+from symad.core.graph import Graph
+from symad.backends.tape import Tape
 
 COMPILED = ["python", "native"] if native.available() else ["python"]
 
@@ -131,7 +132,7 @@ def test_a_large_batch_waits_for_compiled_code_and_a_small_one_does_not():
 def test_a_program_over_the_limit_keeps_the_interpreter_serving():
     e = symad.parse("sin(x)*cos(y) + x*y", Graph())
     f = e.compile()
-    with symad.limits.override(max_program_ops=5):  # the value has 5 operations; with the gradient more
+    with symad.core.limits.override(max_program_ops=5):  # the value has 5 operations; with the gradient more
         want = f.value_and_grad(x=1.0, y=2.0)
         got = f.value_and_grad(x=1.0, y=2.0)  # starts the compile, which fails on the limit
         f._value_grad.thread.join()

@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import run
 
 from symad import Graph, LimitError, SymadError, VariableError, parse
-from symad.viz import LARGE, DotNotFoundError, render, to_digraph, write
+from symad.tools.viz import LARGE, DotNotFoundError, render, to_digraph, write
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "(x+y)+x*(x+y)"

@@ -1,0 +1,125 @@
+"""The sweeps over a DAG, written once: which nodes carry derivatives, and in what order.
+
+Every derivative computation of symad walks the same edges: reverse mode from the
+output down (:func:`symad.diff.gradient`, the drawings of :mod:`symad.viz`, the
+tables of :mod:`symad.explain`), forward mode from the inputs up
+(:func:`symad.diff.forward`: :func:`symad.diff.jvp`, :func:`symad.hessian.jvp_many`;
+the forward tables), and the backward steps of a :class:`symad.tape.Tape`.  This
+module yields those edges: :func:`reverse_nodes` / :func:`forward_nodes` give each
+user with the positions ``k`` of its arguments that carry derivatives (what the
+hot loops want: no allocation per edge), :func:`reverse_edges` / :func:`forward_edges`
+the same as ``(user, k, argument)`` triples.  Each consumer attaches its own local
+partial to an edge (a node of the graph, a number, a label), so the walk itself is
+written here only.  Iterative, no recursion: DAGs of millions of nodes are fine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from typing import Any
+
+from symad.core.graph import Graph
+
+Ks = tuple[int, ...]  # the positions k of a user's arguments that carry derivatives, ascending
+Dead = Mapping[int, Collection[int]]  # user -> the k of its edges whose local partial is the number 0
+
+
+def active(graph: Graph, order: list[int], sources: Collection[int] | None = None,
+           dead: Dead | None = None) -> set[int]:
+    """Nodes in ``order`` (topological) that depend on a source; ``None``: every variable.
+
+    Only they carry derivatives: an adjoint flows into, and a tangent out of, them only.
+    ``dead`` names edges that carry nothing (a partial that is the number 0, as for
+    ``sign``): a node reached only through them is not active.
+    """
+    args_of = graph.args
+    found: set[int] = set()
+    add, disjoint = found.add, found.isdisjoint
+    if sources is None:
+        op_of = graph.op
+        sources = [n for n in order if op_of[n] == "var"]
+    if not isinstance(sources, (set, frozenset, dict)):
+        sources = set(sources)
+    for node in order:
+        if node in sources:
+            add(node)
+            continue
+        args = args_of[node]
+        if not args or disjoint(args):
+            continue
+        ks = dead.get(node) if dead else None
+        if ks is None or any(a in found for k, a in enumerate(args) if k not in ks):
+            add(node)
+    return found
+
+
+def _users(graph: Graph, order: Iterable[int], live: Collection[int], dead: Dead | None) -> Iterator[tuple[int, Ks]]:
+    """``(node, ks)`` for each live node of ``order``: ks the live, not dead, arguments' positions."""
+    args_of = graph.args
+    dead = dead or {}
+    for node in order:
+        if node not in live:
+            continue
+        args = args_of[node]
+        if node in dead:
+            ks = dead[node]
+            yield node, tuple(k for k, a in enumerate(args) if a in live and k not in ks)
+        elif len(args) == 2:  # the common case, spelled out (no allocation): this runs once per node
+            a, b = args
+            yield node, ((0, 1) if b in live else (0,)) if a in live else (1,) if b in live else ()
+        elif len(args) == 1:
+            yield node, (0,) if args[0] in live else ()
+        else:
+            yield node, tuple(k for k, a in enumerate(args) if a in live)
+
+
+def reverse_nodes(graph: Graph, order: list[int], live: Collection[int],
+                  dead: Dead | None = None) -> Iterator[tuple[int, Ks]]:
+    """Reverse mode: each node of ``live`` from the output down, with its live arguments.
+
+    Yields ``(user, ks)``: the user's arguments ``graph.args[user][k]`` for k in ks
+    (ascending) carry its adjoint; leaves come with none.  A consumer that has
+    nothing to pass back from a user (a zero adjoint) skips it.
+    """
+    return _users(graph, reversed(order), live, dead)
+
+
+def forward_nodes(graph: Graph, order: list[int], live: Collection[int],
+                  dead: Dead | None = None) -> Iterator[tuple[int, Ks]]:
+    """Forward mode: each node of ``live`` from the inputs up, with its live arguments' positions."""
+    return _users(graph, order, live, dead)
+
+
+def reverse_edges(graph: Graph, root: int, sources: Collection[int] | None = None, *,
+                  order: list[int] | None = None,
+                  live: Collection[int] | None = None) -> Iterator[tuple[int, int, int]]:
+    """The reverse sweep's edges ``(user, k, argument)``, users in reverse topological order.
+
+    ``sources`` are the nodes derivatives are taken with respect to (default: every
+    variable); ``order`` and ``live`` may be passed when the caller has them already.
+
+    >>> from symad import parse
+    >>> e = parse("x*y + x")
+    >>> [(e.graph.op[u], k) for u, k, _ in reverse_edges(e.graph, e.id)]
+    [('add', 0), ('add', 1), ('mul', 0), ('mul', 1)]
+    """
+    return _edges(graph, [root], sources, order, live, reverse_nodes)
+
+
+def forward_edges(graph: Graph, roots: list[int], sources: Collection[int] | None = None, *,
+                  order: list[int] | None = None,
+                  live: Collection[int] | None = None) -> Iterator[tuple[int, int, int]]:
+    """The forward sweep's edges ``(user, k, argument)``, users in topological order."""
+    return _edges(graph, roots, sources, order, live, forward_nodes)
+
+
+def _edges(graph: Graph, roots: list[int], sources: Collection[int] | None, order: list[int] | None,
+           live: Collection[int] | None, nodes: Any) -> Iterator[tuple[int, int, int]]:
+    if order is None:
+        order = graph.reachable(roots)
+    if live is None:
+        live = active(graph, order, sources)
+    args_of = graph.args
+    for user, ks in nodes(graph, order, live):
+        for k in ks:
+            yield user, k, args_of[user][k]

@@ -1,0 +1,244 @@
+"""Native backend: the straight-line program compiled to machine code with llvmlite.
+
+Three entry points are compiled for a schedule (the IR comes from :mod:`symad.llvm_ir`):
+``point`` for one point, ``batch``, one fused loop over ``n`` points in which every
+intermediate value stays in registers (no temporary array per node, unlike NumPy),
+and ``call``, ``point`` on NumPy arrays read in place.  No fast-math flags are set,
+so results follow IEEE arithmetic like the other backends (``1/0 → inf``,
+``log(-1) → nan``); ``sin``, ``exp`` and the like call the C library, as Python's
+``math`` module does.
+
+llvmlite needs no C compiler at run time; compiled machine code is cached in
+memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
+used), so an expression compiled again reuses its code, and optionally on disk
+(:mod:`symad.codecache`).  Compiles run one at a time, in a thread that a Ctrl-C
+does not wait for (:mod:`symad.background`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from symad.backends import background
+from symad.backends.llvm import cache, ir
+from symad.backends.schedule import Schedule
+from symad.core import forksafe
+
+_lock = threading.Lock()
+_compile_lock = threading.Lock()
+# Recently compiled programs, most recent last: an expression compiled again in this
+# process reuses its code.  At most CACHE_PROGRAMS are kept (the least recently used
+# goes first); a program's code is freed when neither this cache nor a Program holds it.
+CACHE_PROGRAMS = 256
+_cache: dict[str, NativeProgram] = {}  # insertion order: least recently used first
+_machines: dict[int, Any] = {}
+# A fork waits for a compile in flight: LLVM's state is copied whole, never half-changed.
+forksafe.hold_across_fork(_compile_lock, _lock)
+_engines: weakref.WeakSet = weakref.WeakSet()  # every live execution engine
+
+
+def _detach_engines() -> None:
+    # At exit, engines still alive would be freed while modules are torn down, where
+    # llvmlite's own cleanup fails noisily: leave their memory to the ending process.
+    for engine in list(_engines):
+        engine.detach()
+
+
+background.when_settled(_detach_engines)
+_stats = {"compiles": 0, "seconds": 0.0, "loaded": 0}
+
+
+def compile_stats() -> dict[str, float]:
+    """Native compiles in this process so far: how many, their total seconds, how many loaded from disk."""
+    with _lock:
+        return dict(_stats)
+
+POINT = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+# `call` takes the NumPy arrays themselves and keeps the GIL: converting an array to an
+# address in Python (`a.ctypes.data`) costs more than a small program's whole run.
+CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
+
+
+def available() -> bool:
+    """Whether llvmlite can be imported (the native backend is optional)."""
+    try:
+        import llvmlite.binding  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def array_data_offset() -> int | None:
+    """Where a NumPy array object keeps its data pointer (NumPy's C API ``PyArrayObject``).
+
+    The field follows the object header, whose size depends on how Python was built,
+    so it is found by looking, once; None (no ``call`` entry) if it is not where expected.
+    """
+    import numpy as np
+
+    probe = np.arange(3.0)
+    for offset in (16, 32):  # the header of a release build, of a debug build
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+            return offset
+    return None
+
+
+class NativeProgram:
+    """Machine code for a schedule.
+
+    * ``point(in_ptr, out0_ptr, rest_ptr)``: output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``;
+    * ``batch(in_ptr, out_ptr, n)``: ``n`` points, row after row, into rows of ``out``;
+    * ``call(x, rest) -> output 0``: the same as ``point`` on the data of two contiguous
+      float64 NumPy arrays (``x`` of the inputs, ``rest`` of the other outputs), without
+      the cost of taking their addresses in Python; None where unavailable.  The caller
+      checks the arrays' dtype, shape and contiguity.
+    """
+
+    def __init__(self, point: Callable[..., None], batch: Callable[..., None], call: Callable[..., float] | None,
+                 n_in: int, n_out: int, engine: Any = None):
+        self.point, self.batch, self.call = point, batch, call
+        self.n_in, self.n_out = n_in, n_out
+        self.engine = engine  # owns the machine code: freed with the last reference to this object
+
+
+@functools.lru_cache(maxsize=1)
+def _host_cpu() -> tuple[str, str]:
+    """This machine's CPU name and features, as LLVM names them (asked once: it costs 0.5 ms)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def _target_machine_for(opt: int) -> Any:
+    """The target machine of IR passes and object emission at ``opt`` (one per level, kept)."""
+    with _lock:
+        if opt not in _machines:
+            _machines[opt] = _new_target_machine(opt)
+        return _machines[opt]
+
+
+def _new_target_machine(opt: int) -> Any:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    # This machine's own instruction set (AVX and the like): code runs where it is compiled
+    # (the disk cache keys its entries by CPU).  Without fast-math flags LLVM fuses no
+    # multiply-add, so the numbers stay those of the other backends.
+    cpu, features = _host_cpu()
+    return target.create_target_machine(cpu=cpu, features=features, opt=opt, codemodel="jitdefault")
+
+
+def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
+    """Machine code for ``schedule`` (cached by its structural hash and ``opt``).
+
+    ``opt=2`` runs LLVM's optimisation pipeline (best code, compile time grows
+    faster than linearly with the program; programs of up to ``ir.QUICK_OPS``
+    operations skip the IR passes, which gain them nothing); ``opt=0`` only
+    selects instructions and allocates registers (fast to build, slower to run).
+    """
+
+    key = f"{schedule.key}-O{opt}"
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+
+    def work() -> NativeProgram:
+        # llvmlite works in LLVM's one global context, which is not thread-safe: one
+        # compile at a time (a background -O2 compile and a foreground one would crash).
+        with _compile_lock:
+            cached = _cached(key)
+            return cached if cached is not None else _compile(schedule, opt, key)
+
+    return background.run_interruptibly(work)
+
+
+def _cached(key: str) -> NativeProgram | None:
+    with _lock:
+        program = _cache.pop(key, None)
+        if program is not None:
+            _cache[key] = program  # now the most recently used
+        return program
+
+
+def clear_cache() -> None:
+    """Forget the compiled programs (their code is freed once no Function uses it)."""
+    with _lock:
+        _cache.clear()
+
+
+def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
+    import time
+
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    started = time.perf_counter()
+    tm = _target_machine_for(opt)
+    # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
+    # the values passed between them through memory would cost a third more time.
+    text = ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset())
+    on_disk = None
+    if cache.cache_dir() is not None:
+        on_disk = cache.key(text, f"O{opt}", *_host_cpu(), llvmlite.__version__)
+    stored = cache.load(on_disk) if on_disk else None
+    loaded = stored is not None
+    if stored is None:
+        # Object code, not an engine compiling the module: the engine would keep the IR
+        # (~0.7 MB a small program) for as long as the code lives.
+        stored = tm.emit_object(_optimized_module(text, tm, opt, schedule.size))
+        if on_disk:
+            cache.store(on_disk, stored)
+    # An engine owns (and frees with itself) the target machine it is given: its own one.
+    engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
+    _engines.add(engine)
+    engine.finalize_object()
+    call_address = engine.get_function_address("call")
+    program = NativeProgram(POINT(engine.get_function_address("point")),
+                            BATCH(engine.get_function_address("batch")),
+                            CALL(call_address) if call_address else None,
+                            len(schedule.inputs), len(schedule.outputs), engine)
+    with _lock:
+        _cache[key] = program
+        while len(_cache) > CACHE_PROGRAMS:
+            del _cache[next(iter(_cache))]  # the least recently used
+        _stats["compiles"] += 1
+        _stats["loaded"] += loaded
+        _stats["seconds"] += time.perf_counter() - started
+    return program
+
+
+def _empty_module(tm: Any) -> Any:
+    import llvmlite.binding as llvm
+
+    module = llvm.parse_assembly("")
+    module.triple, module.data_layout = tm.triple, str(tm.target_data)
+    return module
+
+
+def _optimized_module(text: str, tm: Any, opt: int, size: int) -> Any:
+    """The IR parsed, checked and (at ``opt`` > 0, past ``ir.QUICK_OPS`` operations) optimised."""
+    import llvmlite.binding as llvm
+
+    module = llvm.parse_assembly(text)
+    module.triple = tm.triple
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    if opt and size > ir.QUICK_OPS:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        # Pack isomorphic neighbouring operations (the terms of a sum) into vector instructions:
+        # a quarter off the run time of a large program, for half as much again compile time.
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(module, pb)
+    return module

@@ -1,0 +1,135 @@
+"""Python code generation: a schedule as one straight-line Python function.
+
+Temporaries are register-allocated (a register is reused after its last use, so
+NumPy batches don't keep one array per node alive).  The code runs against two
+namespaces: ``math`` on plain floats (fastest for a single point of a small
+expression) and NumPy ufuncs for batches and IEEE semantics (a float evaluation
+that raises is redone with NumPy, so ``1/0 → inf`` and ``log(-1) → nan``
+whichever path ran).  The source contains only symad's own identifiers and
+``repr`` of floats, never user text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from symad.core.ops import OPS
+from symad.core.semantics import small_power_step
+
+if TYPE_CHECKING:
+    from symad.backends.schedule import ChunkPlan
+
+Step = tuple[int, str, tuple[int, ...]]  # (node, op, argument nodes)
+
+# The namespaces the code runs in: each op's function as f_<name>, on floats and on NumPy values.
+PY_NAMESPACE: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
+NP_NAMESPACE: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
+for _name, _spec in OPS.items():
+    if _spec.arity:
+        PY_NAMESPACE[f"f_{_name}"] = _spec.py
+        NP_NAMESPACE[f"f_{_name}"] = _spec.np
+
+
+def _literal(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "(-inf)"
+    return repr(value) if math.copysign(1.0, value) > 0 else f"({value!r})"
+
+
+def power_code(base: str, k: int) -> str:
+    """Python text of ``base^k`` as products (see :func:`symad.semantics.power_product`)."""
+    product = " * ".join([base] * abs(k))
+    return product if k > 0 else f"1.0 / ({product})"
+
+
+def _straight_line(steps: list[Step], names: dict[int, str],
+                   consts: dict[int, float], live_after: set[int], store: dict[int, str]) -> list[str]:
+    """Python lines computing ``steps``; ``names`` maps nodes defined earlier to their text.
+
+    Registers ``r0, r1, ...`` are reused after a value's last use (values in
+    ``live_after`` are never released); a node in ``store`` is also written there.
+    """
+    last_use: dict[int, int] = {}
+    for p, (_, _, args) in enumerate(steps):
+        for a in args:
+            last_use[a] = p
+    for node in live_after:
+        last_use[node] = len(steps)
+    free: list[str] = []
+    n_registers = 0
+    lines = []
+    for p, (node, op, args) in enumerate(steps):
+        spec = OPS[op]
+        arg_names = [names[a] for a in args]
+        # Numbers alone (`1.0 / 0.0`, kept unfolded because the result is not finite)
+        # go through the op's function: Python's operators would raise even when
+        # the NumPy namespace is in use.
+        numbers_only = all(a in consts for a in args)
+        k = None if numbers_only else small_power_step(consts, op, args)
+        if k is not None:
+            text = power_code(arg_names[0], k)
+        elif spec.code and not numbers_only:
+            text = spec.code.format(*arg_names)
+        else:
+            text = f"f_{op}({', '.join(arg_names)})"
+        for a in set(args):
+            if last_use.get(a) == p and names[a][0] == "r":
+                free.append(names[a])
+        if free:
+            reg = free.pop()
+        else:
+            reg = f"r{n_registers}"
+            n_registers += 1
+        names[node] = reg
+        lines.append(f"    {reg} = {text}")
+        if node in store:
+            lines.append(f"    {store[node]} = {reg}")
+    return lines
+
+
+def python_source(inputs: list[int], outputs: list[int], steps: list[Step], consts: dict[int, float],
+                  plan: ChunkPlan | None = None) -> str:
+    """The program as Python source: ``program(a0, a1, ...)`` returning the outputs' tuple;
+    with a chunk ``plan``, one function per chunk, values crossing chunks in the list ``s``."""
+    literals = {node: _literal(c) for node, c in consts.items()}
+    if plan is None:
+        names = {v: f"a{k}" for k, v in enumerate(inputs)}
+        names.update(literals)
+        lines = _straight_line(steps, names, consts, set(outputs), {})
+        params = ", ".join(f"a{k}" for k in range(len(inputs)))
+        result = ", ".join(names[n] for n in outputs)
+        return f"def program({params}):\n" + "".join(ln + "\n" for ln in lines) + f"    return ({result},)\n"
+    chunks, chunk_of, slot = plan.chunks, plan.chunk_of, plan.slot
+    index = {v: k for k, v in enumerate(inputs)}
+    parts = []
+    for c, chunk in enumerate(chunks):
+        names = dict(literals)
+        head = []
+        for _, _, args in chunk:
+            for a in args:
+                if a in names or chunk_of.get(a) == c:
+                    continue
+                if a in index:
+                    names[a] = f"a{index[a]}"
+                    head.append(f"    a{index[a]} = a[{index[a]}]")
+                else:
+                    names[a] = f"v{slot[a]}"
+                    head.append(f"    v{slot[a]} = s[{slot[a]}]")
+        store = {node: f"s[{slot[node]}]" for node, _, _ in chunk if node in slot}
+        lines = head + _straight_line(chunk, names, consts, set(), store)
+        parts.append(f"def chunk{c}(a, s):\n" + "".join(ln + "\n" for ln in lines) + "    return None\n")
+
+    def ref(node: int) -> str:
+        if node in literals:
+            return literals[node]
+        return f"a[{index[node]}]" if node in index else f"s[{slot[node]}]"
+
+    calls = "".join(f"    chunk{c}(a, s)\n" for c in range(len(chunks)))
+    result = ", ".join(ref(n) for n in outputs)
+    parts.append(f"def program(*a):\n    s = [0.0] * {len(slot)}\n{calls}    return ({result},)\n")
+    return "\n".join(parts)
+
+

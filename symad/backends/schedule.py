@@ -1,0 +1,100 @@
+"""What a compiled program computes, in order: the schedule every backend lowers.
+
+A :class:`Schedule` lists the operations the outputs need (dead code is never
+emitted) in topological order: forward values first, then, for gradient
+outputs, the adjoint nodes the backward sweep built.  A large schedule is cut
+into chunks of ``CHUNK_OPS`` operations by :func:`chunk_plan`, the one plan the
+Python and LLVM code generators share: compiling one huge function takes time
+and memory growing faster than linearly with its size; in pieces, both grow
+linearly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from symad.backends.python_code import python_source
+from symad.core.errors import SymadError
+from symad.core.graph import Graph
+from symad.core.limits import LIMITS
+
+Step = tuple[int, str, tuple[int, ...]]  # (node, op, argument nodes)
+
+# A schedule of over twice this many operations is compiled as functions of this many
+# (measured for LLVM at -O2, whose time grows fastest; Python's compile is bounded by it too).
+CHUNK_OPS = 1000
+
+
+@dataclass
+class ChunkPlan:
+    """A schedule's steps cut into chunks, and the values that cross a chunk boundary."""
+
+    chunks: list[list[Step]]
+    chunk_of: dict[int, int]  # node -> the chunk computing it
+    slot: dict[int, int]  # node -> its place in the array shared by the chunks (crossing values, outputs)
+
+
+def chunk_plan(steps: list[Step], outputs: Sequence[int], size: int = CHUNK_OPS) -> ChunkPlan:
+    """Cut ``steps`` into chunks of ``size``; a value used by a later chunk, or an output,
+    gets a slot of the shared array, in order of first need."""
+    chunks = [steps[i:i + size] for i in range(0, len(steps), size)]
+    chunk_of = {node: c for c, chunk in enumerate(chunks) for node, _, _ in chunk}
+    slot: dict[int, int] = {}
+    for c, chunk in enumerate(chunks):
+        for _, _, args in chunk:
+            for a in args:
+                if chunk_of.get(a, c) < c:
+                    slot.setdefault(a, len(slot))
+    for node in outputs:
+        if node in chunk_of:
+            slot.setdefault(node, len(slot))
+    return ChunkPlan(chunks, chunk_of, slot)
+
+
+@dataclass
+class Schedule:
+    """The operations computing ``outputs`` from ``inputs`` (variable nodes), in order."""
+
+    inputs: list[int]
+    outputs: list[int]
+    steps: list[Step]
+    consts: dict[int, float]
+    source: str  # the Python form, also the structural key
+    key: str
+
+    @classmethod
+    def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
+        """Schedule the nodes the outputs need, and generate their Python source."""
+        order = graph.reachable(outputs)
+        LIMITS.check_program(len(order))
+        known = set(inputs)
+        steps, consts = [], {}
+        for node in order:
+            op = graph.op[node]
+            if op == "const":
+                consts[node] = graph.data[node]
+            elif op == "var":
+                if node not in known:
+                    raise SymadError(f"no input for variable {graph.data[node]}")
+            else:
+                steps.append((node, op, graph.args[node]))
+        plan = chunk_plan(steps, outputs) if len(steps) > 2 * CHUNK_OPS else None  # type: ignore[arg-type]
+        source = python_source(list(inputs), list(outputs), steps, consts, plan)  # type: ignore[arg-type]
+        key = hashlib.sha256(source.encode()).hexdigest()
+        return cls(list(inputs), list(outputs), steps, consts, source, key)  # type: ignore[arg-type]
+
+    @property
+    def size(self) -> int:
+        """Number of operations."""
+        return len(self.steps)
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the backends compile this schedule in chunks (see :func:`chunk_plan`)."""
+        return self.size > 2 * CHUNK_OPS
+
+    def chunks(self) -> ChunkPlan:
+        """The chunk plan of this schedule's steps."""
+        return chunk_plan(self.steps, self.outputs)

@@ -1,0 +1,195 @@
+"""The first tier: value and gradient by interpreting the forward DAG, with no code to build.
+
+A :class:`Tape` walks the expression's nodes once forward (values) and once
+backward (adjoints, accumulated where a node is shared), evaluating the op
+table's own derivative rules on numbers.  It builds no gradient expression and
+compiles nothing, so the first answer costs a few microseconds per node; a
+:class:`symad.function.Function` answers its first call this way and compiles
+straight-line code only for a function that is called again.
+
+The numbers are those of the compiled code: the same rules, applied in the same
+order, with small integer powers expanded into the same products; floats first,
+and on an exception (``1/0``, ``log(-1)``) the whole sweep again in NumPy with
+IEEE results (``inf``, ``nan``).  The same sweep runs on arrays for a batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.ad.sweep import active, reverse_nodes
+from symad.core.graph import Graph
+from symad.core.limits import LIMITS
+from symad.core.ops import OPS
+from symad.core.semantics import SMALL_POWERS, power_product
+
+
+def _power(k: int) -> Callable[[Any, Any], Any]:
+    """``x^k`` (k small) on a tape step: the products every evaluator computes."""
+    return lambda x, _k: power_product(x, k)
+
+
+_POWERS = {k: _power(k) for k in SMALL_POWERS}
+
+
+@functools.lru_cache(maxsize=256)
+def _pow_base_partial(k: float) -> Callable[..., Any]:
+    """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^(k-1)``, folded)."""
+    if k - 1.0 == 1.0:
+        return lambda a, b, out: k * a
+    expand = _POWERS.get(int(k - 1.0)) if float(k - 1.0).is_integer() else None
+    if expand is not None:
+        return lambda a, b, out: k * expand(a, None)
+    py, np_fn = OPS["pow"].py, OPS["pow"].np
+    return lambda a, b, out: k * (py(a, k - 1.0) if type(a) is float else np_fn(a, k - 1.0))
+
+
+def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, float], rule: Any) -> Any:
+    """The k-th partial as a number where the symbolic gradient's rewrites make it one, else ``rule``.
+
+    With a constant or repeated argument, three partials fold to numbers in
+    :mod:`symad.diff` (constant folding, ``x - x → 0``), and a zero one drops its
+    term (``0*a → 0``) even where the adjoint is inf or nan.  The tape does the same.
+    """
+    if op == "div" and k == 0 and args[1] in consts:  # ∂(x/c)/∂x = 1/c, folded when finite
+        c = consts[args[1]]
+        return 1.0 / c if c != 0.0 else rule
+    if op == "pow" and k == 1 and consts.get(args[0]) == 1.0:  # ∂(1^x)/∂x = out*log(1) → 0
+        return 0.0
+    if op in ("min", "max") and args[0] == args[1]:  # step(x - x) → step(0) = 0.5
+        return 0.5
+    return rule
+
+
+def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
+    """The arguments whose partial is the number 0: their edges carry nothing."""
+    return tuple(k for k, rule in enumerate(rules) if type(rule) is float and rule == 0.0)
+
+
+class Tape:
+    """The nodes of ``root`` in evaluation order, ready to sweep at any point.
+
+    >>> from symad import parse, var
+    >>> e = parse("(x+y)+x*(x+y)")
+    >>> Tape(e.graph, e.id, [var("x").id, var("y").id]).value_and_grad([1.0, 2.0])
+    (6.0, [5.0, 2.0])
+    """
+
+    def __init__(self, graph: Graph, root: int, inputs: Sequence[int]):
+        order = graph.reachable([root])
+        LIMITS.check_program(sum(1 for n in order if graph.args[n]))
+        slot = {node: i for i, node in enumerate(order)}
+        self.root = slot[root]
+        self.inputs = [slot.get(v, -1) for v in inputs]  # -1: a variable the expression does not use
+        consts = {slot[n]: float(graph.data[n]) for n in order if graph.op[n] == "const"}  # type: ignore[arg-type]
+        self._floats: list[Any] = [0.0] * len(order)
+        self._np: list[Any] = [np.float64(0.0)] * len(order)
+        for i, c in consts.items():
+            self._floats[i], self._np[i] = c, np.float64(c)
+        fixed = consts.keys() - set(self.inputs)  # constants that no input overrides
+        # Forward steps (slot, py, np, a0, a1); backward steps (slot, args, (arg slot, rule, ...)),
+        # a rule being the op's partial or a number.  Flat tuples: the tape's memory is the build's peak.
+        self.forward: list[tuple[int, Any, Any, int, int]] = []
+        self.backward: list[tuple[int, tuple[int, ...], tuple[Any, ...]]] = []
+        at, args_of, op_of, forward = slot.__getitem__, graph.args, graph.op, self.forward.append
+        args_at: list[Any] = [None] * len(order)  # per slot, for the backward steps: argument slots
+        rules_at: list[Any] = [None] * len(order)  # and the partials' rules
+        dead: dict[int, tuple[int, ...]] = {}  # user -> arguments whose partial is the number 0
+        table: dict[str, tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]] = {}  # op -> its OPS entry
+        for i, node in enumerate(order):
+            op = op_of[node]
+            if op == "const" or op == "var":
+                continue
+            entry = table.get(op)
+            if entry is None:
+                spec = OPS[op]
+                entry = table[op] = (spec.py, spec.np, spec.partials, _zeros(spec.partials))
+            py, np_fn, rules, zeros = entry
+            args = tuple(map(at, args_of[node]))
+            if len(args) == 2:
+                a0, a1 = args
+                if op == "pow" and a1 in consts:
+                    k = consts[a1]
+                    if k in SMALL_POWERS:
+                        py = np_fn = _POWERS[int(k)]
+                    rules = (_pow_base_partial(k), rules[1])
+                if a0 == a1 or a0 in fixed or a1 in fixed:
+                    rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
+                if rules is not entry[2]:
+                    zeros = _zeros(rules)
+                forward((i, py, np_fn, a0, a1))
+            else:
+                forward((i, py, np_fn, args[0], -1))
+            args_at[i], rules_at[i] = args, rules
+            # A partial that is the number 0 carries nothing back (sign, step, 1^x), as the symbolic
+            # gradient drops its term: the arguments' rules then never run, and cannot raise.
+            if zeros:
+                dead[node] = zeros
+        # The backward steps are the reverse sweep's edges, output first, each with its rule.
+        sources = {v for v in inputs if v in slot}
+        step = self.backward.append
+        for node, ks in reverse_nodes(graph, order, active(graph, order, sources, dead), dead):
+            if not ks:
+                continue
+            i = at(node)
+            args, rules = args_at[i], rules_at[i]
+            if len(ks) == 2:
+                k, j = ks
+                step((i, args, (args[k], rules[k], args[j], rules[j])))
+            elif len(ks) == 1:
+                k = ks[0]
+                step((i, args, (args[k], rules[k])))
+            else:
+                step((i, args, tuple(x for k in ks for x in (args[k], rules[k]))))
+
+    def value(self, point: Sequence[Any]) -> Any:
+        """The value at ``point`` (floats, or arrays of one shape for a batch)."""
+        return self.sweep(point, False)[0]
+
+    def value_and_grad(self, point: Sequence[Any]) -> tuple[Any, list[Any]]:
+        """``(value, [∂/∂input for each input])`` at ``point``."""
+        return self.sweep(point, True)
+
+    def sweep(self, point: Sequence[Any], grad: bool) -> tuple[Any, list[Any]]:
+        """``(value, partials)`` at ``point``; the partials only if ``grad`` (else ``[]``)."""
+        if all(type(x) is float for x in point):
+            try:
+                return self._run(point, self._floats, 1, grad)
+            except (ArithmeticError, ValueError):
+                point = [np.float64(x) for x in point]
+        with np.errstate(all="ignore"):
+            return self._run(point, self._np, 2, grad)
+
+    def _run(self, point: Sequence[Any], template: list[Any], which: int, grad: bool) -> tuple[Any, list[Any]]:
+        v = template.copy()
+        for i, x in zip(self.inputs, point):
+            if i >= 0:
+                v[i] = x
+        for step in self.forward:
+            i, fn, a0, a1 = step[0], step[which], step[3], step[4]
+            v[i] = fn(v[a0]) if a1 < 0 else fn(v[a0], v[a1])
+        value = v[self.root]
+        if not grad:
+            return value, []
+        adj: list[Any] = [None] * len(v)
+        adj[self.root] = 1.0
+        for i, args, wanted in self.backward:
+            g = adj[i]
+            if g is None:
+                continue
+            values = [v[a] for a in args]
+            values.append(v[i])
+            for j in range(0, len(wanted), 2):
+                a, rule = wanted[j], wanted[j + 1]
+                if type(rule) is float:  # never 0: zero partials are left off the tape
+                    term = g if rule == 1.0 else -g if rule == -1.0 else g * rule
+                else:
+                    term = g * rule(*values)
+                prev = adj[a]
+                adj[a] = term if prev is None else prev + term
+        zero = 0.0 if which == 1 else np.float64(0.0)
+        return value, [zero if i < 0 or adj[i] is None else adj[i] for i in self.inputs]

@@ -1,0 +1,224 @@
+"""What the commands share: reading the expression and the point, printing results and warnings."""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import math
+import os
+import re
+import stat
+import sys
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+from symad.core.errors import LimitError, PointError, SymadError, VariableError, name_list
+from symad.core.graph import Graph
+from symad.core.limits import LIMITS, input_too_long
+from symad.core.printing import format_number as format_expr_number
+from symad.expr import Expr, parse
+from symad.frontend.parser import literal_notes
+from symad.tools.diagnose import first_nonfinite
+
+# How the command line spells a setting a LimitError names (see LimitError.spelled).
+FLAGS = {"LIMITS.max_input_chars": "--max-input", "LIMITS.max_nodes": "--max-dag-nodes",
+         "LIMITS.max_program_ops": "--max-program-ops", "max_nodes": "--max-nodes="}
+
+
+def error_message(err: SymadError, text: str, expr: Expr | None) -> str:
+    """What the command line prints for a SymadError: settings named as flags, and why a
+    variable of the text is not in the expression."""
+    if isinstance(err, LimitError):
+        return err.spelled(lambda setting: FLAGS.get(setting, setting))
+    if isinstance(err, VariableError):
+        return explain_vanished(err, text, expr)
+    return str(err)
+
+
+# ---------------------------------------------------------------- inputs
+def read_expr(arg: str) -> str:
+    """The expression text: the argument itself, stdin for '-', a file's contents for '@FILE'.
+
+    At most one character past the input limit is read (stdin may be endless, @/dev/zero
+    is); a leading byte-order mark is skipped."""
+    if arg == "-":
+        if sys.stdin is None:
+            raise SymadError("standard input is closed")
+        if not hasattr(sys.stdin, "buffer"):  # a text stream put in place of stdin (tests, notebooks)
+            text = sys.stdin.read(LIMITS.max_input_chars + 2).removeprefix(BOM)
+            if len(text) > LIMITS.max_input_chars:
+                raise input_too_long(None, LIMITS.max_input_chars)
+            return text
+        try:
+            return _read_utf8(sys.stdin.buffer)
+        except UnicodeDecodeError as err:
+            raise SymadError(f"standard input is not UTF-8 text (byte {err.start})") from None
+    if arg.startswith("@"):
+        path = arg[1:]
+        try:
+            # Non-blocking only for the open: a named pipe with no writer must not hang it.
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+            with open(fd, "rb") as fh:
+                if hasattr(os, "O_NONBLOCK"):
+                    os.set_blocking(fd, True)
+                text = _read_utf8(fh)
+                if not text and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    raise SymadError(f"cannot read {path}: a named pipe with no writer")
+                return text
+        except OSError as err:
+            raise SymadError(f"cannot read {path}: {err.strerror}") from None
+        except UnicodeDecodeError:
+            raise SymadError(f"cannot read {path}: not UTF-8 text") from None
+    return arg
+
+
+BOM = "\ufeff"
+_CHUNK = 1 << 20
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
+def _read_utf8(stream: BinaryIO) -> str:
+    """Decode UTF-8 from ``stream`` until its end or one character past the input limit.
+
+    Raises UnicodeDecodeError with ``start`` counted from the stream's first byte."""
+    limit = LIMITS.max_input_chars
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    chars = consumed = 0
+    while chars <= limit:
+        # A byte decodes to at most one character: never more than limit + 1 in all.
+        data = stream.read(min(_CHUNK, limit + 1 - chars))
+        pending = len(decoder.getstate()[0])
+        try:
+            text = decoder.decode(data, final=not data)
+        except UnicodeDecodeError as err:
+            err.start += consumed - pending
+            raise
+        if not parts and text.startswith(BOM):
+            text = text[1:]
+        parts.append(text)
+        chars += len(text)
+        consumed += len(data)
+        if not data:
+            return "".join(parts)
+    left = _chars_left(stream, decoder.getstate()[0])
+    raise input_too_long(None if left is None else chars + left, LIMITS.max_input_chars)
+
+
+def _chars_left(stream: BinaryIO, pending: bytes) -> int | None:
+    """How many characters are left in a regular file of modest size (None: unknown).
+
+    Counts the bytes that start a character, so reads without decoding."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > 64 << 20:
+        return None
+    left = len(pending.translate(None, _CONTINUATION_BYTES))
+    while data := stream.read(_CHUNK):
+        left += len(data.translate(None, _CONTINUATION_BYTES))
+    return left
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def parse_point(specs: Sequence[str]) -> dict[str, float]:
+    """``['x=1,y=pi/2']`` → ``{'x': 1.0, 'y': 1.5707963267948966}``."""
+    point: dict[str, float] = {}
+    for spec in specs:
+        for item in _split_top_level(spec):
+            name, eq, text = item.partition("=")
+            name = name.strip()
+            if not eq or not name:
+                raise PointError(f"--at expects name=value pairs, got {item!r}")
+            if name in point:
+                raise PointError(f"--at gives {name} twice")
+            try:
+                value = parse(text, Graph())
+            except SymadError:
+                raise PointError(f"value for {name} is not a number: {text.strip()!r}") from None
+            if value.variables:
+                raise PointError(f"value for {name} is not a number: {text.strip()!r}")
+            point[name] = value.evaluate()
+    return point
+
+
+# ---------------------------------------------------------------- outputs
+def format_number(v: float) -> str:
+    """A result for people: shortest round-trip digits, no named constants (3.14..., not pi)."""
+    return format_expr_number(v, named_constants=False)
+
+
+def json_number(v: float) -> float | str:
+    """A number for JSON: itself if finite, else its text ("inf", "-inf", "nan")."""
+    return v if math.isfinite(v) else format_number(v)
+
+
+def nonfinite_warnings(outputs: dict[str, tuple[float, Expr]], point: dict[str, float],
+                       text: str = "") -> list[str]:
+    """One line per non-finite output, naming the subexpression where it first went wrong
+    (or, given the expression's ``text``, a number literal that overflows to inf)."""
+    where = f" at {format_point(point)}" if point else ""
+    lines, overflows = [], None
+    for label, (value, expr) in outputs.items():
+        if not math.isfinite(value):
+            cause = first_nonfinite(expr.graph, expr.id, point)
+            if cause is None and text:
+                if overflows is None:
+                    overflows = "; ".join(n for n in literal_notes(text) if n.endswith("inf"))
+                cause = overflows
+            lines.append(f"{label} = {format_number(value)}{where}" + (f": {cause}" if cause else ""))
+    return lines
+
+
+def explain_vanished(err: VariableError, text: str, expr: Expr | None) -> str:
+    """A VariableError's message, plus why a variable in the text is not in the expression
+    when a number literal underflowed to 0 (or overflowed): ``x*1e-400`` is ``0``."""
+    message = str(err)
+    if expr is None or not any(re.search(rf"\b{re.escape(name)}\b", text) for name in err.unknown):
+        return message
+    notes = literal_notes(text)
+    if not notes:
+        return message
+    if expr.variables:
+        what = f"the expression uses {name_list(expr.variables)}"
+    else:
+        what = f"the expression simplified to {format_number(expr.evaluate())} and uses no variables"
+    return f"unknown variable {', '.join(err.unknown)}: {what} ({'; '.join(notes)})"
+
+
+def format_point(point: dict[str, float]) -> str:
+    """``x=1,y=2``."""
+    return ",".join(f"{k}={format_number(v)}" for k, v in point.items())
+
+
+def emit(args: argparse.Namespace, obj: dict[str, Any], lines: list[str], warnings: list[str]) -> None:
+    """Print `obj` as one JSON object with --json, else `lines`; warnings go to stderr (or into the JSON)."""
+    if args.json:
+        if warnings:
+            obj["warnings"] = warnings
+        print(json.dumps(obj))
+    else:
+        print("\n".join(lines))
+        for w in warnings:
+            print(f"symad: warning: {w}", file=sys.stderr)
+
+
+def table(rows: list[tuple[str, str]]) -> list[str]:
+    """``name = value`` lines, the names padded to one width."""
+    width = max((len(k) for k, _ in rows), default=0)
+    return [f"{k.ljust(width)} = {v}" for k, v in rows]
+
+

@@ -1,0 +1,26 @@
+"""``symad eval``: the value at a point."""
+
+from __future__ import annotations
+
+import argparse
+
+from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, parse_point
+from symad.core.errors import check_variables
+from symad.expr import Expr
+
+HELP = "print the value at a point"
+TAKES_POINT = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``symad eval`` has only the common options."""
+
+
+def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Compute and print the value at ``--at``."""
+    point = parse_point(args.at)
+    check_variables(expr.variables, point)
+    point = {v: point[v] for v in expr.variables}
+    value = expr.compile(background=False).value(point)
+    obj = {"expr": text.strip(), "at": point, "value": json_number(value)}
+    emit(args, obj, [format_number(value)], nonfinite_warnings({"f": (value, expr)}, point, text))

@@ -1,0 +1,47 @@
+"""``symad explain``: the forward pass and the reverse (or forward) sweep as tables."""
+
+from __future__ import annotations
+
+import argparse
+
+from symad.cli.common import parse_point
+from symad.core.errors import SymadError, check_variables
+from symad.expr import Expr
+from symad.tools.explain import ALIGN_MAX, explain
+
+HELP = "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, adjoints"
+TAKES_POINT = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``symad explain``."""
+    parser.add_argument("--mode", choices=("reverse", "forward"), default="reverse",
+                        help="reverse: adjoints from the output down (default); forward: tangents along --seed")
+    parser.add_argument("--seed", action="append", default=[], metavar="x=1",
+                        help="forward mode's direction (default: 1 for the first variable, 0 for the others)")
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.epilog = (f"Text tables align their columns up to {ALIGN_MAX} characters: a longer cell (a node "
+                     "with many users)\nis printed whole but unpadded. Every row, term and value is printed "
+                     "in full, also\nwith --markdown and --json, so the output grows with the DAG.\n\n"
+                     + (parser.epilog or ""))
+
+
+def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Print the explanation."""
+    point = parse_point(args.at)
+    check_variables(expr.variables, point)
+    direction = parse_point(args.seed) if args.seed else {}
+    unknown = [v for v in direction if v not in expr.variables]
+    if unknown:
+        raise SymadError(f"--seed names {', '.join(unknown)}, which the expression does not use")
+    if args.mode == "forward" and not direction and expr.variables:
+        direction = {expr.variables[0]: 1.0}
+    if args.seed and args.mode == "reverse":
+        raise SymadError("--seed is for --mode forward (reverse mode always seeds the output with 1)")
+    result = explain(expr, point, args.mode, direction)
+    if args.json:
+        print(result.to_json())
+    elif args.markdown:
+        print(result.to_markdown())
+    else:
+        print(result.to_text())

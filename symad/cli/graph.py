@@ -1,0 +1,60 @@
+"""The ``symad graph`` command: draw the DAG, and with ``--grad`` the reverse sweep, with Graphviz."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from symad.cli.common import emit, parse_point
+from symad.core.errors import LimitError, VariableError
+from symad.expr import Expr
+from symad.tools.viz import MAX_NODES, to_digraph, write
+
+HELP = "draw the DAG (and with --grad the backward graph) as a picture: .png, .svg, .pdf or .dot"
+TAKES_POINT = True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``symad graph``."""
+    parser.add_argument("-o", "--output", metavar="FILE", default="-",
+                        help="the picture; the extension picks the format (.png, .svg, .pdf need "
+                             "Graphviz's dot; .dot is the DOT text); '-' prints DOT text (default)")
+    parser.add_argument("--grad", action="store_true",
+                        help="add the backward graph: the adjoint ∂f/∂node of every node the "
+                             "reverse sweep reaches")
+    parser.add_argument("--wrt", metavar="x[,y]", help="draw the backward graph only into these variables "
+                                                     "(implies --grad)")
+    parser.add_argument("--rankdir", type=str.upper, choices=("TB", "LR", "BT", "RL"), default="TB",
+                        help="layout direction: TB top to bottom (default), LR left to right")
+    parser.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
+                        help=f"refuse to draw more than N nodes (default {MAX_NODES})")
+
+
+def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Build the picture and write it; prints nothing unless the output is '-' or --json."""
+    if args.max_nodes < 1:
+        raise LimitError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    point = parse_point(args.at) if args.at else None
+    wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None
+    for w in wrt or ():
+        if w not in expr.variables:
+            uses = ", ".join(expr.variables) or "no variables"
+            raise VariableError(f"--wrt: {w} is not a variable of the expression (it uses {uses})", (w,))
+    title = text.strip() if len(text.strip()) <= 60 and "\n" not in text.strip() else None
+    dot = to_digraph(expr, grad=args.grad, wrt=wrt, at=point, rankdir=args.rankdir,
+                     max_nodes=args.max_nodes, title=title)
+    if args.json:
+        obj = {"expr": text.strip(), "output": args.output,
+               "nodes": sum(1 for line in dot.source.splitlines() if _is_node(line)),
+               "edges": sum("->" in line for line in dot.source.splitlines())}
+        if args.output == "-":
+            obj["dot"] = dot.source
+        else:
+            write(dot, args.output)
+        emit(args, obj, [], [])
+    else:
+        write(dot, args.output)
+
+
+def _is_node(line: str) -> bool:
+    return re.match(r"\s*[ng]\d+ \[label=", line) is not None

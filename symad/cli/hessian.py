@@ -1,0 +1,78 @@
+"""``symad hessian``: every second partial derivative, at a point or as expressions."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from symad.cli.common import emit, format_number, nonfinite_warnings, parse_point
+from symad.core.errors import check_variables
+from symad.expr import Expr
+from symad.hessian import SecondOrder, hessian
+
+HELP = "print the Hessian (every second partial derivative) at a point, or as expressions"
+TAKES_POINT = True
+
+EPILOG = """\
+examples:
+  symad hessian "100*(y-x^2)^2+(1-x)^2" --at x=1,y=1     value, gradient and Hessian matrix
+  symad hessian "x^3*y" --at x=1,y=2 --json
+  symad hessian "x^3*y"                                  the entries as expressions (no --at)
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """``symad hessian`` takes only the common options (EXPR, --at, --json)."""
+    p.epilog = EPILOG
+
+
+def _label(names: list[str], i: int, j: int) -> str:
+    return f"d2f/d{names[i]}2" if i == j else f"d2f/d{names[i]}d{names[j]}"
+
+
+def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Print the Hessian: a matrix of numbers with --at, else the upper triangle as expressions."""
+    names = list(expr.variables)
+    if not args.at and names:
+        entries = hessian(expr, names)
+        n = len(names)
+        rows = [(_label(names, i, j), str(entries[i][j])) for i in range(n) for j in range(i, n)]
+        width = max(len(k) for k, _ in rows)
+        obj = {"expr": text.strip(), "variables": names,
+               "hessian": [[str(e) for e in row] for row in entries]}
+        emit(args, obj, [f"{k.ljust(width)} = {v}" for k, v in rows], [])
+        return
+    point = parse_point(args.at)
+    check_variables(tuple(names), point)
+    point = {v: point[v] for v in names}
+    value, grad, hess = SecondOrder(expr, names, background=False).value_grad_hess(point)
+    outputs = {"f": (value, expr)}
+    if not (math.isfinite(value) and all(map(math.isfinite, grad)) and all(map(math.isfinite, hess.flat))):
+        symbolic_grad, symbolic_hess = expr.grad(names), hessian(expr, names)
+        outputs.update({f"df/d{v}": (float(g), symbolic_grad[v]) for v, g in zip(names, grad)})
+        outputs.update({_label(names, i, j): (float(hess[i, j]), symbolic_hess[i][j])
+                        for i in range(len(names)) for j in range(i, len(names))})
+    obj = {"expr": text.strip(), "at": point, "variables": names, "value": _json(value),
+           "grad": {v: _json(g) for v, g in zip(names, grad)},
+           "hessian": [[_json(h) for h in row] for row in hess]}
+    labels = ["f", *(f"df/d{v}" for v in names)]
+    width = max(map(len, labels))
+    lines = [f"{k.ljust(width)} = {format_number(float(v))}" for k, v in zip(labels, [value, *grad])]
+    if names:
+        lines += ["hessian:", *_matrix(names, hess)]
+    emit(args, obj, lines, nonfinite_warnings(outputs, point))
+
+
+def _matrix(names: list[str], hess) -> list[str]:
+    """The matrix with variable names on both sides, columns right-aligned."""
+    cells = [[format_number(float(h)) for h in row] for row in hess]
+    widths = [max(len(names[j]), *(len(row[j]) for row in cells)) for j in range(len(names))]
+    left = max(map(len, names))
+    header = " " * left + "".join("  " + n.rjust(w) for n, w in zip(names, widths))
+    return [header] + [n.ljust(left) + "".join("  " + c.rjust(w) for c, w in zip(row, widths))
+                       for n, row in zip(names, cells)]
+
+
+def _json(v: float) -> float | str:
+    v = float(v)
+    return v if math.isfinite(v) else format_number(v)

@@ -1,0 +1,196 @@
+"""The ``symad`` command: one subcommand per module of this package, listed in ``COMMANDS``.
+
+Each command module provides ``HELP`` (its one-line description), ``TAKES_POINT``
+(whether it takes ``--at``), ``add_arguments(parser)`` and ``run(args, text, expr)``;
+:mod:`symad.cli.common` has what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from symad import __version__
+from symad.backends import background
+from symad.cli import diff, evaluate, explain, grad, graph, hessian, minimize, postfix, stats
+from symad.cli.common import error_message, read_expr
+from symad.core.errors import SymadError
+from symad.core.graph import Graph
+from symad.core.limits import LIMITS, override
+from symad.core.ops import signatures
+from symad.expr import parse
+
+# The commands, in the order `symad --help` lists them.
+COMMANDS: dict[str, Any] = {"grad": grad, "eval": evaluate, "diff": diff, "postfix": postfix, "stats": stats,
+                            "graph": graph, "minimize": minimize, "hessian": hessian, "explain": explain}
+
+EPILOG = """\
+examples:
+  symad grad "(x+y)+x*(x+y)" --at x=1,y=2       value and every partial derivative
+  symad grad "sin(x)^2/sqrt(1+y)" --at x=pi/4,y=3 --json
+  symad eval "atan2(y, x)" --at x=-1,y=0
+  symad diff "x^3*y" --wrt x                      the derivative as an expression
+  symad postfix "(x+y)+x*(x+y)"                   the parser's postfix output
+  symad stats "(x+y)+x*(x+y)"                     tree size vs hash-consed DAG size
+  symad explain "(x+y)+x*(x+y)" --at x=1,y=2      reverse-mode AD step by step
+  symad graph "(x+y)+x*(x+y)" --grad --at x=1,y=2 -o dag.png   picture of the DAG and its sweep
+  symad grad - --at x=1 < big_expression.txt       read the expression from stdin (or @FILE)
+
+language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,
+  + - * / ^ (or **), unary -, parentheses, and the functions
+{functions}.
+  ^ binds tighter than unary minus and is right-associative: -x^2 = -(x^2), 2^3^2 = 512.
+
+exit status: 0 success, 1 not converged (minimize --strict), 2 bad input (syntax,
+  unknown function or variable, bad value), 130 interrupted (Ctrl-C).
+"""
+EPILOG = EPILOG.format(functions="\n".join(textwrap.wrap(" ".join(signatures()), 86, initial_indent="  ",
+                                                              subsequent_indent="  ")))
+
+
+class _Parser(argparse.ArgumentParser):
+    commands: dict[str, _Parser]  # the top-level parser's subcommands
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        self.option_nargs: dict[str, Any] = {}  # option string -> nargs, for shield_expr
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.option_nargs.update(dict.fromkeys(action.option_strings, action.nargs))
+        return action
+
+    def error(self, message: str) -> None:  # usage errors: one line, exit 2
+        self.print_usage(sys.stderr)
+        raise SystemExit(f"symad: error: {message}")
+
+
+def build_parser() -> _Parser:
+    """The argument parser, with one subcommand per job."""
+    top = _Parser(prog="symad", description="Exact derivatives of expressions typed as text.",
+                  epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"symad {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    top.commands = sub.choices
+
+    def command(name: str, help_text: str, at: bool = False) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("expr", metavar="EXPR",
+                       help="the expression (it may start with '-', as in \"-x^2\"); "
+                            "'-' alone reads it from stdin, '@FILE' from a file")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.add_argument("--max-input", type=int, metavar="CHARS", default=LIMITS.max_input_chars,
+                       help=f"longest expression text accepted (default {LIMITS.max_input_chars:,})")
+        p.add_argument("--max-dag-nodes", type=int, metavar="N", default=LIMITS.max_nodes,
+                       help=f"most DAG nodes built, derivatives included (default {LIMITS.max_nodes:,})")
+        p.add_argument("--max-program-ops", type=int, metavar="N", default=LIMITS.max_program_ops,
+                       help=f"most operations in one compiled program (default {LIMITS.max_program_ops:,})")
+        if at:
+            p.add_argument("--at", action="append", default=[], metavar="x=1,y=2",
+                           help="the point: name=value pairs; values may be constant "
+                                "expressions such as pi/4 (repeatable)")
+        return p
+
+    for name, module in COMMANDS.items():
+        module.add_arguments(command(name, module.HELP, at=module.TAKES_POINT))
+    return top
+
+
+def shield_expr(argv: Sequence[str], top: _Parser) -> tuple[list[str], str | None]:
+    """``argv`` with an EXPR that starts with '-' (``"-x^2"``, ``"-log(x)"``) marked by a
+    leading space, so that argparse does not take it for an option; and that EXPR.
+
+    EXPR is the command's first argument that is neither an option nor an option's value;
+    an argument is an option when argparse would read it as one of the command's options."""
+    out = list(argv)
+    i = 0
+    while i < len(out) and out[i].startswith("-"):  # top-level options (--version, --help)
+        i += 1
+    if i == len(out) or out[i] not in top.commands:
+        return out, None
+    nargs = top.commands[out[i]].option_nargs
+    i += 1
+    while i < len(out):
+        arg = out[i]
+        if arg == "--" or arg == "-" or not arg.startswith("-"):
+            return out, None
+        option, attached = _as_option(arg, nargs)
+        if option is None:
+            out[i] = " " + arg
+            return out, arg
+        i += 1
+        if not attached:
+            n = nargs[option]
+            i += n if isinstance(n, int) else 1 if n in (None, "?") else 0
+    return out, None
+
+
+def _as_option(arg: str, nargs: dict[str, Any]) -> tuple[str | None, bool]:
+    """The option ``arg`` names (argparse's rules: exact, ``--name=value``, an unambiguous
+    prefix of a long name, ``-oVALUE``), and whether its value is attached; (None, False)
+    if ``arg`` is no option."""
+    if arg in nargs:
+        return arg, False
+    if arg.startswith("--"):
+        name, eq, _ = arg.partition("=")
+        hits = [s for s in nargs if s.startswith(name)]
+        return (name if name in nargs else hits[0], bool(eq)) if hits else (None, False)
+    if nargs.get(arg[:2], 0) != 0:
+        return arg[:2], True
+    return None, False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 2 bad input, 70 a bug in symad, 130 Ctrl-C)."""
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        background.flush_streams()
+        return 130
+    except Exception as err:  # a bug in symad: still no traceback for the user
+        print(f"symad: internal error: {type(err).__name__}: {err} (please report this)", file=sys.stderr)
+        return 70
+
+
+def _main(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    argv, shielded = shield_expr(argv, parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        if isinstance(exit_.code, str):
+            print(exit_.code, file=sys.stderr)
+            return 2
+        return int(exit_.code or 0)
+    if shielded is not None and getattr(args, "expr", None) == " " + shielded:
+        args.expr = shielded
+    if args.command is None:
+        parser.print_help()
+        return 2
+    command = COMMANDS[args.command]
+    text, expr = "", None
+    # The flags' limits hold for this run only: main() called in-process (tests, notebooks)
+    # leaves no trace.
+    try:
+        with override(max_input_chars=args.max_input, max_nodes=args.max_dag_nodes,
+                      max_program_ops=args.max_program_ops):
+            text = read_expr(args.expr)
+            if getattr(command, "NEEDS_EXPR", True):
+                expr = parse(text, Graph())
+            command.run(args, text, expr)
+    except SymadError as err:
+        print(f"symad: error: {error_message(err, text, expr)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        background.flush_streams()
+        return 130
+    except MemoryError:
+        print("symad: error: out of memory", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0

@@ -1,0 +1,248 @@
+"""``symad minimize``: minimise an expression from a start point; summary, trace and contour plot."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from symad.cli.common import emit, format_number, parse_point
+from symad.core.errors import PointError, SymadError, VariableError, name_list
+from symad.expr import Expr
+from symad.tools.optimize.driver import OptimizeResult, check_settings, minimize
+from symad.tools.optimize.methods import METHODS
+from symad.tools.optimize.problem import Problem
+
+HELP = "minimize the expression from a start point (--from) with exact derivatives"
+TAKES_POINT = False
+
+EPILOG = """\
+examples:
+  symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1
+  symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1 --method gd --max-iter 50000
+  symad minimize "(x-a)^2+(y-2*a)^2" --from x=0,y=0 --fix a=3 --json
+  symad minimize "(x-3)^2+y^2" --from x=0,y=1 --bounds x=-1:1,y=:
+  symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1 --trace path.csv --plot path.png
+
+methods: newton (exact Hessian, line search, shifted where not positive definite; default;
+  with many variables or a large expression, Newton-CG on Hessian-vector products instead),
+  trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
+  backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr).
+
+status: "converged" only at a stationary point: the (projected) gradient norm <= --tol.
+  Otherwise "not converged" with a warning on stderr (in --json: "warnings"), and exit
+  status 1 with --strict:
+    diverged: unbounded below  f <= -1e300 (or -inf), or f still falling at |x| >= 1e150
+    non-finite                 the value or gradient is inf or nan
+    stalled                    a step shorter than --xtol*(1+|x|), the gradient above --tol
+  or at --max-iter, --max-time, or a failed line search.
+  A progress bar is shown when stderr is a terminal.
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``symad minimize``."""
+    p.epilog = EPILOG
+    p.add_argument("--from", dest="start", action="append", default=[], metavar="x=-1.2,y=1",
+                   help="the start point: name=value pairs, one per free variable (repeatable)")
+    p.add_argument("--method", default="newton", choices=list(METHODS), help="default: newton")
+    p.add_argument("--max-iter", type=int, metavar="N",
+                   help="iteration limit (default 1000 for newton and trust-ncg, else 100000)")
+    p.add_argument("--max-time", type=float, metavar="SECONDS", help="time limit")
+    p.add_argument("--tol", type=float, default=1e-8, help="gradient-norm tolerance (default 1e-8)")
+    p.add_argument("--xtol", type=float, default=1e-12,
+                   help="relative step length below which a run has stalled (default 1e-12)")
+    p.add_argument("--strict", action="store_true",
+                   help="exit with status 1 when the run does not converge")
+    p.add_argument("--lr", type=float, metavar="RATE",
+                   help="learning rate of momentum, nesterov, adam; first trial step of gd")
+    p.add_argument("--fix", action="append", default=[], metavar="a=2",
+                   help="hold variables at these values (repeatable)")
+    p.add_argument("--bounds", action="append", default=[], metavar="x=-2:2",
+                   help="box bounds name=lo:hi; either side may be empty (repeatable)")
+    p.add_argument("--trace", metavar="FILE.csv", help="write every iterate to a CSV file")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="draw the path on a contour plot (two free variables)")
+
+
+def parse_bounds(specs: list[str]) -> dict[str, tuple[float | None, float | None]]:
+    """``['x=-2:2,y=0:']`` → ``{'x': (-2.0, 2.0), 'y': (0.0, None)}``."""
+    bounds: dict[str, tuple[float | None, float | None]] = {}
+    for spec in specs:
+        for item in spec.split(","):
+            name, eq, rng = item.partition("=")
+            lo, colon, hi = rng.partition(":")
+            name = name.strip()
+            if not (eq and colon and name):
+                raise PointError(f"--bounds expects name=lo:hi, got {item.strip()!r}")
+            if name in bounds:
+                raise PointError(f"--bounds gives {name} twice")
+            ends = [parse_point([f"{name}={t}"])[name] if t.strip() else None for t in (lo, hi)]
+            bounds[name] = (ends[0], ends[1])
+    return bounds
+
+
+def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Minimise, then print the summary (or JSON) and write the trace and plot if asked;
+    with --strict, exit with status 1 unless the run converged."""
+    check_settings({"max_iter": args.max_iter, "tol": args.tol, "xtol": args.xtol,
+                    "max_time": args.max_time, "lr": args.lr}, lambda name: "--" + name.replace("_", "-"))
+    start, fixed, bounds = parse_point(args.start), parse_point(args.fix), parse_bounds(args.bounds)
+    names = list(expr.variables)
+    free = [v for v in names if v not in fixed]
+    missing = [v for v in free if v not in start]
+    unknown = [v for v in start if v not in names]
+    uses = name_list(names) or "no variables"
+    if missing:
+        raise VariableError(f"--from has no value for {name_list(missing)} (the expression uses {uses})")
+    if unknown:
+        raise VariableError(f"unknown variable {', '.join(unknown)} in --from (the expression uses {uses})")
+    if args.plot and len(free) != 2:
+        raise SymadError(f"--plot draws functions of two free variables; this one has {len(free)}")
+    options = {} if args.lr is None else {"lr": args.lr}
+    bar = _progress_bar(args)
+    result = minimize(expr, {v: start[v] for v in free}, method=args.method, fixed=fixed, bounds=bounds,
+                      tol=args.tol, xtol=args.xtol, max_iter=args.max_iter, max_time=args.max_time,
+                      callback=bar, keep_path=bool(args.trace or args.plot), background=False, **options)
+    if bar is not None:
+        bar.close()
+    if args.trace:
+        write_trace(args.trace, result)
+    if args.plot:
+        problem = Problem(expr, names, fixed, background=False)
+        plot_path(args.plot, problem, result, title=text.strip(), bounds=bounds)
+    _report(args, text, result, start, fixed, bounds)
+    if args.strict and not result.success:
+        raise SystemExit(1)  # after the report: the output and warning are printed as usual
+
+
+def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[str, float],
+            fixed: dict[str, float], bounds: dict[str, Any]) -> None:
+    evaluations = f"{r.nfev} value+gradient" + (f", {r.nhev} Hessian" if r.nhev else "")
+    if r.hessian == "products":
+        evaluations = f"{r.nfev} value+gradient, {r.nhev} Hessian-vector products"
+    width = max([11, *(len(v) for v in r.point)])
+    rows = [("status", ("converged: " if r.success else "not converged: ") + r.message),
+            ("method", r.method)]
+    rows += [(v, format_number(x) + (" (fixed)" if v in fixed else "")) for v, x in r.point.items()]
+    rows += [("f", format_number(r.fun)), ("grad norm", f"{r.grad_norm:.3g}"),
+             ("iterations", str(r.nit)), ("evaluations", evaluations),
+             ("time", f"{_duration(r.time)} (+ {_duration(r.setup_time)} compiling)")]
+    obj = {"expr": text.strip(), "method": r.method, "from": start, "fixed": fixed,
+           "bounds": {k: list(v) for k, v in bounds.items()},
+           "x": {v: _json(x) for v, x in zip(r.variables, r.x)}, "value": _json(r.fun),
+           "grad": {v: _json(g) for v, g in zip(r.variables, r.jac)}, "grad_norm": _json(r.grad_norm),
+           "iterations": r.nit, "evaluations": r.nfev, "hessian_evaluations": r.nhev,
+           "success": bool(r.success), "status": r.status, "message": r.message, "time": r.time,
+           "setup_time": r.setup_time}
+    warnings = [] if r.success else [f"did not converge: {r.message}"]
+    emit(args, obj, [f"{k.ljust(width)}  {v}" for k, v in rows], warnings)
+
+
+def _json(v: float) -> float | str:
+    v = float(v)
+    return v if math.isfinite(v) else format_number(v)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+class _Bar:
+    """A tqdm progress bar fed by the optimiser's callback (only on a terminal)."""
+
+    def __init__(self, tqdm: Any, total: int | None, method: str):
+        self.bar = tqdm(total=total, desc=method, unit="it", file=sys.stderr, leave=False,
+                        dynamic_ncols=True)
+        self.shown = 0.0
+
+    def __call__(self, r: OptimizeResult) -> None:
+        self.bar.update(1)
+        now = time.monotonic()
+        if now - self.shown > 0.2:  # formatting every iteration would cost more than the step
+            self.shown = now
+            self.bar.set_postfix_str(f"f={r.fun:.6g} |grad|={r.grad_norm:.2g}", refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _progress_bar(args: argparse.Namespace) -> _Bar | None:
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    total = args.max_iter or (1000 if args.method in ("newton", "trust-ncg") else 100_000)
+    return _Bar(tqdm, total, args.method)
+
+
+def write_trace(path: str, r: OptimizeResult) -> None:
+    """Every iterate as CSV: ``iteration,f,grad_norm,<variables...>``."""
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            out = csv.writer(fh)
+            out.writerow(["iteration", "f", "grad_norm", *r.variables])
+            for k, (x, f, g) in enumerate(zip(r.path, r.path_fun, r.path_grad_norm)):
+                out.writerow([k, repr(float(f)), repr(float(g)), *(repr(float(v)) for v in x)])
+    except OSError as err:
+        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+
+
+def plot_path(path: str, problem: Problem, r: OptimizeResult, title: str,
+              bounds: dict[str, Any] | None = None) -> None:
+    """A filled contour plot of ``f`` around the path, with the path drawn on it (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import BoundaryNorm
+
+    pts = r.path
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    span = np.maximum(hi - lo, 0.5 * np.maximum(1.0, np.abs(hi)))
+    lo, hi = lo - 0.2 * span, hi + 0.2 * span
+    gx, gy = np.linspace(lo[0], hi[0], 400), np.linspace(lo[1], hi[1], 400)
+    grid = np.stack(np.meshgrid(gx, gy), axis=-1)  # one vectorised pass over 160,000 points
+    z = np.asarray(problem.fn.value(grid), dtype=float)
+    finite = np.isfinite(z)
+    if not finite.any():
+        raise SymadError("--plot: the function is not finite anywhere near the path")
+    # Levels at quantiles of f, packed towards the low values: even spacing of contour lines
+    # whatever the function's dynamic range (Rosenbrock spans six orders of magnitude).
+    levels = np.unique(np.quantile(z[finite], np.linspace(0, 1, 31) ** 2.5))
+    fig, ax = plt.subplots(figsize=(7, 5.6), dpi=110)
+    filled = ax.contourf(gx, gy, np.ma.masked_invalid(z), levels=levels, cmap="viridis",
+                         norm=BoundaryNorm(levels, 256), extend="neither")
+    ax.contour(gx, gy, np.ma.masked_invalid(z), levels=levels, colors="white", linewidths=0.3, alpha=0.5)
+    fig.colorbar(filled, ax=ax, label="f", format=lambda v, _: format(float(f"{v:.2g}"), "g"))
+    for name, (b_lo, b_hi) in (bounds or {}).items():
+        if name in problem.names:
+            axis = problem.names.index(name)
+            for b in (b_lo, b_hi):
+                if b is not None:
+                    (ax.axvline if axis == 0 else ax.axhline)(b, color="black", linestyle="--", linewidth=1)
+    marker = "-o" if len(pts) <= 80 else "-"  # thousands of first-order steps: just the line
+    ax.plot(pts[:, 0], pts[:, 1], marker, color="#ff5533", linewidth=1.6, markersize=3.5,
+            markeredgecolor="white", markeredgewidth=0.5, zorder=4, label=f"{r.method}: {r.nit} iterations")
+    ax.plot(*pts[0], "s", color="white", markeredgecolor="black", markersize=8, zorder=5, label="start")
+    ax.plot(*pts[-1], "*", color="gold", markeredgecolor="black", markersize=15, zorder=5,
+            label=f"end: f = {r.fun:.2g}")
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_xlabel(r.variables[0])
+    ax.set_ylabel(r.variables[1])
+    ax.set_title(title if len(title) <= 70 else title[:67] + "...", fontsize=11)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.11), ncol=3, fontsize=9, frameon=False)
+    try:
+        fig.savefig(path, bbox_inches="tight")
+    except OSError as err:
+        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+    except ValueError as err:  # e.g. an unknown image format
+        raise SymadError(f"cannot write {path}: {err}") from None
+    finally:
+        plt.close(fig)

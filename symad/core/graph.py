@@ -1,0 +1,282 @@
+"""The hash-consed expression DAG: a flat node table where children precede parents.
+
+A node is an integer id into parallel lists (``op``, ``args``, ``data``).  Building
+a node that already exists returns the existing id, so structural equality *is*
+id equality.  Nodes are keyed by the ids of their children, never by text, and
+constants by their exact bits (``float.hex``), so ``0.0`` and ``-0.0`` differ.
+Because a child is always built before its parent, ascending id order is a
+topological order and every pass below is a plain loop.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import weakref
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from symad.core import forksafe
+from symad.core.errors import SymadError
+from symad.core.limits import LIMITS
+from symad.core.ops import OPS
+from symad.core.semantics import power_product, small_power
+from symad.core.simplify import RULES
+
+# Adding a node is check-then-append: a background compile (which builds the gradient)
+# and the caller's thread may both add nodes.  Lookups need no lock.  One lock for all
+# graphs, held across a fork so that a child never sees a node half added.
+_INTERN_LOCK = threading.Lock()
+forksafe.hold_across_fork(_INTERN_LOCK)
+
+
+class Graph:
+    """An interning table of expression nodes.
+
+    A graph lives as long as an expression, function or other graph that uses it
+    (expressions hold their graph); nodes are never removed from a live graph.
+    """
+
+    __slots__ = ("op", "args", "data", "_index", "_imports", "_digests", "__weakref__")
+
+    def __init__(self) -> None:
+        self.op: list[str] = []
+        self.args: list[tuple[int, ...]] = []
+        self.data: list[float | str | None] = []  # a constant's value or a variable's name
+        self._index: dict[tuple, int] = {}
+        # Nodes copied in from other graphs: {source graph: {its node: our node}}
+        self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
+        self._digests: dict[int, int] = {}  # structural hashes, computed on demand
+
+    def __len__(self) -> int:
+        return len(self.op)
+
+    def __reduce__(self) -> tuple:
+        return (_rebuilt_graph, (export(self, range(len(self))),))
+
+    # ------------------------------------------------------------------ building
+    def _intern(self, key: tuple, op: str, args: tuple[int, ...], data: float | str | None) -> int:
+        node = self._index.get(key)
+        if node is not None:
+            return node
+        with _INTERN_LOCK:
+            node = self._index.get(key)
+            if node is None:
+                node = len(self.op)
+                if node >= LIMITS.max_nodes:
+                    raise LIMITS.nodes_exceeded()
+                self.op.append(op)
+                self.args.append(args)
+                self.data.append(data)
+                self._index[key] = node
+        return node
+
+    def const(self, value: float) -> int:
+        """The node of a number (keyed by its exact bits)."""
+        value = float(value)
+        return self._intern(("const", value.hex()), "const", (), value)
+
+    def var(self, name: str) -> int:
+        """The node of a variable."""
+        return self._intern(("var", name), "var", (), name)
+
+    def make(self, op: str, *args: int) -> int:
+        """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.simplify`."""
+        spec = _MAKE.get(op)
+        if spec is None:
+            raise SymadError(f"unknown operation {op!r}")
+        arity, commutative, py, np_fn, rule = spec
+        if len(args) != arity:
+            raise SymadError(f"{op} takes {arity} argument(s), got {len(args)}")
+        ops = self.op
+        if commutative:
+            a, b = args
+            ca, cb = ops[a] == "const", ops[b] == "const"
+            # Canonical order: by id, except that numbers come last in sums and
+            # first elsewhere, as people write them: `x + 2`, `2*x`.
+            if ca != cb:
+                swap = ca if op == "add" else cb
+            else:
+                swap = b < a
+            if swap:
+                args = (b, a)
+        node = self._index.get((op, args))
+        if node is not None:  # built before: rewrites are deterministic, so reuse it
+            return node
+        if all(ops[a] == "const" for a in args):
+            folded = self._fold(py, np_fn, args)
+            if folded is not None:
+                return self.const(folded)
+        if rule is not None:
+            node = rule(self, args)
+            if node is not None:
+                return node
+        return self._intern((op, args), op, args, None)
+
+    def _fold(self, py, np_fn, args: tuple[int, ...]) -> float | None:
+        values = [self.data[a] for a in args]
+        k = small_power(values[1]) if py is _POW else None
+        try:
+            result = float(py(*values) if k is None else power_product(values[0], k))
+        except (ArithmeticError, ValueError):
+            with np.errstate(all="ignore"):
+                floats = [np.float64(v) for v in values]
+                result = float(np_fn(*floats) if k is None else power_product(floats[0], k))
+        # Keep `1/0`, `log(-1)`, `9^9^9` as nodes: folding them into inf/nan would
+        # hide from the user *where* the non-finite value came from.
+        if math.isfinite(result) or not all(math.isfinite(v) for v in values):  # type: ignore[arg-type]
+            return result
+        return None
+
+    # ------------------------------------------------------------------ queries
+    def is_const(self, node: int, value: float | None = None) -> bool:
+        """Whether ``node`` is a constant (equal to ``value`` when given)."""
+        return self.op[node] == "const" and (value is None or self.data[node] == value)
+
+    def reachable(self, roots: Iterable[int]) -> list[int]:
+        """Every node the roots depend on, in ascending (topological) order."""
+        seen: set[int] = set()
+        stack = [r for r in roots]
+        args = self.args
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(a for a in args[node] if a not in seen)
+        return sorted(seen)
+
+    def variables(self, roots: Iterable[int]) -> list[str]:
+        """Names of the variables the roots depend on, in natural order (x2 before x10)."""
+        names = [self.data[n] for n in self.reachable(roots) if self.op[n] == "var"]
+        return sorted(names, key=natural_key)  # type: ignore[arg-type]
+
+    def depth(self, root: int) -> int:
+        """Length of the longest path from ``root`` down to a leaf (a leaf has depth 0)."""
+        depth: dict[int, int] = {}
+        for node in self.reachable([root]):
+            depth[node] = 1 + max((depth[a] for a in self.args[node]), default=-1)
+        return depth[root]
+
+    def tree_size(self, root: int) -> int:
+        """How many nodes the expression would have as a tree (shared nodes counted per use).
+
+        Exact (a Python integer, however large), in one pass over the DAG; each node's
+        count is dropped once its last user has read it.
+        """
+        order = self.reachable([root])
+        args = self.args
+        users: dict[int, int] = {}
+        for node in order:
+            for a in args[node]:
+                users[a] = users.get(a, 0) + 1
+        size: dict[int, int] = {}
+        for node in order:
+            total = 1
+            for a in args[node]:
+                total += size[a]
+                users[a] -= 1
+                if not users[a]:
+                    del size[a]
+            size[node] = total
+        return size[root]
+
+    # ------------------------------------------------------------------ across graphs
+    def copy_from(self, source: Graph, roots: Iterable[int]) -> list[int]:
+        """The nodes of ``source``'s ``roots`` built in this graph (as :meth:`make` builds
+        them, so they are shared with equal nodes already here); remembered, so copying
+        the same nodes again costs nothing."""
+        roots = list(roots)
+        if source is self:
+            return roots
+        done = self._imports.get(source)
+        if done is None:
+            done = self._imports[source] = {}
+        todo: set[int] = set()
+        stack = [r for r in roots if r not in done]
+        src_args = source.args
+        while stack:
+            node = stack.pop()
+            if node not in todo:
+                todo.add(node)
+                stack.extend(a for a in src_args[node] if a not in done and a not in todo)
+        for node in sorted(todo):  # children first
+            done[node] = self.build(source.op[node], source.data[node], [done[a] for a in src_args[node]])
+        return [done[r] for r in roots]
+
+    def build(self, op: str, data: float | str | None, args: Sequence[int]) -> int:
+        """The node of ``op`` (a constant's value or a variable's name in ``data``) on ``args``,
+        as :meth:`const`, :meth:`var` and :meth:`make` build it: how nodes are copied in."""
+        if op == "const":
+            return self.const(data)  # type: ignore[arg-type]
+        if op == "var":
+            return self.var(data)  # type: ignore[arg-type]
+        return self.make(op, *args)
+
+    def digest(self, node: int) -> int:
+        """A hash of the node's structure, equal in every graph for equal expressions."""
+        digests = self._digests
+        if node in digests:
+            return digests[node]
+        for n in self.reachable([node]):
+            if n in digests:
+                continue
+            op, data = self.op[n], self.data[n]
+            if op == "const":
+                digests[n] = hash(("const", float(data).hex()))  # type: ignore[arg-type]
+            elif op == "var":
+                digests[n] = hash(("var", data))
+            else:
+                parts = [digests[a] for a in self.args[n]]
+                if _MAKE[op][1]:  # commutative: argument order is by node id, which graphs differ in
+                    parts.sort()
+                digests[n] = hash((op, *parts))
+        return digests[node]
+
+
+_POW = OPS["pow"].py  # folded as every evaluator computes it: small integer powers are products
+# Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
+_MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))
+         for name, spec in OPS.items() if spec.kind != "leaf"}
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that orders embedded numbers numerically: x2 < x10 < y."""
+    key: list = []
+    digits = ""
+    for ch in name + "\0":
+        if ch.isdigit():
+            digits += ch
+            continue
+        if digits:
+            key.append((1, int(digits), digits))
+            digits = ""
+        if ch != "\0":
+            key.append((0, ch, ""))
+    return tuple(key)
+
+
+def export(graph: Graph, roots: Iterable[int]) -> tuple[list[str], list[tuple[int, ...]], list, list[int]]:
+    """The nodes the roots need, numbered from 0 in topological order: ``(ops, args,
+    data, roots)``, a plain-data form of an expression (for pickling and copying)."""
+    roots = list(roots)
+    order = graph.reachable(roots)
+    number = {node: k for k, node in enumerate(order)}
+    return ([graph.op[n] for n in order], [tuple(number[a] for a in graph.args[n]) for n in order],
+            [graph.data[n] for n in order], [number[r] for r in roots])
+
+
+def rebuild(graph: Graph, ops: Sequence[str], args: Sequence[tuple[int, ...]], data: Sequence,
+            roots: Sequence[int]) -> list[int]:
+    """Build an :func:`export`-ed expression in ``graph``; its roots' nodes there."""
+    built: list[int] = []
+    for op, a, d in zip(ops, args, data):
+        built.append(graph.build(op, d, [built[k] for k in a]))
+    return [built[r] for r in roots]
+
+
+def _rebuilt_graph(dag: tuple) -> Graph:
+    graph = Graph()
+    rebuild(graph, *dag)
+    return graph

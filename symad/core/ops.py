@@ -1,0 +1,236 @@
+"""The one table of operations: arity, evaluation, derivative rule and printing, as data.
+
+Every other layer (parser, simplifier, differentiator, interpreters, Python and
+LLVM code generators, printer, renderer, tests) reads this table; adding an
+operation is one :func:`define` call (``tests/test_ops.py`` shows it).
+
+Derivative rules are *local partials* written as expression construction: for an
+op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
+argument, called as ``da(a, b, out)`` with :class:`symad.expr.Expr` arguments and
+returning the expression ``∂out/∂a`` (or a plain number where the partial is one,
+as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
+the tangent, so one rule serves both; :mod:`symad.tape` runs the same functions
+on numbers.
+
+Conventions at non-differentiable points (documented in the README):
+``abs'(0) = sign(0) = 0``; for ``min``/``max`` a tie splits the derivative
+evenly (``step(0) = 0.5``), so ``d/dx max(x, x) = 1``.
+
+Values follow one semantics in every backend (``docs/numerics.md``): IEEE
+arithmetic, the C library's functions (C99 Annex F special cases), and
+``min``/``max`` as IEEE 754-2019 minimum/maximum.  ``py`` and ``np`` below give
+those bits: the NumPy functions are NumPy's own only where they match the C
+library's (checked by ``tests/test_special_values.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from symad.core import semantics as sem
+
+# Printing precedence levels, lowest binds loosest.
+PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation: everything symad knows about it."""
+
+    name: str  # the one name used everywhere: grammar alias, table key, DOT label
+    arity: int  # 0 for leaves (const, var)
+    py: Callable[..., float] | None  # scalar evaluation on floats; may raise on domain errors
+    np: Callable[..., Any] | None  # NumPy evaluation with IEEE semantics
+    partials: tuple[Callable[..., Any] | float, ...]  # d out / d arg_i: expression builders or numbers
+    kind: str  # printing form: "leaf", "infix", "prefix" or "call"
+    symbol: str  # infix/prefix symbol, or the function name for calls
+    prec: int = PREC_ATOM
+    assoc: str = "left"  # infix associativity: "left" or "right"
+    commutative: bool = False
+    code: str | None = None  # inline Python template, e.g. "{0} + {1}"; else a call of ``py``/``np``
+    llvm: Any = None  # lowering to LLVM IR: Inline(template) or Call(symbol)
+    domain: tuple[tuple[float, ...], ...] = ()  # points inside the domain where the tests check it
+    doc: str = ""
+
+    def partial(self, k: int, *args_and_out: Any) -> Any:
+        """∂out/∂(argument k) at ``(*args, out)``: an expression, or a number for a constant rule."""
+        rule = self.partials[k]
+        return rule if isinstance(rule, float) else rule(*args_and_out)
+
+
+def _call(name: str) -> Callable[..., Any]:
+    """Op ``name`` applied to expressions (building a node) or to numbers (computing it).
+
+    Derivative rules call these, so one rule serves symbolic differentiation and
+    the numeric reverse sweep of :mod:`symad.tape`.  On a Python float the scalar
+    function runs and may raise on a domain error (callers retry with NumPy); on
+    NumPy values the NumPy function runs with IEEE semantics.
+    """
+
+    def build(first: Any, *rest: Any) -> Any:
+        if type(first) is float:
+            return OPS[name].py(first, *rest)  # type: ignore[misc]
+        apply = getattr(first, "apply", None)
+        if apply is None:
+            return OPS[name].np(first, *rest)  # type: ignore[misc]
+        return apply(name, *rest)
+
+    build.__name__ = name
+    return build
+
+
+sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax = map(
+    _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max"])
+
+
+def _atan2_partial(k: int) -> Callable[..., Any]:
+    """∂atan2(y, x)/∂y = x/(x² + y²) (k = 0) or ∂/∂x = −y/(x² + y²) (k = 1), with x and y
+    first divided by m = max(|x|, |y|), as hypot scales: the partials are homogeneous of
+    degree −1, so this is exact algebra, and x² + y² can no longer overflow or underflow
+    where the partial itself is a normal number (x = 3e-170, y = 4e-170; x = 1, y = 1e200)."""
+
+    def rule(y: Any, x: Any, out: Any) -> Any:
+        m = fmax(fabs(x), fabs(y))
+        s, t = x / m, y / m
+        return (s if k == 0 else -t) / (s * s + t * t) / m
+
+    return rule
+
+
+# ===================================================================== lowering to LLVM IR
+@dataclass(frozen=True)
+class Inline:
+    """LLVM IR lines computing the op in place: ``{0}``, ``{1}`` the arguments, ``{r}`` the
+    result, ``{t}`` a prefix for temporaries."""
+
+    template: str
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of an LLVM intrinsic or C library function on doubles."""
+
+    symbol: str
+    # Called as `nobuiltin`, which LLVM leaves alone: its IR passes would rewrite pow(x, 0.5)
+    # into sqrt(x) and pow(2, x) into exp2(x), 1 ulp off the C library's pow on ~0.1% of inputs.
+    opaque: bool = False
+
+
+# min/max: IEEE 754-2019 minimum/maximum (llvm.minimum needs LLVM 16 on x86).  Unequal ordered
+# arguments: the comparison decides; equal ones differ at most in the sign of zero, and the OR
+# (AND) of their bits is -0 (+0); an unordered pair yields a + b, a nan.
+_MIN_MAX = ("{t}l = fcmp olt double {0}, {1}\n{t}g = fcmp ogt double {0}, {1}\n"
+            "{t}u = fcmp uno double {0}, {1}\n{t}n = fadd double {0}, {1}\n"
+            "{t}a = bitcast double {0} to i64\n{t}b = bitcast double {1} to i64\n"
+            "{t}o = BITS i64 {t}a, {t}b\n{t}e = bitcast i64 {t}o to double\n"
+            "{t}q = select i1 {t}u, double {t}n, double {t}e\n"
+            "{t}s = select i1 {t}FIRST, double {1}, double {t}q\n{r} = select i1 {t}SECOND, double {0}, double {t}s")
+# sign: -1, 0, 1 and step: 0, 0.5, 1, for arguments < 0, = 0, > 0 (nan stays nan)
+_THREE_WAY = ("{t}p = fcmp ogt double {0}, 0.0\n{t}a = select i1 {t}p, double 1.0, double ZERO\n"
+              "{t}n = fcmp olt double {0}, 0.0\n{t}b = select i1 {t}n, double NEGATIVE, double {t}a\n"
+              "{t}u = fcmp uno double {0}, {0}\n{r} = select i1 {t}u, double {0}, double {t}b")
+
+
+# ===================================================================== the table
+OPS: dict[str, Op] = {}
+# Functions callable by name in the input language: name -> {arity: builder}.
+FUNCTIONS: dict[str, dict[int, Callable[..., Any]]] = {}
+_DOMAIN = {1: ((0.4,), (-1.1,)), 2: ((0.4, -1.1), (-0.6, 0.8))}
+
+
+def define(name: str, arity: int, py: Any, np_fn: Any, partials: tuple = (), *, llvm: Inline | Call | None = None,
+           kind: str = "call", symbol: str | None = None, prec: int = PREC_ATOM, assoc: str = "left",
+           commutative: bool = False, code: str | None = None,
+           domain: tuple[tuple[float, ...], ...] | None = None, doc: str = "") -> Op:
+    """Add an operation to the table: everything symad needs to parse, simplify, differentiate,
+    evaluate, compile, print and draw it (defined before the other modules are imported).
+
+    ``domain`` lists points inside its domain, away from kinks and poles, where the tests
+    check the partials against finite differences (default: points inside most domains).
+    """
+    if len(partials) != arity:
+        raise TypeError(f"operation {name}: one partial per argument ({arity}), got {len(partials)}")
+    if arity and llvm is None:
+        raise TypeError(f"operation {name} has no LLVM lowering (llvm=Inline(...) or Call(...))")
+    op = Op(name, arity, py, np_fn, partials, kind, symbol or name, prec, assoc, commutative, code,
+            llvm, domain or _DOMAIN.get(arity, ()), doc)
+    OPS[name] = op
+    if kind == "call":
+        FUNCTIONS.setdefault(name, {})[arity] = _call(name)
+    return op
+
+
+# ===================================================================== leaves
+define("const", 0, None, None, kind="leaf", doc="a number (also pi, e, inf, nan)")
+define("var", 0, None, None, kind="leaf", doc="a variable")
+
+# ===================================================================== arithmetic
+define("add", 2, lambda a, b: a + b, np.add, (1.0, 1.0), llvm=Inline("{r} = fadd double {0}, {1}"),
+       kind="infix", symbol="+", prec=PREC_SUM, commutative=True, code="{0} + {1}")
+define("sub", 2, lambda a, b: a - b, np.subtract, (1.0, -1.0), llvm=Inline("{r} = fsub double {0}, {1}"),
+       kind="infix", symbol="-", prec=PREC_SUM, code="{0} - {1}")
+define("mul", 2, lambda a, b: a * b, np.multiply, (lambda a, b, out: b, lambda a, b, out: a),
+       llvm=Inline("{r} = fmul double {0}, {1}"),
+       kind="infix", symbol="*", prec=PREC_PRODUCT, commutative=True, code="{0} * {1}")
+define("div", 2, lambda a, b: a / b, np.divide, (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
+       llvm=Inline("{r} = fdiv double {0}, {1}"),
+       kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}", domain=((0.7, 1.3), (-2.0, 0.4)))
+define("pow", 2, math.pow, sem.np_pow,
+       (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)), llvm=Call("pow", opaque=True),
+       kind="infix", symbol="^", prec=PREC_POWER, assoc="right", domain=((1.3, 0.7), (0.8, -2.2), (2.0, 3.0)))
+define("neg", 1, lambda a: -a, np.negative, (-1.0,), llvm=Inline("{r} = fneg double {0}"),
+       kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
+
+# ===================================================================== elementary functions
+define("sin", 1, math.sin, np.sin, (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
+define("cos", 1, math.cos, np.cos, (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
+define("tan", 1, math.tan, np.tan, (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
+define("asin", 1, math.asin, np.arcsin, (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
+       domain=((0.3,), (-0.6,)))
+define("acos", 1, math.acos, np.arccos, (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
+       domain=((0.3,), (-0.6,)))
+define("atan", 1, math.atan, np.arctan, (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
+define("sinh", 1, math.sinh, np.sinh, (lambda a, out: cosh(a),), llvm=Call("sinh"))
+define("cosh", 1, math.cosh, np.cosh, (lambda a, out: sinh(a),), llvm=Call("cosh"))
+define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: 1.0 - out * out,), llvm=Call("tanh"))
+define("exp", 1, math.exp, np.exp, (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
+define("log", 1, math.log, np.log, (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
+       domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b")
+define("sqrt", 1, math.sqrt, np.sqrt, (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
+       domain=((0.7,), (2.5,)))
+define("abs", 1, abs, np.abs, (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
+define("atan2", 2, math.atan2, np.arctan2, (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
+       domain=((0.5, -1.2), (-0.7, 0.4), (1.1, 0.9)))
+define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)),
+       llvm=Inline(_MIN_MAX.replace("BITS", "or").replace("FIRST", "g").replace("SECOND", "l")),
+       commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
+define("max", 2, sem.py_max, sem.np_max, (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)),
+       llvm=Inline(_MIN_MAX.replace("BITS", "and").replace("FIRST", "l").replace("SECOND", "g")),
+       commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
+define("sign", 1, sem.py_sign, np.sign, (0.0,),
+       llvm=Inline(_THREE_WAY.replace("ZERO", "0.0").replace("NEGATIVE", "-1.0")),
+       domain=((0.7,), (-1.3,)), doc="-1, 0 or 1; the derivative of abs")
+define("step", 1, sem.py_step, sem.np_step, (0.0,),
+       llvm=Inline(_THREE_WAY.replace("ZERO", "0.5").replace("NEGATIVE", "0.0")),
+       domain=((0.7,), (-1.3,)), doc="Heaviside step with step(0) = 0.5; the derivative of max")
+
+# Derived forms, rewritten into primitives.
+FUNCTIONS["pow"] = {2: _call("pow")}
+FUNCTIONS["log"][2] = lambda x, base: log(x) / log(base)
+_PARAMETERS = {("atan2", 2): "y, x", ("log", 2): "x, base"}
+
+
+def signatures() -> list[str]:
+    """How each function is called, for help texts: ``sin``, …, ``atan2(y, x)``, ``log(x, base)``."""
+    one = [name for name, forms in FUNCTIONS.items() if 1 in forms]
+    more = [f"{name}({_PARAMETERS.get((name, n), ', '.join('abcd'[:n]))})"
+            for name, forms in FUNCTIONS.items() for n in sorted(forms) if n != 1]
+    return one + more
+
+# Names that denote numbers, not variables.
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}

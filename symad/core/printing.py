@@ -1,0 +1,182 @@
+"""DAG → infix text with the fewest parentheses that parse back to the same node.
+
+Printing walks an explicit stack of pieces and joins them once at the end, so
+deep expressions neither recurse nor copy ever-longer strings.
+"""
+
+from __future__ import annotations
+
+import math
+
+from symad.core.graph import Graph
+from symad.core.ops import OPS, PREC_ATOM, PREC_UNARY
+
+_NAMED = {math.pi.hex(): "pi", math.e.hex(): "e"}
+
+
+def format_number(value: float, named_constants: bool = True) -> str:
+    """Shortest text that reads back as exactly ``value``: ``2``, ``0.5``, ``1e-05``, ``pi``."""
+    named = _NAMED.get(value.hex()) or _NAMED.get((-value).hex()) if named_constants else None
+    if named is not None:
+        return named if value > 0 else "-" + named
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def precedence(graph: Graph, node: int) -> int:
+    """How tightly the printed node binds (a negative number prints like unary minus)."""
+    op = graph.op[node]
+    if op == "const":
+        value = graph.data[node]
+        return PREC_UNARY if math.copysign(1.0, value) < 0 and not math.isnan(value) else PREC_ATOM  # type: ignore[arg-type]
+    return OPS[op].prec
+
+
+# `auto` printing switches to named shared subexpressions when expanding the DAG
+# into a tree would give more than this many nodes *and* SHARED_RATIO times the DAG.
+SHARED_MIN_TREE = 2000
+SHARED_RATIO = 4
+
+
+def to_text(graph: Graph, root: int, form: str = "auto") -> str:
+    """The expression as text: ``"inline"`` infix, ``"shared"`` with named shared
+    subexpressions (``_1 = x + y; _1*_1``), or ``"auto"``: shared only when inline
+    text would be much larger than the DAG.  Every form parses back to ``root``.
+    """
+    if form not in ("auto", "inline", "shared"):
+        raise ValueError(f"form must be auto, inline or shared, not {form!r}")
+    if form == "auto":
+        tree = graph.tree_size(root)
+        shared = tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(graph.reachable([root]))
+        form = "shared" if shared else "inline"
+    return to_infix(graph, root) if form == "inline" else to_shared(graph, root)
+
+
+def to_shared(graph: Graph, root: int) -> str:
+    """Infix text in which every operation used more than once is defined once by name.
+
+    The text grows with the DAG, not with the tree, whatever the sharing.
+    """
+    definitions, (text,) = shared_texts(graph, [root])
+    return "\n".join([f"{name} = {body};" for name, body in definitions] + [text])
+
+
+def to_texts(graph: Graph, roots: list[int], form: str = "auto") -> tuple[list[tuple[str, str]], list[str]]:
+    """Several expressions printed together: ``(definitions, texts)``.
+
+    ``"auto"`` prints each root as :func:`to_text` does (no definitions) unless
+    the roots together would print much larger than their DAG; then, as in
+    ``"shared"``, every operation used more than once, within a root or across
+    roots, is defined once by name and the texts refer to those names.
+    The definitions written ``_1 = ...; _2 = ...;`` followed by a text parse back
+    to that root.  Either way the output grows with the DAG.
+    """
+    if form not in ("auto", "inline", "shared"):
+        raise ValueError(f"form must be auto, inline or shared, not {form!r}")
+    if form == "auto":
+        order = graph.reachable(roots)
+        sizes = _tree_sizes(graph, order)
+        tree = sum(sizes[r] for r in roots)
+        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)):
+            # Within budget: each root's own text costs at most its tree, so this stays linear.
+            return [], [to_text(graph, r) for r in roots]
+        form = "shared"
+    if form == "inline":
+        return [], [to_infix(graph, r) for r in roots]
+    return shared_texts(graph, roots)
+
+
+def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(definitions, texts)`` naming every operation the roots use more than once."""
+    order = graph.reachable(roots)
+    uses: dict[int, int] = {}
+    for node in order:
+        for a in graph.args[node]:
+            uses[a] = uses.get(a, 0) + 1
+    for r in roots:
+        uses[r] = uses.get(r, 0) + 1
+    taken = {graph.data[n] for n in order if graph.op[n] == "var"}
+    prefix = "_"
+    while any(isinstance(v, str) and v.startswith(prefix) and v[len(prefix):].isdigit() for v in taken):
+        prefix += "_"
+    names: dict[int, str] = {}
+    definitions: list[tuple[str, str]] = []
+    for node in order:
+        if graph.args[node] and uses[node] > 1:
+            name = f"{prefix}{len(names) + 1}"
+            definitions.append((name, to_infix(graph, node, names)))
+            names[node] = name
+    return definitions, [names.get(r) or to_infix(graph, r, names) for r in roots]
+
+
+def _tree_sizes(graph: Graph, order: list[int]) -> dict[int, int | float]:
+    """Tree size of every node in ``order`` (topological), in one pass; floats past 2**53."""
+    size: dict[int, int | float] = {}
+    args_of = graph.args
+    for node in order:
+        s = 1 + sum(size[a] for a in args_of[node])
+        size[node] = float(s) if s > 2**53 else s
+    return size
+
+
+def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
+    """The expression as infix text; ``parse(to_infix(g, n))`` is node ``n`` again.
+
+    Infix printing expands shared nodes once per use (a tree), so heavily
+    shared DAGs print long (see :func:`to_text`).  Nodes in ``names`` print as
+    those names.
+    """
+    names = names or {}
+    out: list[str] = []
+    stack: list[object] = [root]  # ints are nodes to print, strings are literal pieces
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        node = item  # type: ignore[assignment]
+        if node in names and node != root:
+            out.append(names[node])
+            continue
+        op = op_of[node]
+        if op == "const":
+            out.append(format_number(data_of[node]))  # type: ignore[arg-type]
+            continue
+        if op == "var":
+            out.append(data_of[node])  # type: ignore[arg-type]
+            continue
+        spec = OPS[op]
+        args = args_of[node]
+        pieces: list[object]
+        if spec.kind == "infix":
+            left, right = args
+            lp = PREC_ATOM if left in names else precedence(graph, left)
+            rp = PREC_ATOM if right in names else precedence(graph, right)
+            if spec.assoc == "left":
+                left_paren, right_paren = lp < spec.prec, rp <= spec.prec
+            else:  # right-assoc power: base is an atom, exponent a unary expression
+                left_paren, right_paren = lp <= spec.prec, rp < PREC_UNARY
+            sep = f" {spec.symbol} " if spec.prec == OPS["add"].prec else spec.symbol
+            pieces = [*_wrap(left, left_paren), sep, *_wrap(right, right_paren)]
+        elif spec.kind == "prefix":
+            (arg,) = args
+            paren = arg not in names and precedence(graph, arg) < PREC_UNARY
+            pieces = [spec.symbol, *_wrap(arg, paren)]
+        else:
+            pieces = [spec.symbol, "("]
+            for i, arg in enumerate(args):
+                if i:
+                    pieces.append(", ")
+                pieces.append(arg)
+            pieces.append(")")
+        stack.extend(reversed(pieces))
+    return "".join(out)
+
+
+def _wrap(node: int, paren: bool) -> list[object]:
+    return ["(", node, ")"] if paren else [node]

@@ -1,0 +1,104 @@
+"""Construction-time rewrites, as a table keyed by op name.
+
+Each rule gets the graph and the argument ids (commutative arguments already in
+canonical order: a number comes last in a sum, first in a product) and returns an existing node id to use
+instead, or None to build the node as asked.  These are the *only* rewrites
+symad does (constant folding lives in :meth:`symad.graph.Graph.make`):
+
+====== ===================================================================
+add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number)
+sub    ``a - 0 → a``;  ``0 - a → -a``;  ``a - a → 0``;  ``a - (-b) → a + b``;  ``a - (-c) → a + c``
+mul    ``0 * a → 0``;  ``1 * a → a``;  ``-1 * a → -a``
+div    ``a / 1 → a``;  ``a / -1 → -a``
+pow    ``a ^ 1 → a``;  ``a ^ 0 → 1``
+neg    ``-(-a) → a``
+====== ===================================================================
+
+``0 * a → 0`` and ``a - a → 0`` hold for every finite ``a``; where ``a`` is
+inf or nan IEEE arithmetic would give nan instead.  This is the usual choice of
+computer algebra systems (SymPy does the same) and is what keeps derivative
+DAGs small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symad.core.graph import Graph
+
+Rule = Callable[["Graph", tuple[int, ...]], "int | None"]
+
+
+def _add(g: Graph, args: tuple[int, ...]) -> int | None:
+    a, b = args  # a number, if any, is b
+    if g.is_const(b, 0.0):
+        return a
+    if _negative_const(g, b):
+        return g.make("sub", a, g.const(-g.data[b]))  # type: ignore[operator]
+    if g.op[b] == "neg":
+        return g.make("sub", a, g.args[b][0])
+    if g.op[a] == "neg":
+        return g.make("sub", b, g.args[a][0])
+    return None
+
+
+def _sub(g: Graph, args: tuple[int, ...]) -> int | None:
+    a, b = args
+    if g.is_const(b, 0.0):
+        return a
+    if g.is_const(a, 0.0):
+        return g.make("neg", b)
+    if a == b:
+        return g.const(0.0)
+    if _negative_const(g, b):
+        return g.make("add", a, g.const(-g.data[b]))  # type: ignore[operator]
+    if g.op[b] == "neg":
+        return g.make("add", a, g.args[b][0])
+    return None
+
+
+def _mul(g: Graph, args: tuple[int, ...]) -> int | None:
+    a, b = args
+    if g.is_const(a, 0.0):
+        return a
+    if g.is_const(a, 1.0):
+        return b
+    if g.is_const(a, -1.0):
+        return g.make("neg", b)
+    return None
+
+
+def _div(g: Graph, args: tuple[int, ...]) -> int | None:
+    a, b = args
+    if g.is_const(b, 1.0):
+        return a
+    if g.is_const(b, -1.0):
+        return g.make("neg", a)
+    return None
+
+
+def _pow(g: Graph, args: tuple[int, ...]) -> int | None:
+    a, b = args
+    if g.is_const(b, 1.0):
+        return a
+    if g.is_const(b, 0.0):
+        return g.const(1.0)
+    return None
+
+
+def _neg(g: Graph, args: tuple[int, ...]) -> int | None:
+    (a,) = args
+    if g.op[a] == "neg":
+        return g.args[a][0]
+    return None
+
+
+def _negative_const(g: Graph, node: int) -> bool:
+    return g.op[node] == "const" and g.data[node] < 0  # type: ignore[operator]
+
+
+RULES: dict[str, Rule] = {
+    "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow, "neg": _neg,
+}

@@ -1,0 +1,257 @@
+"""Explain automatic differentiation step by step: the forward pass and the sweep, as tables.
+
+Every DAG node gets a name z1…zk in topological order.  Reverse mode lists each
+node's adjoint z̄ = ∂f/∂z as the sum of its users' contributions (user's
+adjoint × local derivative); forward mode lists each node's tangent ż along a
+seed direction.  Both end in the derivative.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from symad.ad.local import local_partial
+from symad.ad.sweep import active, forward_nodes, reverse_nodes
+from symad.backends.interpret import node_values
+from symad.core.ops import PREC_ATOM
+from symad.core.printing import format_number, precedence, to_infix
+from symad.expr import Expr
+
+BAR, DOT = "\u0304", "\u0307"  # combining macron (adjoint z̄) and dot above (tangent ż)
+# Text tables align a column only up to this width: a wider cell (a node with
+# thousands of users) is printed whole but unpadded, and pads no other row.
+ALIGN_MAX = 60
+
+
+def _num(v: float) -> str:
+    return format_number(float(f"{v:.6g}"), named_constants=False) if v == v else "nan"
+
+
+def _width(text: str) -> int:
+    """Display width: combining marks (the bar of z̄, the dot of ż) take no column."""
+    return len(text) - sum(1 for ch in text if unicodedata.combining(ch))
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
+
+
+def _column(widths: list[int]) -> int:
+    """The width a column aligns to: its widest cell, ignoring cells past ALIGN_MAX."""
+    return max((w for w in widths if w <= ALIGN_MAX), default=0)
+
+
+def _factor(v: float) -> str:
+    text = _num(v)
+    return f"({text})" if text.startswith("-") else text
+
+
+@dataclass
+class Term:
+    """One contribution to a sweep row: ``factor_name * local`` evaluated."""
+
+    source: str  # the z name whose adjoint (reverse) or tangent (forward) flows in
+    local: str  # the local derivative, in z names
+    factor: float
+    local_value: float
+
+    @property
+    def value(self) -> float:
+        return self.factor * self.local_value
+
+
+@dataclass
+class Row:
+    """A node: its forward value and, in the sweep, its derivative as a sum of terms."""
+
+    name: str
+    expr: str
+    value: float
+    derivative: float | None = None
+    terms: list[Term] = field(default_factory=list)
+    seed: bool = False
+
+
+@dataclass
+class Explanation:
+    """The forward pass and the derivative sweep of an expression at a point."""
+
+    expression: str
+    point: dict[str, float]
+    mode: str  # "reverse" or "forward"
+    rows: list[Row]  # topological order
+    sweep: list[Row]  # in sweep order (reverse: from the output down)
+    result: dict[str, float]  # gradient (reverse) or {"along": directional derivative}
+    result_names: dict[str, str]
+    direction: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str) -> str:
+        """The derivative symbol of a z name: z̄3 (adjoint) or ż3 (tangent)."""
+        return name[0] + (BAR if self.mode == "reverse" else DOT) + name[1:]
+
+    def _sweep_parts(self, row: Row) -> tuple[str, str, str]:
+        if row.seed:
+            how = "(seed)" if self.mode == "reverse" else "(direction)"
+            return self.mark(row.name), how, _num(row.derivative or 0.0)
+        symbolic = " + ".join(f"{self.mark(t.source)}*{t.local}" for t in row.terms)
+        numeric = " + ".join(f"{_factor(t.factor)}*{_factor(t.local_value)}" for t in row.terms)
+        return self.mark(row.name), f"{symbolic} = {numeric}", _num(row.derivative or 0.0)
+
+    def to_text(self) -> str:
+        """Aligned tables for a terminal (columns align up to ALIGN_MAX characters)."""
+        at = ", ".join(f"{k}={_num(v)}" for k, v in self.point.items())
+        lines = [f"forward pass at {at}" if at else "forward pass"]
+        width = _column([len(r.expr) for r in self.rows])
+        name_width = max(len(r.name) for r in self.rows)
+        for r in self.rows:
+            lines.append(f"  {r.name.rjust(name_width + 2)} = {r.expr.ljust(width)} = {_num(r.value)}")
+        if self.mode == "reverse":
+            lines.append("")
+            lines.append("backward sweep: adjoints z̄ = df/dz, from the output down")
+        else:
+            along = ", ".join(f"{k}={_num(v)}" for k, v in self.direction.items())
+            lines.append("")
+            lines.append(f"forward sweep: tangents ż = dz/dt along {along}")
+        parts = [self._sweep_parts(r) for r in self.sweep]
+        width = _column([_width(p[1]) for p in parts])
+        for mark, how, value in parts:
+            lines.append(f"  {' ' * (name_width - _width(mark))}  {mark} = {_ljust(how, width)} = {value}")
+        lines.append("")
+        lines.append(self._result_line())
+        return "\n".join(lines)
+
+    def _result_line(self) -> str:
+        if self.mode == "reverse":
+            items = [f"df/d{v} = {self.mark(self.result_names[v])} = {_num(g)}" for v, g in self.result.items()]
+            return "gradient: " + ", ".join(items) if items else "gradient: (no variables)"
+        root = self.rows[-1].name
+        return f"directional derivative: df/dt = {self.mark(root)} = {_num(self.result['along'])}"
+
+    def to_markdown(self) -> str:
+        """Markdown tables (for notes and notebooks)."""
+        out = [f"**Forward pass** at {', '.join(f'`{k}={_num(v)}`' for k, v in self.point.items())}", "",
+               "| node | operation | value |", "|---|---|---|"]
+        out += [f"| {r.name} | `{r.expr}` | {_num(r.value)} |" for r in self.rows]
+        title = "Backward sweep (adjoints z̄ = ∂f/∂z)" if self.mode == "reverse" else "Forward sweep (tangents ż)"
+        out += ["", f"**{title}**", "", "| derivative | sum of contributions | value |", "|---|---|---|"]
+        for r in self.sweep:
+            mark, how, value = self._sweep_parts(r)
+            out.append(f"| {mark} | `{how}` | {value} |")
+        out += ["", self._result_line()]
+        return "\n".join(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "expr": self.expression, "mode": self.mode, "at": self.point,
+            **({"direction": self.direction} if self.mode == "forward" else {}),
+            "forward": [{"id": r.name, "op": r.expr, "value": r.value} for r in self.rows],
+            "sweep": [{"id": r.name, "derivative": r.derivative, "seed": r.seed,
+                       "terms": [{"from": t.source, "local": t.local, "factor": t.factor,
+                                  "local_value": t.local_value, "contribution": t.value} for t in r.terms]}
+                      for r in self.sweep],
+            ("gradient" if self.mode == "reverse" else "derivative"):
+                self.result if self.mode == "reverse" else self.result["along"],
+        }
+
+    def to_json(self) -> str:
+        """One JSON object (non-finite numbers as strings)."""
+        return json.dumps(_finite(self.to_dict()))
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and obj != obj or obj in (float("inf"), float("-inf")):
+        return format_number(obj) if isinstance(obj, float) else obj
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
+            direction: Mapping[str, float] | None = None) -> Explanation:
+    """The step-by-step tables of ``mode`` ("reverse" or "forward") at ``point``.
+
+    >>> from symad import parse
+    >>> print(explain(parse("(x+y)+x*(x+y)"), {"x": 1, "y": 2}).to_text().splitlines()[-1])
+    gradient: df/dx = z̄1 = 5, df/dy = z̄2 = 2
+    """
+    if mode not in ("reverse", "forward"):
+        raise ValueError("mode must be 'reverse' or 'forward'")
+    g, root = expr.graph, expr.id
+    point = {v: float(point[v]) for v in expr.variables}
+    order = [n for n in g.reachable([root]) if g.op[n] != "const"]  # numbers print inline
+    names = {node: f"z{k + 1}" for k, node in enumerate(order)}
+    values = node_values(g, [root], point)
+    rows = {node: Row(names[node], _describe(g, node, names), values[node]) for node in order}
+    live = active(g, order)
+
+    def local(node: int, k: int) -> tuple[str, float]:
+        d = local_partial(g, node, k)
+        node_values(g, [d], point, values)  # a few new nodes over evaluated ones
+        text = to_infix(g, d, names) if d not in names else names[d]
+        if d not in names and g.op[d] != "var" and precedence(g, d) < PREC_ATOM or text.startswith("-"):
+            text = f"({text})"
+        return text, values[d]
+
+    var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
+    if mode == "reverse":
+        sweep = _reverse(g, root, order, live, rows, names, local)
+        result = {v: rows[var_nodes[v]].derivative or 0.0 for v in expr.variables}
+        result_names = {v: names[var_nodes[v]] for v in expr.variables}
+        along: dict[str, float] = {}
+    else:
+        along = {v: float((direction or {}).get(v, 0.0)) for v in expr.variables}
+        sweep = _forward(g, order, live, rows, names, local, along)
+        result = {"along": rows[root].derivative or 0.0}
+        result_names = {}
+    return Explanation(str(expr), point, mode, [rows[n] for n in order], sweep, result, result_names, along)
+
+
+def _describe(g: Any, node: int, names: dict[int, str]) -> str:
+    if g.op[node] == "var":
+        return str(g.data[node])
+    if g.op[node] == "const":
+        return format_number(g.data[node])
+    return to_infix(g, node, names)  # the root itself always prints as its operation
+
+
+def _reverse(g: Any, root: int, order: list[int], live: set[int], rows: dict[int, Row],
+             names: dict[int, str], local: Any) -> list[Row]:
+    rows[root].derivative, rows[root].seed = 1.0, True
+    sweep = []
+    for node, ks in reverse_nodes(g, order, live):
+        row = rows[node]
+        if row.derivative is None:
+            continue
+        sweep.append(row)
+        for k in ks:
+            arg = g.args[node][k]
+            text, value = local(node, k)
+            rows[arg].terms.append(Term(names[node], text, row.derivative, value))
+            rows[arg].derivative = (rows[arg].derivative or 0.0) + row.derivative * value
+    return sweep
+
+
+def _forward(g: Any, order: list[int], live: set[int], rows: dict[int, Row], names: dict[int, str],
+             local: Any, along: dict[str, float]) -> list[Row]:
+    sweep = []
+    for node, ks in forward_nodes(g, order, live):
+        row = rows[node]
+        if g.op[node] == "var":
+            row.derivative, row.seed = along.get(g.data[node], 0.0), True
+        else:
+            total = 0.0
+            for k in ks:
+                arg = g.args[node][k]
+                text, value = local(node, k)
+                row.terms.append(Term(names[arg], text, rows[arg].derivative or 0.0, value))
+                total += (rows[arg].derivative or 0.0) * value
+            row.derivative = total
+        sweep.append(row)
+    return sweep

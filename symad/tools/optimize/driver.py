@@ -1,0 +1,215 @@
+"""Minimise an expression with its exact derivatives: the driver of the built-in methods.
+
+:func:`minimize` runs gradient descent (backtracking Armijo line search),
+momentum, Nesterov, Adam, Newton (exact Hessian, line search, shifted when not
+positive definite) or a trust-region Newton-CG that uses only Hessian-vector
+products.  Every method is a generator of iterates; one driver owns the
+stopping rules (gradient norm, step size, iterations, time, callback), the
+counters and the result, so a method is just its update rule.
+
+Fixed parameters are substituted into the DAG as constants before compiling
+(the optimiser never sees them), and bounds are a box: iterates are projected
+onto it and the gradient test uses the projected gradient.
+
+Memory stays linear in the expression: Newton forms the ``n × n`` Hessian only
+while ``n`` times the operations of value and gradient is at most
+``DENSE_NEWTON_OPS``; beyond, it solves for its direction by conjugate gradients
+on Hessian-vector products (Newton-CG), as trust-ncg does.
+
+>>> r = minimize("(x-1)^2 + 10*(y+2)^2", {"x": 0, "y": 0}, method="newton")
+>>> r.success, r.x.round(12).tolist(), r.nit
+(True, [1.0, -2.0], 1)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core.errors import SymadError
+from symad.expr import Expr
+from symad.hessian import SecondOrder
+from symad.tools.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
+from symad.tools.optimize.problem import Problem
+
+
+class OptimizeResult(dict):
+    """scipy's ``OptimizeResult`` fields (``x fun jac nit nfev njev nhev success status message``)
+    as a dict with attribute access, plus ``variables``, ``point`` (by name, fixed ones
+    included), ``grad_norm``, ``method``, ``hessian`` (``"matrix"``, ``"products"`` for
+    Hessian-vector products, or None), ``time`` (seconds, iterating), ``setup_time``
+    (seconds, parsing and compiling) and, with ``keep_path=True``, ``path``
+    and ``path_fun`` (every iterate, the start included)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    __setattr__ = dict.__setitem__  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        width = max(map(len, self), default=0)
+        return "\n".join(f"{k.rjust(width)}: {v!r}" for k, v in self.items() if not k.startswith("path"))
+
+
+# Unbounded below: f at or under -UNBOUNDED_F, or f still falling at |x| ≥ EXPLODED_X (there a
+# product of two coordinates is near overflow, so no finite minimum is in reach).
+UNBOUNDED_F = 1e300
+EXPLODED_X = 1e150
+
+STATUS = {
+    0: "gradient norm below tolerance",
+    1: "stalled: step below xtol*(1+|x|) but gradient norm above tol",
+    2: "maximum number of iterations reached",
+    3: "time limit reached",
+    4: "stopped by the callback",
+    5: "non-finite: the value or gradient is not finite (overflow, or outside the domain)",
+    6: "line search failed",  # the method's message says along what
+    7: "diverged: unbounded below",
+}
+
+
+def _real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _positive(v: Any) -> bool:
+    return _real(v) and 0 < v < math.inf
+
+
+SETTINGS: dict[str, tuple[str, Callable[[Any], bool]]] = {  # name: (what it must be, test)
+    "max_iter": ("a positive integer", lambda v: isinstance(v, numbers.Integral) and _real(v) and v >= 1),
+    "tol": ("a positive number", _positive),
+    "xtol": ("a number >= 0", lambda v: _real(v) and 0 <= v < math.inf),
+    "max_time": ("a positive number of seconds", lambda v: _real(v) and v > 0),
+    "lr": ("a positive number", _positive),
+    "radius": ("a positive number", _positive),
+    "eps": ("a positive number", _positive),
+    **{b: ("a number in [0, 1)", lambda v: _real(v) and 0 <= v < 1) for b in ("beta", "beta1", "beta2")},
+}
+
+
+def check_settings(settings: Mapping[str, Any], spell: Callable[[str], str] = str) -> None:
+    """Raise a SymadError for the first setting out of range (``None``: the default, fine);
+    ``spell`` names a setting in the message (e.g. as a command-line flag)."""
+    for name, value in settings.items():
+        what, ok = SETTINGS[name]
+        if value is not None and not ok(value):
+            shown = format(value, "g") if isinstance(value, float) else repr(value)
+            raise SymadError(f"{spell(name)} must be {what}, got {shown:.60}")
+
+
+def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
+             variables: Sequence[str] | None = None,
+             fixed: Mapping[str, float] | None = None, bounds: Any = None, tol: float = 1e-8,
+             xtol: float = 1e-12, max_iter: int | None = None, max_time: float | None = None,
+             callback: Callable[[OptimizeResult], Any] | None = None, keep_path: bool = False,
+             background: bool = True, **options: float) -> OptimizeResult:
+    """Minimise an expression (or its text) from ``x0`` with exact derivatives.
+
+    ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
+    are then reused (no compilation per call, e.g. for many starts).
+
+    ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` or ``trust-ncg``;
+    options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as the method takes.
+    ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
+    ``fixed``: ``{name: value}`` held constant; ``bounds``: ``{name: (lo, hi)}`` or one
+    ``(lo, hi)`` per free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``,
+    ``eps`` must be positive and finite, ``max_iter`` a positive integer (default 1000
+    for Newton and trust-ncg, 100000 for first-order methods), ``max_time`` positive
+    seconds, ``xtol ≥ 0``, betas in [0, 1): else a SymadError.
+
+    ``success`` means a stationary point: the (projected) gradient's 2-norm is ``≤ tol``
+    (``status`` 0), and nothing else.  Otherwise ``status`` says why the run stopped
+    (``STATUS`` has the messages): 7 diverged, unbounded below (``f ≤ -1e300``, ``-inf``
+    included, or ``f`` still falling at ``|x| ≥ 1e150``); 5 a non-finite value or
+    gradient; 1 stalled (a step shorter than ``xtol·(1 + |x|)`` with the gradient norm
+    above ``tol``); 2 ``max_iter`` iterations; 3 ``max_time`` seconds; 4
+    ``callback(intermediate_result)`` returned True or raised StopIteration; 6 a failed
+    line search.
+
+    ``background=False`` interprets calls instead of compiling code in a background
+    thread for later ones (for one-shot runs, such as the command line's).
+    """
+    name = ALIASES.get(method, method)
+    if name not in METHODS:
+        raise SymadError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+    extra = [k for k in options if k not in OPTIONS[name]]
+    if extra:
+        takes = ", ".join(OPTIONS[name]) or "no options"
+        raise SymadError(f"method {name} does not take {', '.join(extra)} (it takes {takes})")
+    check_settings({"max_iter": max_iter, "tol": tol, "xtol": xtol, "max_time": max_time, **options})
+    if max_iter is None:
+        max_iter = 1000 if name in SECOND_ORDER else 100_000
+    t0 = time.perf_counter()
+    p = Problem(fun, variables, fixed, bounds, background=background)
+    x = p.start(x0)
+    dense = name == "newton" and p.dense()
+    with np.errstate(all="ignore"):  # compile (on first call) before the clock starts
+        p.fn.value_and_grad(x)
+        if dense:
+            p.fn.hessian(x)
+        elif name in SECOND_ORDER:
+            p.fn.hessp(x, x)
+    setup, t0 = time.perf_counter() - t0, time.perf_counter()
+    with np.errstate(all="ignore"):  # non-finite values are detected and reported, not warned about
+        f, g = p.fg(x)
+        gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+        nit, status, message = 0, -1, ""
+        falling = stalled = False
+        path = [(x, f, gnorm)]
+        steps = METHODS[name](p, x, f, g, **options)
+        while True:
+            if f <= -UNBOUNDED_F:
+                status, message = 7, f"{STATUS[7]} (f = {f:.3g})"
+            elif not (math.isfinite(f) and math.isfinite(gnorm)):
+                status, message = 5, STATUS[5]
+            elif gnorm <= tol:
+                status, message = 0, STATUS[0]
+            elif falling and (size := float(np.linalg.norm(x))) >= EXPLODED_X:
+                status, message = 7, f"{STATUS[7]} (f still falling at |x| = {size:.3g})"
+            elif stalled:
+                status, message = 1, STATUS[1]
+            elif nit >= max_iter:
+                status, message = 2, STATUS[2]
+            elif max_time is not None and time.perf_counter() - t0 >= max_time:
+                status, message = 3, STATUS[3]
+            if status >= 0:
+                break
+            try:
+                x, f_new, g, step = next(steps)
+            except StopIteration as stop:
+                status, message = 6, str(stop.value)
+                break
+            nit += 1
+            falling, f = f_new < f, f_new
+            gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+            if keep_path:
+                path.append((x, f, gnorm))
+            if callback is not None:
+                try:
+                    stop_now = callback(OptimizeResult(x=x, fun=f, jac=g, nit=nit, grad_norm=gnorm))
+                except StopIteration:
+                    stop_now = True
+                if stop_now is True:
+                    status, message = 4, STATUS[4]
+                    break
+            stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
+    result = OptimizeResult(
+        x=x, fun=f, jac=g, nit=nit, nfev=p.nfev, njev=p.njev, nhev=p.nhev,
+        success=status == 0, status=status, message=message,
+        variables=list(p.names), point=p.point(x), grad_norm=gnorm, method=name,
+        hessian="matrix" if dense else "products" if name in SECOND_ORDER else None,
+        time=time.perf_counter() - t0, setup_time=setup)
+    if keep_path:
+        result.path = np.array([row[0] for row in path]).reshape(len(path), len(x))
+        result.path_fun = np.array([row[1] for row in path])
+        result.path_grad_norm = np.array([row[2] for row in path])
+    return result

@@ -1,0 +1,144 @@
+"""The objective an optimiser sees: fixed values substituted, box bounds, call counters."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core.errors import PointError, VariableError, check_variables
+from symad.core.graph import Graph
+from symad.expr import Expr, parse
+from symad.hessian import SecondOrder
+
+# Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
+# rows are n reverse sweeps through the gradient, so its DAG and code can be n times the
+# gradient's, and it has n² entries.  Beyond, Newton-CG on Hessian-vector products.
+DENSE_NEWTON_OPS = 200_000
+
+
+def substitute(expr: Expr, values: Mapping[str, float]) -> Expr:
+    """``expr`` with the named variables replaced by numbers (rebuilt, so constants fold)."""
+    g = expr.graph
+    new: dict[int, int] = {}
+    for node in g.reachable([expr.id]):
+        op = g.op[node]
+        if op == "var":
+            name = g.data[node]
+            new[node] = g.const(values[name]) if name in values else node  # type: ignore[index]
+        elif op == "const":
+            new[node] = node
+        else:
+            new[node] = g.make(op, *(new[a] for a in g.args[node]))
+    return Expr(g, new[expr.id])
+
+
+class Problem:
+    """The objective over the free variables: fixed values substituted, box bounds, call counters."""
+
+    def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
+                 fixed: Mapping[str, float] | None = None, bounds: Any = None, *, background: bool = True):
+        compiled = expr if isinstance(expr, SecondOrder) else None
+        if compiled is not None:
+            expr, variables = compiled.expr, compiled.variables if variables is None else variables
+        expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
+        self.all_names = list(expr.variables if variables is None else variables)
+        self.fixed = {k: as_float(v, k) for k, v in (fixed or {}).items()}
+        unknown = [k for k in self.fixed if k not in self.all_names]
+        if unknown:
+            raise VariableError(f"cannot fix {', '.join(unknown)}: not a variable "
+                                f"(the expression uses {', '.join(self.all_names) or 'no variables'})")
+        self.names = [v for v in self.all_names if v not in self.fixed]
+        self.expr = substitute(expr, self.fixed) if self.fixed else expr
+        reuse = compiled is not None and not self.fixed and list(compiled.variables) == self.names
+        self.fn = compiled if reuse else SecondOrder(self.expr, self.names, background=background)
+        self.lower, self.upper = box(bounds, self.names)
+        self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self.nfev = self.njev = self.nhev = 0
+
+    def start(self, x0: Any) -> np.ndarray:
+        """The start point over the free variables: a dict, or a sequence (free or all variables)."""
+        if isinstance(x0, Mapping):
+            given = {k: v for k, v in x0.items() if k not in self.fixed}
+            check_variables(tuple(self.names), given)
+            x = np.array([as_float(given[v], v) for v in self.names])
+        else:
+            try:
+                x = np.array(x0, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                raise PointError(f"x0 is not a sequence of numbers: {x0!r:.60}") from None
+            if len(x) == len(self.all_names) != len(self.names):
+                x = x[[self.all_names.index(v) for v in self.names]]
+            if len(x) != len(self.names):
+                raise PointError(f"x0 needs {len(self.names)} value(s) ({', '.join(self.names)}), "
+                                 f"got {len(x)}")
+        return self.project(x)
+
+    def point(self, x: np.ndarray) -> dict[str, float]:
+        """Every variable by name, in ``variables`` order, fixed ones included."""
+        free = dict(zip(self.names, map(float, x)))
+        return {v: self.fixed[v] if v in self.fixed else free[v] for v in self.all_names}
+
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        self.nfev += 1
+        self.njev += 1
+        return self.fn.value_and_grad(x)
+
+    def dense(self) -> bool:
+        """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
+        return len(self.names) * self.fn.operations() <= DENSE_NEWTON_OPS
+
+    def hess(self, x: np.ndarray) -> np.ndarray:
+        self.nhev += 1
+        return self.fn.hessian(x)
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        self.nhev += 1
+        return self.fn.hessp(x, p)
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(x, self.lower, self.upper) if self.bounded else x
+
+    def free(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Mask of variables not held at a bound by the gradient."""
+        if not self.bounded:
+            return np.ones(len(x), dtype=bool)
+        return ~(((x <= self.lower) & (g > 0)) | ((x >= self.upper) & (g < 0)))
+
+    def pgrad(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """The projected gradient: zero exactly at a (box-constrained) stationary point."""
+        return x - self.project(x - g) if self.bounded else g
+
+
+def as_float(value: Any, name: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise PointError(f"value for {name} is not a number: {value!r:.60}") from None
+
+
+def box(bounds: Any, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds as arrays ``(lower, upper)`` over ``names``; accepts a dict or one pair per name."""
+    lower, upper = np.full(len(names), -math.inf), np.full(len(names), math.inf)
+    if bounds is None:
+        return lower, upper
+    if isinstance(bounds, Mapping):
+        unknown = [k for k in bounds if k not in names]
+        if unknown:
+            raise VariableError(f"bounds for {', '.join(unknown)}: not a free variable "
+                                f"(free: {', '.join(names) or 'none'})")
+        pairs = [bounds.get(v, (None, None)) for v in names]
+    else:
+        pairs = list(bounds)
+        if len(pairs) != len(names):
+            raise PointError(f"bounds need one (lo, hi) pair per free variable ({len(names)}), "
+                             f"got {len(pairs)}")
+    for i, (name, pair) in enumerate(zip(names, pairs)):
+        lo, hi = pair
+        lower[i] = -math.inf if lo is None else as_float(lo, name)
+        upper[i] = math.inf if hi is None else as_float(hi, name)
+        if not lower[i] <= upper[i]:
+            raise PointError(f"empty bounds for {name}: {lower[i]:g} > {upper[i]:g}")
+    return lower, upper

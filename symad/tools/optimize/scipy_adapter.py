@@ -1,0 +1,70 @@
+"""Exact derivatives in the calling conventions of ``scipy.optimize``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.expr import Expr
+from symad.hessian import SecondOrder
+from symad.tools.optimize.problem import Problem, box
+
+
+class ScipyFunctions:
+    """Exact derivatives in the calling conventions of ``scipy.optimize.minimize``.
+
+    ``fun`` (with ``jac=True``: returns ``(f, gradient)``), ``value`` and ``jac``
+    (separately), ``hess(x)`` and ``hessp(x, p)``, over the free variables in
+    ``variables`` order.  ``x0(point)`` and ``bounds(spec)`` convert dicts by name.
+
+    >>> import scipy.optimize
+    >>> s = scipy_functions("100*(y-x^2)^2+(1-x)^2")
+    >>> r = scipy.optimize.minimize(s.fun, s.x0({"x": -1.2, "y": 1}), jac=True, hess=s.hess,
+    ...                             method="trust-ncg", options={"gtol": 1e-9})
+    >>> r.x.round(8).tolist()
+    [1.0, 1.0]
+    """
+
+    def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
+                 fixed: Mapping[str, float] | None = None):
+        self.problem = Problem(expr, variables, fixed)
+        self.function = self.problem.fn
+        self.variables = list(self.problem.names)
+
+    def fun(self, x: Any) -> tuple[float, np.ndarray]:
+        return self.function.value_and_grad(np.asarray(x, dtype=float))
+
+    def value(self, x: Any) -> float:
+        return self.function.value(np.asarray(x, dtype=float))
+
+    def jac(self, x: Any) -> np.ndarray:
+        return self.function.grad(np.asarray(x, dtype=float))
+
+    def hess(self, x: Any) -> np.ndarray:
+        return self.function.hessian(np.asarray(x, dtype=float))
+
+    def hessp(self, x: Any, p: Any) -> np.ndarray:
+        return self.function.hessp(np.asarray(x, dtype=float), p)
+
+    def x0(self, point: Any) -> np.ndarray:
+        """A start point (dict by name, or sequence) as an array in ``variables`` order."""
+        return self.problem.start(point)
+
+    def bounds(self, spec: Any) -> list[tuple[float | None, float | None]]:
+        """``{name: (lo, hi)}`` as the list of pairs L-BFGS-B takes (``None``: unbounded)."""
+        lower, upper = box(spec, self.variables)
+        return [(lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None)
+                for lo, hi in zip(lower, upper)]
+
+    def point(self, x: Any) -> dict[str, float]:
+        """A solution by name, fixed variables included."""
+        return self.problem.point(np.asarray(x, dtype=float))
+
+
+def scipy_functions(expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
+                    fixed: Mapping[str, float] | None = None) -> ScipyFunctions:
+    """The objective's exact value, gradient, Hessian and Hessian-vector product for scipy."""
+    return ScipyFunctions(expr, variables, fixed)

@@ -1,0 +1,408 @@
+"""Graphviz pictures of the DAG (forward) and of the reverse sweep over it (backward).
+
+:func:`to_digraph` returns a :class:`graphviz.Digraph` (a notebook shows it inline);
+:func:`write` saves it by file extension.  Node names come from each node's
+position in the topological order of the drawn DAG (``n0``, ``n1``, ... and ``g0``,
+``g1``, ... for adjoints), never from ``id()``, so the same expression always gives
+the same DOT text, whatever else its graph holds.
+
+The backward cluster mirrors :func:`symad.diff.gradient`: one adjoint node
+``∂f/∂n`` per forward node the sweep reaches, an edge from each user's adjoint to
+each argument's adjoint labelled with the local partial (from the op table), and a
+sum ``Σ`` where a shared node collects several contributions.  Values and adjoints
+at a point are computed numerically, node by node (:func:`symad.interpret.node_values`),
+with the same local partials; the edges are those of :func:`symad.sweep.reverse_edges`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import graphviz
+import numpy as np
+
+from symad.ad.local import local_partial
+from symad.ad.sweep import active, reverse_edges
+from symad.backends.interpret import node_values
+from symad.core.errors import LimitError, SymadError, VariableError, check_variables
+from symad.core.graph import Graph
+from symad.core.ops import OPS, PREC_ATOM
+from symad.core.printing import format_number, to_infix
+from symad.expr import Expr, parse
+
+MAX_NODES = 300
+"""Default limit on drawn nodes (forward + backward): beyond it pictures are unreadable and slow.
+
+Drawing time grows with the number of nodes times the rank span of their edges (a
+variable used at every depth crosses every rank): ~300 such nodes take ``dot`` seconds,
+~500 about a minute.
+"""
+
+LARGE = 120
+"""Above this many nodes, layout is traded for speed: straight edges, bounded iterations."""
+
+RENDER_TIMEOUT = 60.0
+"""Seconds ``dot`` may run before :func:`render` gives up (a safety net behind MAX_NODES)."""
+
+_LARGE_LAYOUT = {"splines": "line", "nslimit": "0.2", "nslimit1": "0.2", "mclimit": "0.1"}
+
+FORMATS = ("png", "svg", "pdf", "dot", "gv")
+"""File extensions :func:`write` understands; ``dot``/``gv`` are DOT text, the rest need ``dot``."""
+
+_SHORT = 9  # expressions up to this many tree nodes are printed in labels; larger ones by name
+_FONT = "Helvetica"
+
+# ------------------------------------------------------------------ drawing style, per op
+# One style per op kind of the op table; leaves get their own.  STYLES has an entry for
+# every key of OPS (a test checks it), so a new op is drawn without touching this module.
+_KIND_STYLE: dict[str, dict[str, str]] = {
+    "infix": {"shape": "box", "style": "rounded,filled", "fillcolor": "#fff3c4", "color": "#b08a00"},
+    "prefix": {"shape": "box", "style": "rounded,filled", "fillcolor": "#fff3c4", "color": "#b08a00"},
+    "call": {"shape": "box", "style": "filled", "fillcolor": "#fde2cf", "color": "#c0622a"},
+}
+_LEAF_STYLE: dict[str, dict[str, str]] = {
+    "var": {"shape": "ellipse", "style": "filled", "fillcolor": "#d4e6fa", "color": "#2d6db5",
+            "penwidth": "1.5"},
+    "const": {"shape": "box", "style": "filled", "fillcolor": "#eeeeee", "color": "#999999",
+              "fontcolor": "#444444", "height": "0.3", "margin": "0.06,0.03"},
+}
+STYLES: dict[str, dict[str, str]] = {
+    name: _LEAF_STYLE[name] if op.kind == "leaf" else _KIND_STYLE[op.kind] for name, op in OPS.items()
+}
+"""Graphviz node attributes per op name (a key of :data:`symad.ops.OPS`)."""
+
+ADJOINT_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#d9f2d9", "color": "#2e7d32"}
+SUM_STYLE = {**ADJOINT_STYLE, "fillcolor": "#b9e4b9", "penwidth": "1.8"}
+OUTPUT_STYLE = {**ADJOINT_STYLE, "fillcolor": "#8fd18f", "penwidth": "2", "peripheries": "2"}
+_FORWARD_EDGE = {"color": "#555555", "arrowsize": "0.7"}
+_BACKWARD_EDGE = {"color": "#2e7d32", "fontcolor": "#1b5e20", "arrowsize": "0.7"}
+_BAD = "#c62828"  # colour of non-finite values
+
+
+class DotNotFoundError(SymadError):
+    """Graphviz's ``dot`` program is needed for a picture format and is not installed."""
+
+
+def fmt(value: float) -> str:
+    """A value for a label: 4 significant digits.
+
+    >>> fmt(2.0), fmt(1/3), fmt(-1e-7), fmt(float("inf"))
+    ('2', '0.3333', '-1e-07', 'inf')
+    """
+    return format(value, ".4g")
+
+
+# ------------------------------------------------------------------ numeric sweeps
+def _new_nodes(graph: Graph, roots: Sequence[int], known: Mapping[int, Any]) -> list[int]:
+    """Nodes below ``roots`` that are not in ``known``, children first (ascending ids)."""
+    seen: set[int] = set()
+    stack = [r for r in roots if r not in known]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        stack.extend(a for a in graph.args[node] if a not in known and a not in seen)
+    return sorted(seen)
+
+
+def _tree_sizes(graph: Graph, roots: Sequence[int], sizes: dict[int, int]) -> None:
+    """Fill ``sizes`` with each node's size as a tree, capped (only "small or not" matters)."""
+    for node in _new_nodes(graph, roots, sizes):
+        sizes[node] = min(1 + sum(sizes[a] for a in graph.args[node]), _SHORT + 1)
+
+
+# ------------------------------------------------------------------ labels
+class _Namer:
+    """Short text for a node: infix, with big drawn subexpressions replaced by their names (``n8``)."""
+
+    def __init__(self, graph: Graph, local: Mapping[int, int]):
+        self.graph, self.local = graph, local
+        self.sizes: dict[int, int] = {}
+
+    def text(self, node: int, wrap: bool = False, width: int = 40) -> str:
+        g, local, sizes = self.graph, self.local, self.sizes
+        _tree_sizes(g, [node], sizes)
+        named: set[int] = set()
+        inner: set[int] = set()
+        stack = [node]
+        while stack:  # stops at big drawn nodes, so the work per label stays small
+            n = stack.pop()
+            if n in named or n in inner:
+                continue
+            if n in local and sizes[n] > _SHORT:
+                named.add(n)
+            else:
+                inner.add(n)
+                stack.extend(g.args[n])
+        # Rebuild the expression in a scratch graph with named nodes as variables, then print it.
+        scratch, copy = Graph(), {}
+        for n in sorted(inner):
+            for a in g.args[n]:
+                if a in named and a not in copy:
+                    copy[a] = scratch.var(f"n{local[a]}")
+            op = g.op[n]
+            copy[n] = (scratch.const(g.data[n]) if op == "const" else scratch.var(g.data[n]) if op == "var"
+                       else scratch.make(op, *(copy[a] for a in g.args[n])))  # type: ignore[arg-type]
+        if node in named:
+            copy[node] = scratch.var(f"n{local[node]}")
+        text = to_infix(scratch, copy[node])
+        if len(text) > width:
+            text = text[:width - 1] + "…"
+        op = scratch.op[copy[node]]
+        if wrap and op not in ("var", "const") and OPS[op].kind != "call" and OPS[op].prec != PREC_ATOM:
+            text = f"({text})"
+        return text
+
+
+def _html(*lines: tuple[str, str]) -> str:
+    """An HTML-like label from (text, font attributes) lines."""
+    rows = []
+    for text, attrs in lines:
+        body = html.escape(text)
+        rows.append(f"<FONT {attrs}>{body}</FONT>" if attrs else body)
+    return "<" + "<BR/>".join(rows) + ">"
+
+
+def _value_line(values: Mapping[int, float] | None, node: int, prefix: str = "= ") -> list[tuple[str, str]]:
+    if values is None:
+        return []
+    v = values[node]
+    return [(prefix + fmt(v), "" if math.isfinite(v) else f'COLOR="{_BAD}"')]
+
+
+# ------------------------------------------------------------------ the reverse sweep
+class _Sweep:
+    """The reverse sweep of :func:`symad.diff.gradient`, kept for drawing; numeric at a point."""
+
+    def __init__(self, g: Graph, order: list[int], root: int, wrt: Sequence[str] | None,
+                 values: dict[int, float] | None, point: Mapping[str, float]):
+        var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
+        for w in wrt or ():
+            if w not in var_nodes:
+                uses = ", ".join(str(v) for v in var_nodes) or "no variables"
+                raise VariableError(f"wrt: {w} is not a variable of the expression (it uses {uses})", (w,))
+        sources = {var_nodes[w] for w in (wrt or var_nodes)}
+        self.active = active(g, order, sources)  # only these carry adjoints
+        self.nodes = [n for n in reversed(order) if n in self.active]  # sweep order: output first
+        self.edges: list[tuple[int, int, int]] = []  # (user, argument, node of ∂user/∂argument)
+        self.incoming: dict[int, list[int]] = {}  # argument -> indices into edges
+        self.adjoint: dict[int, float] = {root: 1.0}
+        self.terms: dict[int, list[float]] = {}  # argument -> numeric contributions, in edge order
+        self._g, self._order, self._root, self._values, self._point = g, order, root, values, point
+
+    def run(self) -> None:
+        """Build the local partials (nodes of the graph) and, at a point, the numeric adjoints."""
+        g, values = self._g, self._values
+        for node, k, arg in reverse_edges(g, self._root, order=self._order, live=self.active):
+            partial = local_partial(g, node, k)
+            self.incoming.setdefault(arg, []).append(len(self.edges))
+            self.edges.append((node, arg, partial))
+            if values is None:
+                continue
+            node_values(g, [partial], self._point, values)
+            with np.errstate(all="ignore"):
+                term = float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
+                self.terms.setdefault(arg, []).append(term)
+                previous = self.adjoint.get(arg)
+                self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
+
+
+# ------------------------------------------------------------------ the picture
+def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str | None = None,
+               at: Mapping[str, float] | None = None, rankdir: str = "TB",
+               max_nodes: int = MAX_NODES, title: str | None = None) -> graphviz.Digraph:
+    """The DAG of ``expr`` as a Graphviz digraph; with ``grad`` (or ``wrt``) also the reverse sweep.
+
+    ``at`` annotates every node with its value (and adjoint nodes with ∂f/∂node);
+    ``wrt`` limits the backward graph to the paths into those variables.  Raises
+    :class:`~symad.errors.LimitError` beyond ``max_nodes`` drawn nodes.
+
+    >>> d = to_digraph("(x+y)+x*(x+y)", grad=True, at={"x": 1, "y": 2})
+    >>> d.source.count("[label=<")  # 5 DAG nodes and their 5 adjoints
+    10
+    >>> "3 + 2 = 5" in d.source  # ∂f/∂x sums what its two users pass back
+    True
+    """
+    if isinstance(expr, str):
+        expr = parse(expr, Graph())
+    if isinstance(wrt, str):
+        wrt = [w.strip() for w in wrt.split(",") if w.strip()]
+    grad = grad or bool(wrt)
+    if rankdir.upper() not in ("TB", "LR", "BT", "RL"):
+        raise SymadError(f"rankdir must be TB, LR, BT or RL, not {rankdir!r}")
+    if max_nodes < 1:
+        raise LimitError(f"{{setting}} must be at least 1, got {max_nodes}", "max_nodes")
+    g, root = expr.graph, expr.id
+    order = g.reachable([root])
+    _check_size(len(order), max_nodes, "the DAG")
+    local = {node: i for i, node in enumerate(order)}
+
+    values: dict[int, float] | None = None
+    point: dict[str, float] = {}
+    if at is not None:
+        check_variables(expr.variables, at)
+        point = {v: float(at[v]) for v in expr.variables}
+        values = node_values(g, [root], point)
+    sweep = _Sweep(g, order, root, wrt, values, point) if grad else None
+    total = len(order) + (len(sweep.nodes) if sweep else 0)
+    _check_size(total, max_nodes, "the forward and backward graph" if grad else "the DAG")
+    if sweep:
+        sweep.run()
+    large = total > LARGE
+
+    names = _Namer(g, local)
+    if title is None:
+        _tree_sizes(g, [root], names.sizes)
+        title = f"f = {to_infix(g, root)}" if names.sizes[root] <= _SHORT else None
+    else:
+        title = f"f = {title}"
+    if title and point:
+        title += "   at " + ", ".join(f"{k} = {format_number(v, False)}" for k, v in point.items())
+
+    dot = graphviz.Digraph("symad", graph_attr={
+        "rankdir": rankdir.upper(), "fontname": _FONT, "labelloc": "t", "fontsize": "16",
+        "nodesep": "0.35", "ranksep": "0.45", "newrank": "true", **(_LARGE_LAYOUT if large else {}),
+        **({"label": title} if title else {})})
+    dot.attr("node", fontname=_FONT, fontsize="13", margin="0.12,0.05", height="0.4")
+    dot.attr("edge", fontname=_FONT, fontsize="11")
+    if sweep is None:
+        _draw_forward(dot, g, order, local, root, values, large)
+        return dot
+    forward = graphviz.Digraph("cluster_forward", graph_attr={
+        "label": "forward: the DAG, arguments → users", "color": "#bbbbbb", "style": "rounded",
+        "fontsize": "13", "fontcolor": "#555555"})
+    _draw_forward(forward, g, order, local, root, values, large)
+    dot.subgraph(forward)
+    if sweep.nodes:
+        _draw_backward(dot, g, order, local, root, sweep, values, names, large)
+    return dot
+
+
+def _check_size(count: int, limit: int, what: str) -> None:
+    if count > limit:
+        raise LimitError(f"{what} has {count} nodes, more than the {limit} drawn at most; "
+                         f"raise the limit with {{setting}}{count}", "max_nodes")
+
+
+def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapping[int, int],
+                  root: int, values: Mapping[int, float] | None, large: bool) -> None:
+    for node in order:
+        op, i = g.op[node], local[node]
+        attrs = dict(STYLES[op])
+        if op == "var":
+            label = _html((str(g.data[node]), 'POINT-SIZE="16"'), *_value_line(values, node))
+        elif op == "const":
+            label = _html((format_number(g.data[node]), ""))  # type: ignore[arg-type]
+        else:
+            spec = OPS[op]
+            caption = f"n{i} {op}" if spec.symbol != op else f"n{i}"
+            label = _html((spec.symbol, 'POINT-SIZE="17"'), (caption, 'POINT-SIZE="10" COLOR="#777777"'),
+                          *_value_line(values, node))
+        if node == root:
+            attrs.update(penwidth="2.5", peripheries="2")
+        if values is not None and not math.isfinite(values[node]):
+            attrs["color"] = _BAD
+        dot.node(f"n{i}", label, **attrs)
+    if not large:  # inputs on one row, in natural order (costly for dot on big graphs)
+        _same_rank(dot, [f"n{local[n]}" for n in order if g.op[n] == "var"], "min")
+    for node in order:
+        args = g.args[node]
+        numbered = len(args) > 1 and not OPS[g.op[node]].commutative
+        for k, a in enumerate(args):
+            extra = {"headlabel": str(k + 1), "labelfontsize": "9",
+                     "labelfontcolor": "#777777"} if numbered else {}
+            dot.edge(f"n{local[a]}", f"n{local[node]}", **_FORWARD_EDGE, **extra)
+
+
+def _same_rank(dot: graphviz.Digraph, names: list[str], rank: str) -> None:
+    """Put ``names`` on one rank, in this order (inputs on top, outputs at the bottom)."""
+    if not names or (len(names) < 2 and rank == "same"):
+        return
+    with dot.subgraph() as row:
+        row.attr(rank=rank)
+        for name in names:
+            row.node(name)
+        for a, b in pairwise(names):
+            row.edge(a, b, style="invis")
+
+
+def _draw_backward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapping[int, int],
+                   root: int, sweep: _Sweep, values: Mapping[int, float] | None, names: _Namer,
+                   large: bool) -> None:
+    back = graphviz.Digraph("cluster_backward", graph_attr={
+        "label": "backward: reverse sweep, adjoints ∂f/∂node", "color": "#2e7d32", "style": "rounded",
+        "fontsize": "13", "fontcolor": "#2e7d32", "bgcolor": "#f4fbf4"})
+    for node in sweep.nodes:
+        i, op = local[node], g.op[node]
+        what = str(g.data[node]) if op == "var" else "f" if node == root else f"n{i}"
+        lines: list[tuple[str, str]] = [(f"∂f/∂{what}", 'POINT-SIZE="14"')]
+        count = len(sweep.incoming.get(node, ()))
+        style = OUTPUT_STYLE if op == "var" else SUM_STYLE if count > 1 else ADJOINT_STYLE
+        if count > 1:
+            lines.append((f"Σ of {count} contributions", 'POINT-SIZE="10" COLOR="#1b5e20"'))
+        if values is not None:
+            v, terms = sweep.adjoint[node], sweep.terms.get(node, [])
+            text = "= " + fmt(v)
+            if 1 < len(terms) <= 4:
+                text = fmt(terms[0]) + "".join((" − " if t < 0 else " + ") + fmt(abs(t)) for t in terms[1:]) \
+                    + " " + text
+            lines.append((text, "" if math.isfinite(v) else f'COLOR="{_BAD}"'))
+        back.node(f"g{i}", _html(*lines), **style)
+    _same_rank(back, [f"g{local[n]}" for n in sweep.nodes[::-1] if g.op[n] == "var"], "same")
+    for user, arg, partial in sweep.edges:
+        label = "× " + names.text(partial, wrap=True)
+        if values is not None and g.op[partial] != "const":
+            label += " = " + fmt(values[partial])
+        # Edge labels make dot rank twice as many rows; on big graphs they become tooltips.
+        back.edge(f"g{local[user]}", f"g{local[arg]}", **({"tooltip": label} if large else {"label": label}),
+                  **_BACKWARD_EDGE)
+    dot.subgraph(back)
+    dot.edge(f"n{local[root]}", f"g{local[root]}", label="seed 1", style="dashed",
+             color="#2e7d32", fontcolor="#2e7d32", arrowsize="0.7")
+
+
+# ------------------------------------------------------------------ files
+def write(dot: graphviz.Digraph, path: str) -> None:
+    """Write ``dot`` to ``path`` in the format its extension names; ``-`` prints the DOT text."""
+    if path == "-":
+        sys.stdout.write(dot.source)
+        return
+    fmt_ = Path(path).suffix.lower().lstrip(".")
+    if fmt_ not in FORMATS:
+        raise SymadError(f"cannot tell the picture format from {path!r}: "
+                         f"use one of {', '.join('.' + f for f in FORMATS)}, or - for DOT text")
+    if fmt_ in ("dot", "gv"):
+        data: bytes = dot.source.encode("utf-8")
+    else:
+        data = render(dot, fmt_)
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as err:
+        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+
+
+def render(dot: graphviz.Digraph, format: str, timeout: float = RENDER_TIMEOUT) -> bytes:  # noqa: A002
+    """The picture as bytes (``png``, ``svg``, ``pdf``) from Graphviz's ``dot``, within ``timeout`` s."""
+    try:
+        proc = subprocess.run(["dot", f"-T{format}"], input=dot.source.encode("utf-8"),
+                              capture_output=True, timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise DotNotFoundError(
+            f"writing {format.upper()} needs Graphviz's dot program, which is not installed: "
+            "install it with 'apt-get install graphviz' (or write DOT text, a .dot file)") from None
+    except subprocess.TimeoutExpired:
+        raise LimitError(f"dot did not finish the layout within {timeout:g} s; draw a smaller "
+                         "expression, or write DOT text (a .dot file) and run dot yourself") from None
+    if proc.returncode:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SymadError("dot failed" + (f": {detail[0]}" if detail else f" with status {proc.returncode}"))
+    return proc.stdout
