@@ -234,7 +234,7 @@ def run_cli_in_process(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = cli.main(argv)
+            status = cli(argv)
     finally:
         LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops = saved
     return status, out.getvalue(), err.getvalue()

@@ -21,9 +21,10 @@ from measure import python_measured, run_measured
 
 import symad
 from symad import Graph, LimitError, SymadError, parse
+from symad.cli.common import FLAGS as CLI_FLAGS
 from symad.core.limits import LIMITS, Limits, override
 
-# What each limit's error must mention: the Python name and the command-line flag.
+# Each limit's command-line flag (the library's errors name the Python setting; the CLI, the flag).
 FLAGS = {"max_input_chars": "--max-input", "max_nodes": "--max-dag-nodes", "max_program_ops": "--max-program-ops"}
 
 
@@ -39,7 +40,8 @@ def test_input_length_limit():
             parse("x+" * 50 + "x", Graph())
     message = str(info.value)
     assert "101 characters" in message and "100" in message
-    assert "--max-input" in message and "symad.core.limits.LIMITS.max_input_chars" in message
+    assert "symad.core.limits.LIMITS.max_input_chars" in message and "--" not in message  # no CLI flag
+    assert info.value.spelled(CLI_FLAGS.get).endswith("(raise it with --max-input)")
     assert isinstance(info.value, SymadError)
 
 
@@ -50,14 +52,15 @@ def test_dag_size_limit_while_parsing():
             parse("+".join(f"x{k}" for k in range(2000)), g)
         assert len(g) <= 1000
     message = str(info.value)
-    assert "1,000 nodes" in message and "--max-dag-nodes" in message and "symad.core.limits.LIMITS.max_nodes" in message
+    assert "1,000 nodes" in message and "symad.core.limits.LIMITS.max_nodes" in message
+    assert "--max-dag-nodes" in info.value.spelled(CLI_FLAGS.get)
 
 
 def test_dag_size_limit_while_differentiating():
     g = Graph()
     e = parse("*".join(f"sin(x{k})" for k in range(200)), g)
     with override(max_nodes=len(g) + 50):
-        with pytest.raises(LimitError, match="--max-dag-nodes"):
+        with pytest.raises(LimitError, match="LIMITS.max_nodes"):
             e.grad()
 
 
@@ -105,8 +108,8 @@ def test_cli_dag_limit():
 def test_cli_has_a_flag_for_every_limit():
     """A limit a command-line user can hit must be raisable from the command line.
 
-    The program-size limit's error says "raise it with
-    symad.core.limits.LIMITS.max_program_ops", which a shell user cannot do.
+    The library's error names the Python setting (``LIMITS.max_program_ops``), which a shell
+    user cannot change: the command line names the flag instead.
     """
     help_text = run("grad", "--help").stdout
     missing = [flag for name, flag in FLAGS.items() if flag not in help_text]
@@ -115,7 +118,8 @@ def test_cli_has_a_flag_for_every_limit():
         try:
             LIMITS.check_program(2)
         except LimitError as err:
-            assert FLAGS["max_program_ops"] in str(err)
+            assert "LIMITS.max_program_ops" in str(err)
+            assert FLAGS["max_program_ops"] in err.spelled(CLI_FLAGS.get)
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import pytest
 
 from symad import Graph, SymadError, parse
 from symad.backends import program as compiler
+from symad.backends import schedule
 from symad.backends.llvm import ir as llvm_ir
 from symad.backends.llvm import jit as native
 from symad.core.ops import OPS
@@ -48,17 +49,23 @@ def test_native_equals_python_bit_for_bit_on_points(text):
 @pytest.mark.parametrize("text", EXPRESSIONS)
 def test_chunked_native_code_gives_the_same_numbers(text, monkeypatch):
     """Split into functions of 2 operations (values passed through the stack array), -O2 code
-    computes exactly what the Python backend does, at points and over a batch."""
-    monkeypatch.setattr(llvm_ir, "CHUNK_OPS", 2)
+    computes exactly what the Python backend does (chunked by the same plan, and unchunked),
+    at points and over a batch."""
+    monkeypatch.setattr(schedule, "CHUNK_OPS", 2)
     monkeypatch.setattr(native, "_cache", {})
     e = parse(text, Graph())
     program = e.compile(backend="native").value_grad_program()
     assert "@chunk1" in llvm_ir.module_ir(program.schedule, chunked=True)
     fp = e.compile(backend="python")
+    assert "def chunk1(" in fp.value_grad_program().source
+    monkeypatch.setattr(schedule, "CHUNK_OPS", 1000)
+    straight = parse(text, Graph()).compile(backend="python")
+    assert "def chunk" not in straight.value_grad_program().source
     pts = np.random.default_rng(11).uniform(-3, 3, size=(50, len(e.variables)))
     for p in pts:
         vp, gp = fp.value_and_grad(p)
         np.testing.assert_array_equal(program.point(p), np.array([vp, *gp]))
+        np.testing.assert_array_equal(straight.value_grad_program().point(p), np.array([vp, *gp]))
     vp, gp = fp.value_and_grad(pts)
     np.testing.assert_array_equal(program.batch(pts), np.column_stack([vp, gp]))
 

@@ -12,7 +12,8 @@ import pytest
 from cli_helpers import run as symad
 from measure import run_measured
 
-from symad import SymadError, optimize
+from symad import SymadError
+from symad.tools.optimize import problem
 from symad.backends import program as compiler
 from symad.hessian import SecondOrder
 from symad.optimize import minimize
@@ -115,7 +116,7 @@ def test_cli_rejects_settings_out_of_range(flag, value, message) -> None:
 def test_newton_uses_products_past_the_dense_limit(monkeypatch) -> None:
     dense = minimize(ROSENBROCK, [-1.2, 1])
     assert dense.hessian == "matrix"
-    monkeypatch.setattr(optimize, "DENSE_NEWTON_OPS", 0)
+    monkeypatch.setattr(problem, "DENSE_NEWTON_OPS", 0)
     r = minimize(ROSENBROCK, [-1.2, 1])
     assert r.hessian == "products" and r.success and np.abs(r.x - 1).max() < 1e-8
     assert r.nhev > r.nit  # several Hessian-vector products a step, never the matrix

@@ -92,7 +92,6 @@ def test_tape_matches_compiled_code_on_random_expressions(property_tally):
 
 
 def test_auto_interprets_first_and_compiles_when_called_again(monkeypatch):
-    monkeypatch.setattr(compiler, "BACKGROUND_OPTIMIZE", True)  # the CLI, run in-process, turns it off
     e = symad.parse("sin(x)*y + 100*(y-x^2)^2", Graph())
     f = e.compile()
     tiers = f._value_grad
@@ -144,7 +143,6 @@ def test_a_program_over_the_limit_keeps_the_interpreter_serving():
 
 def test_background_gradient_and_foreground_parsing_keep_one_node_per_key(monkeypatch):
     """The background compile adds gradient nodes while this thread parses into the same graph."""
-    monkeypatch.setattr(compiler, "BACKGROUND_OPTIMIZE", True)
     g = Graph()
     fns = [symad.parse(f"sin(x{k})*x{k + 1}^3/(1+x{k}^2) + exp(x{k + 2}*x{k})", g).compile() for k in range(30)]
     for fn in fns:

@@ -211,10 +211,10 @@ def test_rankdir_and_bad_options():
 # ------------------------------------------------------------------ limits
 def test_size_limit_names_the_option_and_counts_both_graphs():
     e = parse(SEED, Graph())
-    with pytest.raises(LimitError, match=r"--max-nodes 5\b"):
+    with pytest.raises(LimitError, match=r"max_nodes=5\b"):
         to_digraph(e, max_nodes=4)
     to_digraph(e, max_nodes=5)
-    with pytest.raises(LimitError, match=r"--max-nodes 10\b"):
+    with pytest.raises(LimitError, match=r"max_nodes=10\b"):
         to_digraph(e, grad=True, max_nodes=9)
     assert nodes(to_digraph(e, grad=True, max_nodes=10).source, "g")
 

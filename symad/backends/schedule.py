@@ -36,9 +36,10 @@ class ChunkPlan:
     slot: dict[int, int]  # node -> its place in the array shared by the chunks (crossing values, outputs)
 
 
-def chunk_plan(steps: list[Step], outputs: Sequence[int], size: int = CHUNK_OPS) -> ChunkPlan:
-    """Cut ``steps`` into chunks of ``size``; a value used by a later chunk, or an output,
-    gets a slot of the shared array, in order of first need."""
+def chunk_plan(steps: list[Step], outputs: Sequence[int], size: int | None = None) -> ChunkPlan:
+    """Cut ``steps`` into chunks of ``size`` (default ``CHUNK_OPS``); a value used by a later
+    chunk, or an output, gets a slot of the shared array, in order of first need."""
+    size = CHUNK_OPS if size is None else size
     chunks = [steps[i:i + size] for i in range(0, len(steps), size)]
     chunk_of = {node: c for c, chunk in enumerate(chunks) for node, _, _ in chunk}
     slot: dict[int, int] = {}

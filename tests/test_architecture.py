@@ -1,0 +1,166 @@
+"""The package's shape: imports go one way (no cycles, layers only import layers below),
+no import hides inside a function, and no module reaches into another's private names."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "symad"
+
+# Layers, lowest first: a module may import its own layer's modules and those of lower ones.
+LAYERS = [
+    ("core",),
+    ("frontend",),
+    ("ad",),
+    ("backends",),
+    ("expr", "function", "hessian", "caches"),  # the public API objects
+    ("tools", "optimize", "viz", "explain"),  # what users do with them (and their public façades)
+    ("cli", "__main__"),
+]
+# Function-level imports allowed, and why.
+LAZY_IMPORTS = {
+    ("symad.__main__", "symad.cli.main"): "a Ctrl-C while the package loads ends with status 130",
+    ("symad.__main__", "symad.backends.background"): "imported only after a Ctrl-C",
+}
+# Private names of other modules a module may use (the standard library's documented ones).
+PRIVATE_ALLOWED = {"_exit", "_register_atexit"}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for n in ast.walk(node))
+    return skip
+
+
+def _imports(name: str) -> list[tuple[str, bool]]:
+    """(imported symad module, whether the import is inside a function) for module ``name``,
+    imports under ``if TYPE_CHECKING`` left out."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    nested: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nested.update(id(n) for n in ast.walk(node) if n is not node)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            candidates = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES]
+            candidates = candidates or [target]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names]
+        else:
+            continue
+        found += [(c, id(node) in nested) for c in candidates if c in MODULES and c != name]
+    return found
+
+
+def _layer(name: str) -> int:
+    top = name.split(".")[1] if "." in name else ""
+    for level, members in enumerate(LAYERS):
+        if top in members:
+            return level
+    raise AssertionError(f"{name} is in no layer: add its folder to LAYERS")
+
+
+def test_every_module_is_found_and_in_a_layer() -> None:
+    assert {"symad.core.ops", "symad.ad.reverse", "symad.backends.llvm.jit", "symad.cli.main"} <= set(MODULES)
+    for name in MODULES:
+        if name != "symad":
+            _layer(name)
+
+
+def test_the_import_graph_has_no_cycles() -> None:
+    """Every import counts here, function-level ones too (the package root, whose
+    attributes load lazily, is left out: importing a submodule always runs it)."""
+    edges = {m: {t for t, _ in _imports(m) if t != "symad"} for m in MODULES if m != "symad"}
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for start in edges:
+        if start in state:
+            continue
+        stack = [(start, iter(sorted(edges[start])))]
+        state[start] = 1
+        path = [start]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+            elif state.get(child) == 1:
+                cycle = path[path.index(child):] + [child]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            elif child not in state:
+                state[child] = 1
+                path.append(child)
+                stack.append((child, iter(sorted(edges[child]))))
+
+
+def test_imports_go_down_the_layers() -> None:
+    wrong = [f"{m} imports {t}" for m in MODULES if m != "symad" for t, _ in _imports(m)
+             if t != "symad" and _layer(t) > _layer(m)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_hides_inside_a_function() -> None:
+    hidden = [(m, t) for m in MODULES for t, inside in _imports(m) if inside and m != "symad"]
+    unexplained = [f"{m} imports {t} inside a function" for m, t in hidden if (m, t) not in LAZY_IMPORTS]
+    assert not unexplained, "\n".join(unexplained)
+
+
+def _names_defined(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    """``from m import _x`` and ``obj._x`` where ``_x`` is not defined in the module itself
+    (``self._x`` of a base class defined elsewhere counts too)."""
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _names_defined(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{name}: from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                  and node.attr not in own and node.attr not in PRIVATE_ALLOWED):
+                found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
