@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.ad.local import local_partials
 from symad.ad.sweep import active, reverse_nodes
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
@@ -48,21 +49,14 @@ def _pow_base_partial(k: float) -> Callable[..., Any]:
     return lambda a, b, out: k * (py(a, k - 1.0) if type(a) is float else np_fn(a, k - 1.0))
 
 
-def _constant_partial(op: str, args: tuple[int, ...], k: int, consts: dict[int, float], rule: Any) -> Any:
-    """The k-th partial as a number where the symbolic gradient's rewrites make it one, else ``rule``.
-
-    With a constant or repeated argument, three partials fold to numbers in
-    :mod:`symad.diff` (constant folding, ``x - x → 0``), and a zero one drops its
-    term (``0*a → 0``) even where the adjoint is inf or nan.  The tape does the same.
-    """
-    if op == "div" and k == 0 and args[1] in consts:  # ∂(x/c)/∂x = 1/c, folded when finite
-        c = consts[args[1]]
-        return 1.0 / c if c != 0.0 else rule
-    if op == "pow" and k == 1 and consts.get(args[0]) == 1.0:  # ∂(1^x)/∂x = out*log(1) → 0
-        return 0.0
-    if op in ("min", "max") and args[0] == args[1]:  # step(x - x) → step(0) = 0.5
-        return 0.5
-    return rule
+def _folded_partial(graph: Graph, node: int, k: int, rule: Any) -> Any:
+    """The k-th partial as the number the graph folds it to (as the symbolic gradient builds
+    it: constant folding, ``x - x → 0``, ``0*a → 0``), else ``rule``; a zero one then drops
+    its term even where the adjoint is inf or nan, as in the symbolic gradient."""
+    local = local_partials(graph, node, [k])[0]
+    if isinstance(local, float):
+        return local
+    return float(graph.data[local]) if graph.op[local] == "const" else rule  # type: ignore[arg-type]
 
 
 def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
@@ -117,8 +111,8 @@ class Tape:
                     if k in SMALL_POWERS:
                         py = np_fn = _POWERS[int(k)]
                     rules = (_pow_base_partial(k), rules[1])
-                if a0 == a1 or a0 in fixed or a1 in fixed:
-                    rules = tuple(_constant_partial(op, args, j, consts, rule) for j, rule in enumerate(rules))
+                if a0 == a1 or a0 in fixed or a1 in fixed:  # partials the graph may fold to numbers
+                    rules = tuple(_folded_partial(graph, node, j, rule) for j, rule in enumerate(rules))
                 if rules is not entry[2]:
                     zeros = _zeros(rules)
                 forward((i, py, np_fn, a0, a1))
