@@ -15,7 +15,7 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
     """Reverse mode: ``{variable node: ∂root/∂variable}`` in one backward sweep.
 
     Nodes are visited in reverse topological order from the root (the sweep of
-    :mod:`symad.sweep`); a node used by several parents receives the sum of their
+    :mod:`symad.ad.sweep`); a node used by several parents receives the sum of their
     adjoint contributions.
     """
     order = graph.reachable([root])

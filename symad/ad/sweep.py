@@ -1,10 +1,10 @@
 """The sweeps over a DAG, written once: which nodes carry derivatives, and in what order.
 
 Every derivative computation of symad walks the same edges: reverse mode from the
-output down (:func:`symad.diff.gradient`, the drawings of :mod:`symad.viz`, the
-tables of :mod:`symad.explain`), forward mode from the inputs up
-(:func:`symad.diff.forward`: :func:`symad.diff.jvp`, :func:`symad.hessian.jvp_many`;
-the forward tables), and the backward steps of a :class:`symad.tape.Tape`.  This
+output down (:func:`symad.ad.reverse.gradient`, the drawings of :mod:`symad.tools.viz`, the
+tables of :mod:`symad.tools.explain`), forward mode from the inputs up
+(:func:`symad.ad.forward.forward`: :func:`symad.ad.forward.jvp`, :func:`symad.ad.hessian.jvp_many`;
+the forward tables), and the backward steps of a :class:`symad.backends.tape.Tape`.  This
 module yields those edges: :func:`reverse_nodes` / :func:`forward_nodes` give each
 user with the positions ``k`` of its arguments that carry derivatives (what the
 hot loops want: no allocation per edge), :func:`reverse_edges` / :func:`forward_edges`

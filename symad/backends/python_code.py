@@ -40,7 +40,7 @@ def _literal(value: float) -> str:
 
 
 def power_code(base: str, k: int) -> str:
-    """Python text of ``base^k`` as products (see :func:`symad.semantics.power_product`)."""
+    """Python text of ``base^k`` as products (see :func:`symad.core.semantics.power_product`)."""
     product = " * ".join([base] * abs(k))
     return product if k > 0 else f"1.0 / ({product})"
 

@@ -82,7 +82,7 @@ class Graph:
         return self._intern(("var", name), "var", (), name)
 
     def make(self, op: str, *args: int) -> int:
-        """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.simplify`."""
+        """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.core.simplify`."""
         spec = _MAKE.get(op)
         if spec is None:
             raise SymadError(f"unknown operation {op!r}")

@@ -9,7 +9,7 @@ op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
 argument, called as ``da(a, b, out)`` with :class:`symad.expr.Expr` arguments and
 returning the expression ``∂out/∂a`` (or a plain number where the partial is one,
 as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
-the tangent, so one rule serves both; :mod:`symad.tape` runs the same functions
+the tangent, so one rule serves both; :mod:`symad.backends.tape` runs the same functions
 on numbers.
 
 Conventions at non-differentiable points (documented in the README):
@@ -67,7 +67,7 @@ def _call(name: str) -> Callable[..., Any]:
     """Op ``name`` applied to expressions (building a node) or to numbers (computing it).
 
     Derivative rules call these, so one rule serves symbolic differentiation and
-    the numeric reverse sweep of :mod:`symad.tape`.  On a Python float the scalar
+    the numeric reverse sweep of :mod:`symad.backends.tape`.  On a Python float the scalar
     function runs and may raise on a domain error (callers retry with NumPy); on
     NumPy values the NumPy function runs with IEEE semantics.
     """

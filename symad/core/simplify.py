@@ -3,7 +3,7 @@
 Each rule gets the graph and the argument ids (commutative arguments already in
 canonical order: a number comes last in a sum, first in a product) and returns an existing node id to use
 instead, or None to build the node as asked.  These are the *only* rewrites
-symad does (constant folding lives in :meth:`symad.graph.Graph.make`):
+symad does (constant folding lives in :meth:`symad.core.graph.Graph.make`):
 
 ====== ===================================================================
 add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number)

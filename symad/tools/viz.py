@@ -6,12 +6,12 @@ position in the topological order of the drawn DAG (``n0``, ``n1``, ... and ``g0
 ``g1``, ... for adjoints), never from ``id()``, so the same expression always gives
 the same DOT text, whatever else its graph holds.
 
-The backward cluster mirrors :func:`symad.diff.gradient`: one adjoint node
+The backward cluster mirrors :func:`symad.ad.reverse.gradient`: one adjoint node
 ``∂f/∂n`` per forward node the sweep reaches, an edge from each user's adjoint to
 each argument's adjoint labelled with the local partial (from the op table), and a
 sum ``Σ`` where a shared node collects several contributions.  Values and adjoints
-at a point are computed numerically, node by node (:func:`symad.interpret.node_values`),
-with the same local partials; the edges are those of :func:`symad.sweep.reverse_edges`.
+at a point are computed numerically, node by node (:func:`symad.backends.interpret.node_values`),
+with the same local partials; the edges are those of :func:`symad.ad.sweep.reverse_edges`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ _LEAF_STYLE: dict[str, dict[str, str]] = {
 STYLES: dict[str, dict[str, str]] = {
     name: _LEAF_STYLE[name] if op.kind == "leaf" else _KIND_STYLE[op.kind] for name, op in OPS.items()
 }
-"""Graphviz node attributes per op name (a key of :data:`symad.ops.OPS`)."""
+"""Graphviz node attributes per op name (a key of :data:`symad.core.ops.OPS`)."""
 
 ADJOINT_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#d9f2d9", "color": "#2e7d32"}
 SUM_STYLE = {**ADJOINT_STYLE, "fillcolor": "#b9e4b9", "penwidth": "1.8"}
@@ -180,7 +180,7 @@ def _value_line(values: Mapping[int, float] | None, node: int, prefix: str = "= 
 
 # ------------------------------------------------------------------ the reverse sweep
 class _Sweep:
-    """The reverse sweep of :func:`symad.diff.gradient`, kept for drawing; numeric at a point."""
+    """The reverse sweep of :func:`symad.ad.reverse.gradient`, kept for drawing; numeric at a point."""
 
     def __init__(self, g: Graph, order: list[int], root: int, wrt: Sequence[str] | None,
                  values: dict[int, float] | None, point: Mapping[str, float]):
@@ -223,7 +223,7 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
 
     ``at`` annotates every node with its value (and adjoint nodes with ∂f/∂node);
     ``wrt`` limits the backward graph to the paths into those variables.  Raises
-    :class:`~symad.errors.LimitError` beyond ``max_nodes`` drawn nodes.
+    :class:`~symad.core.errors.LimitError` beyond ``max_nodes`` drawn nodes.
 
     >>> d = to_digraph("(x+y)+x*(x+y)", grad=True, at={"x": 1, "y": 2})
     >>> d.source.count("[label=<")  # 5 DAG nodes and their 5 adjoints

@@ -1,8 +1,8 @@
 """LLVM IR text for a schedule: ``point``, the fused ``batch`` loop, and the ``call`` entry.
 
 The IR is written as text directly (faster than building it through an API), each
-op as its entry in :data:`symad.ops.OPS` lowers it (inline IR, or a call of an
-intrinsic or C library function).  :mod:`symad.native` compiles it.
+op as its entry in :data:`symad.core.ops.OPS` lowers it (inline IR, or a call of an
+intrinsic or C library function).  :mod:`symad.backends.llvm.jit` compiles it.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def module_ir(schedule: Schedule, chunked: bool = False, data_offset: int | None
     """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast).
 
     ``chunked`` splits a large ``point`` into functions (see :func:`_chunked_point`);
-    ``data_offset`` (see :func:`symad.native.array_data_offset`) adds the ``call`` entry.
+    ``data_offset`` (see :func:`symad.backends.llvm.jit.array_data_offset`) adds the ``call`` entry.
     """
     declared: dict[str, int] = {}
     definitions: list[str] = []

@@ -1,6 +1,6 @@
 """Native backend: the straight-line program compiled to machine code with llvmlite.
 
-Three entry points are compiled for a schedule (the IR comes from :mod:`symad.llvm_ir`):
+Three entry points are compiled for a schedule (the IR comes from :mod:`symad.backends.llvm.ir`):
 ``point`` for one point, ``batch``, one fused loop over ``n`` points in which every
 intermediate value stays in registers (no temporary array per node, unlike NumPy),
 and ``call``, ``point`` on NumPy arrays read in place.  No fast-math flags are set,
@@ -11,8 +11,8 @@ so results follow IEEE arithmetic like the other backends (``1/0 → inf``,
 llvmlite needs no C compiler at run time; compiled machine code is cached in
 memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
 used), so an expression compiled again reuses its code, and optionally on disk
-(:mod:`symad.codecache`).  Compiles run one at a time, in a thread that a Ctrl-C
-does not wait for (:mod:`symad.background`).
+(:mod:`symad.backends.llvm.cache`).  Compiles run one at a time, in a thread that a Ctrl-C
+does not wait for (:mod:`symad.backends.background`).
 """
 
 from __future__ import annotations
