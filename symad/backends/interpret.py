@@ -39,15 +39,7 @@ def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
     """
     values = {} if values is None else values
     op_of, args_of, data = graph.op, graph.args, graph.data
-    seen: set[int] = set()
-    stack = [r for r in roots if r not in values]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.extend(a for a in args_of[node] if a not in values and a not in seen)
-    for node in sorted(seen):  # ids ascend topologically
+    for node in graph.reachable(roots, values):
         op = op_of[node]
         if op == "const":
             values[node] = data[node]  # type: ignore[assignment]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
-from symad.core.errors import LimitError, PointError, SymadError, VariableError, name_list
+from symad.core.errors import LimitError, PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
 from symad.core.printing import format_number as format_expr_number
@@ -153,6 +153,14 @@ def parse_point(specs: Sequence[str]) -> dict[str, float]:
                 raise PointError(f"value for {name} is not a number: {text.strip()!r}")
             point[name] = value.evaluate()
     return point
+
+
+def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]:
+    """The ``--at`` point for exactly ``variables``, in their order (a VariableError if it
+    misses or adds one)."""
+    point = parse_point(specs)
+    check_variables(tuple(variables), point)
+    return {v: point[v] for v in variables}
 
 
 # ---------------------------------------------------------------- outputs

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, parse_point
-from symad.core.errors import check_variables
+from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, point_of
 from symad.expr import Expr
 
 HELP = "print the value at a point"
@@ -18,9 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Compute and print the value at ``--at``."""
-    point = parse_point(args.at)
-    check_variables(expr.variables, point)
-    point = {v: point[v] for v in expr.variables}
+    point = point_of(args.at, expr.variables)
     value = expr.compile(background=False).value(point)
     obj = {"expr": text.strip(), "at": point, "value": json_number(value)}
     emit(args, obj, [format_number(value)], nonfinite_warnings({"f": (value, expr)}, point, text))

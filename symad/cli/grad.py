@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, parse_point, table
-from symad.core.errors import check_variables
+from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, point_of, table
 from symad.expr import Expr
 
 HELP = "print the value and every partial derivative at a point"
@@ -19,9 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Compute and print the value and gradient at ``--at``."""
-    point = parse_point(args.at)
-    check_variables(expr.variables, point)
-    point = {v: point[v] for v in expr.variables}
+    point = point_of(args.at, expr.variables)
     value, grad = expr.compile(background=False).value_and_grad(point)
     partials = {v: float(g) for v, g in zip(expr.variables, grad)}
     obj = {"expr": text.strip(), "at": point, "value": json_number(value),

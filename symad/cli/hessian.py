@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli.common import emit, format_number, nonfinite_warnings, parse_point
-from symad.core.errors import check_variables
+from symad.cli.common import emit, format_number, nonfinite_warnings, point_of
 from symad.expr import Expr
 from symad.hessian import SecondOrder, hessian
 
@@ -42,9 +41,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
                "hessian": [[str(e) for e in row] for row in entries]}
         emit(args, obj, [f"{k.ljust(width)} = {v}" for k, v in rows], [])
         return
-    point = parse_point(args.at)
-    check_variables(tuple(names), point)
-    point = {v: point[v] for v in names}
+    point = point_of(args.at, names)
     value, grad, hess = SecondOrder(expr, names, background=False).value_grad_hess(point)
     outputs = {"f": (value, expr)}
     if not (math.isfinite(value) and all(map(math.isfinite, grad)) and all(map(math.isfinite, hess.flat))):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 import numpy as np
 
@@ -134,17 +134,21 @@ class Graph:
         """Whether ``node`` is a constant (equal to ``value`` when given)."""
         return self.op[node] == "const" and (value is None or self.data[node] == value)
 
-    def reachable(self, roots: Iterable[int]) -> list[int]:
-        """Every node the roots depend on, in ascending (topological) order."""
+    def reachable(self, roots: Iterable[int], known: Container[int] = ()) -> list[int]:
+        """Every node the roots depend on, in ascending (topological) order; the walk stops
+        at nodes in ``known`` (left out), so extending known results costs only the new nodes."""
         seen: set[int] = set()
-        stack = [r for r in roots]
+        stack = [r for r in roots if r not in known]
         args = self.args
         while stack:
             node = stack.pop()
             if node in seen:
                 continue
             seen.add(node)
-            stack.extend(a for a in args[node] if a not in seen)
+            if known:
+                stack.extend(a for a in args[node] if a not in seen and a not in known)
+            else:  # the common case, kept lean: every compile and sweep walks the graph this way
+                stack.extend(a for a in args[node] if a not in seen)
         return sorted(seen)
 
     def variables(self, roots: Iterable[int]) -> list[str]:

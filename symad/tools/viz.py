@@ -23,7 +23,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 import graphviz
 import numpy as np
@@ -100,22 +99,9 @@ def fmt(value: float) -> str:
 
 
 # ------------------------------------------------------------------ numeric sweeps
-def _new_nodes(graph: Graph, roots: Sequence[int], known: Mapping[int, Any]) -> list[int]:
-    """Nodes below ``roots`` that are not in ``known``, children first (ascending ids)."""
-    seen: set[int] = set()
-    stack = [r for r in roots if r not in known]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        stack.extend(a for a in graph.args[node] if a not in known and a not in seen)
-    return sorted(seen)
-
-
 def _tree_sizes(graph: Graph, roots: Sequence[int], sizes: dict[int, int]) -> None:
     """Fill ``sizes`` with each node's size as a tree, capped (only "small or not" matters)."""
-    for node in _new_nodes(graph, roots, sizes):
+    for node in graph.reachable(roots, sizes):
         sizes[node] = min(1 + sum(sizes[a] for a in graph.args[node]), _SHORT + 1)
 
 
