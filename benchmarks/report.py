@@ -549,7 +549,7 @@ def render(data: Data) -> str:
     ready = [(k, (r.get(k, "symad") or {}).get("info", {}).get("native_ready_s")) for k in r.keys]
     if any(v for _, v in ready):
         add(
-            "\nsymad (`auto`) answers the first call by interpreting the expression's DAG (`symad/tape.py`: "
+            "\nsymad (`auto`) answers the first call by interpreting the expression's DAG (`symad/backends/tape.py`: "
             "no gradient expression, no code) and compiles once the function is called again. Text to "
             "compiled code for both programs (value+gradient, and value; the default's background `-O2` "
             "included), as the benchmark then forces it with `Function.prepare()`: "

@@ -12,7 +12,7 @@ as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
 the tangent, so one rule serves both; :mod:`symad.backends.tape` runs the same functions
 on numbers.
 
-Conventions at non-differentiable points (documented in the README):
+Conventions at non-differentiable points (documented in docs/architecture.md):
 ``abs'(0) = sign(0) = 0``; for ``min``/``max`` a tie splits the derivative
 evenly (``step(0) = 0.5``), so ``d/dx max(x, x) = 1``.
 

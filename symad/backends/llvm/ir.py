@@ -22,30 +22,35 @@ def _hex(value: float) -> str:
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
+def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declared: dict[str, int]) -> list[str]:
+    """IR lines computing ``op`` of the IR values ``vals`` into ``r`` (temporaries named from
+    ``t``): the op table's lowering, or, for ``x^k`` with a small constant ``k`` (``power``),
+    the products every evaluator computes; intrinsics and C functions called go into ``declared``."""
+    if power is not None:
+        lines, prev = [], vals[0]
+        for j in range(abs(power) - 1):
+            cur = r if power > 0 and j == abs(power) - 2 else f"{t}m{j}"
+            lines.append(f"  {cur} = fmul double {prev}, {vals[0]}")
+            prev = cur
+        if power < 0:
+            lines.append(f"  {r} = fdiv double 1.0, {prev}")
+        return lines
+    lowering = OPS[op].llvm
+    if isinstance(lowering, Inline):
+        return ["  " + ln for ln in lowering.template.format(*vals, r=r, t=t).split("\n")]
+    declared[lowering.symbol] = OPS[op].arity
+    params = ", ".join(f"double {v}" for v in vals)
+    return [f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}"]
+
+
 def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, declared: dict[str, int]) -> list[str]:
     """IR lines for ``steps``; ``names`` maps the nodes already available to IR values (extended)."""
     lines: list[str] = []
+    consts = schedule.consts
     for node, op, args in steps:
-        vals = [names[a] for a in args]
+        k = None if all(a in consts for a in args) else small_power_step(consts, op, args)
         r = f"%{p}v{node}"
-        k = None if all(a in schedule.consts for a in args) else small_power_step(schedule.consts, op, args)
-        if k is not None:
-            prev = vals[0]
-            for j in range(abs(k) - 1):
-                cur = r if k > 0 and j == abs(k) - 2 else f"%{p}v{node}m{j}"
-                lines.append(f"  {cur} = fmul double {prev}, {vals[0]}")
-                prev = cur
-            if k < 0:
-                lines.append(f"  {r} = fdiv double 1.0, {prev}")
-            names[node] = r
-            continue
-        lowering = OPS[op].llvm
-        if isinstance(lowering, Inline):
-            lines.extend("  " + ln for ln in lowering.template.format(*vals, r=r, t=f"%{p}t{node}").split("\n"))
-        else:
-            declared[lowering.symbol] = OPS[op].arity
-            params = ", ".join(f"double {v}" for v in vals)
-            lines.append(f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}")
+        lines += op_lines(op, [names[a] for a in args], r, f"%{p}t{node}", k, declared)
         names[node] = r
     return lines
 
