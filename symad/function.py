@@ -103,9 +103,10 @@ class Function:
     def value(self, point: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (a float, or an array for a batch)."""
         program = self._value.program
-        if (program is not None and program.call is not None and type(point) is np.ndarray
+        call = program.call if program is not None else self._value.vm_call()
+        if (call is not None and type(point) is np.ndarray
                 and point.dtype is _F64 and point.shape == self._shape and point.strides == _STRIDE):
-            return program.call(point, point)  # native code reads the array in place (one output)
+            return call(point, point)  # machine code reads the array in place (one output)
         floats = self._value.floats
         if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
             try:
@@ -124,12 +125,13 @@ class Function:
     def value_and_grad(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray]:
         """``(value, gradient)``: the form ``scipy.optimize.minimize(..., jac=True)`` expects."""
         program = self._value_grad.program
-        if (program is not None and program.call is not None and type(point) is np.ndarray
+        call = program.call if program is not None else self._value_grad.vm_call()
+        if (call is not None and type(point) is np.ndarray
                 and point.dtype is _F64 and point.shape == self._shape and point.strides == _STRIDE):
-            # An optimizer's call: native code reads the point in place and writes the gradient
-            # straight into the array returned, with no copy on either side.
+            # An optimizer's call: machine code (compiled, or the interpreter's) reads the point
+            # in place and writes the gradient straight into the array returned, with no copy.
             grad = np.empty(self._shape)
-            return program.call(point, grad), grad
+            return call(point, grad), grad
         floats = self._value_grad.floats
         if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
             # An optimizer's call on a small expression: straight to the Python code on floats.

@@ -95,8 +95,8 @@ class Program:
     """A schedule with its Python code, and native code when the backend policy asks for it."""
 
     def __init__(self, graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backend: str = "python", *,
-                 background: bool = True):
-        self.schedule = Schedule.build(graph, outputs, inputs)
+                 background: bool = True, schedule: Schedule | None = None):
+        self.schedule = Schedule.build(graph, outputs, inputs) if schedule is None else schedule
         self.n_out = len(self.schedule.outputs)
         self._native: NativeProgram | None = None
         # `call` (see NativeProgram) of the native code single points run on, once there is one
@@ -121,6 +121,12 @@ class Program:
         # Small programs run single points in Python, but a large batch is worth a
         # native compile whatever the size: the fused loop beats one NumPy pass per node.
         self._native_for_batches = backend == "auto" and self.size <= NATIVE_MAX_OPS and jit.available()
+
+    @classmethod
+    def from_schedule(cls, schedule: Schedule, backend: str = "python", *, background: bool = True) -> Program:
+        """The program of a schedule already built."""
+        return cls(None, schedule.outputs, schedule.inputs, backend,  # type: ignore[arg-type]
+                   background=background, schedule=schedule)
 
     @property
     def native(self) -> NativeProgram | None:

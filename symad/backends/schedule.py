@@ -11,6 +11,7 @@ linearly.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,7 +55,20 @@ def chunk_plan(steps: list[Step], outputs: Sequence[int], size: int | None = Non
     return ChunkPlan(chunks, chunk_of, slot)
 
 
-@dataclass
+def _structural_key(inputs: Sequence[int], outputs: Sequence[int], steps: list[Step],
+                    consts: dict[int, float]) -> str:
+    """A hash of the program with nodes named by position (inputs, steps) or value (constants)."""
+    ref: dict[int, str] = {v: f"a{k}" for k, v in enumerate(inputs)}
+    ref.update((n, float(c).hex()) for n, c in consts.items())
+    parts = []
+    for i, (node, op, args) in enumerate(steps):
+        parts.append(f"{op}({','.join([ref[a] for a in args])})")
+        ref[node] = f"s{i}"
+    parts.append(",".join([ref[n] for n in outputs]))
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+@dataclass(eq=False)
 class Schedule:
     """The operations computing ``outputs`` from ``inputs`` (variable nodes), in order."""
 
@@ -62,12 +76,11 @@ class Schedule:
     outputs: list[int]
     steps: list[Step]
     consts: dict[int, float]
-    source: str  # the Python form, also the structural key
-    key: str
+    key: str  # structural: equal for equal programs, whatever their graphs and node ids
 
     @classmethod
     def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
-        """Schedule the nodes the outputs need, and generate their Python source."""
+        """Schedule the nodes the outputs need."""
         order = graph.reachable(outputs)
         LIMITS.check_program(len(order))
         known = set(inputs)
@@ -81,10 +94,14 @@ class Schedule:
                     raise SymadError(f"no input for variable {graph.data[node]}")
             else:
                 steps.append((node, op, graph.args[node]))
-        plan = chunk_plan(steps, outputs) if len(steps) > 2 * CHUNK_OPS else None  # type: ignore[arg-type]
-        source = python_source(list(inputs), list(outputs), steps, consts, plan)  # type: ignore[arg-type]
-        key = hashlib.sha256(source.encode()).hexdigest()
-        return cls(list(inputs), list(outputs), steps, consts, source, key)  # type: ignore[arg-type]
+        key = _structural_key(inputs, outputs, steps, consts)  # type: ignore[arg-type]
+        return cls(list(inputs), list(outputs), steps, consts, key)  # type: ignore[arg-type]
+
+    @functools.cached_property
+    def source(self) -> str:
+        """The program as Python source (generated on first use)."""
+        plan = self.chunks() if self.chunked else None
+        return python_source(self.inputs, self.outputs, self.steps, self.consts, plan)
 
     @property
     def size(self) -> int:

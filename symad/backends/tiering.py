@@ -1,12 +1,22 @@
-"""Tiered execution: interpret the first calls, compile in the background, then run compiled code.
+"""Tiered execution: interpret the first calls, then run instructions, then compiled code.
 
 A :class:`TieredProgram` is one set of outputs of a function (its value, or its
-value and gradient).  With backend ``auto`` the first call is interpreted by a
-:class:`~symad.backends.tape.Tape` (no code to build); a later call starts
-compiling a :class:`~symad.backends.program.Program` in a background thread,
-and calls are interpreted until it is ready.  Other backends compile on first
-use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the compiled
-program: its fused loop repays the compile at once.
+value and gradient).  With backend ``auto``:
+
+1. the first call is interpreted by a :class:`~symad.backends.tape.Tape` (nothing to
+   build: no gradient expression, no code);
+2. the second builds the program's :class:`~symad.backends.schedule.Schedule` and
+   flattens it into instructions for the shared interpreter
+   (:class:`~symad.backends.vm.VMProgram`: about a microsecond a step to build,
+   nanoseconds a step to run), which serves the calls from then on;
+3. once those calls have cost about what compiling would (ski rental: compiling
+   pays only for a loop that goes on), a background thread compiles a
+   :class:`~symad.backends.program.Program`, which replaces the instructions when ready.
+
+Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter: their Python code
+(compiled in the background from the second call) is as fast.  Other backends
+compile on first use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the
+compiled program: its fused loop repays the compile at once.
 """
 
 from __future__ import annotations
@@ -18,12 +28,20 @@ from typing import Any
 import numpy as np
 
 from symad.backends import background
-from symad.backends.program import NATIVE_BATCH_POINTS, Program
+from symad.backends.llvm import jit
+from symad.backends.program import NATIVE_BATCH_POINTS, NATIVE_MIN_OPS, Program
+from symad.backends.schedule import Schedule
 from symad.backends.tape import Tape
+from symad.backends.vm import VMProgram
 from symad.core import forksafe
 from symad.core.graph import Graph
 
-COMPILE_AFTER_CALLS = 1  # `auto` compiles a program once it has been interpreted this many times
+COMPILE_AFTER_CALLS = 1  # `auto` leaves the tape after this many calls
+# Ski rental: a program is compiled once the interpreter's calls have cost what its compile
+# is expected to (measured with LLVM -O2: ~20 ms plus ~150 µs an operation; the interpreter
+# ~0.6 µs a call plus ~10 ns an instruction).
+COMPILE_S, COMPILE_S_PER_OP = 0.02, 150e-6
+VM_CALL_S, VM_S_PER_OP = 0.6e-6, 10e-9
 
 
 class TieredProgram:
@@ -43,7 +61,10 @@ class TieredProgram:
         self.output_nodes, self.tape, self.with_grad = outputs, tape, with_grad
         self.background, self.compiled_hook = background, compiled_hook
         self.program: Program | None = None
+        self.vm: VMProgram | None = None
+        self.schedule: Schedule | None = None
         self.floats: Any = None  # the program's Python code on floats, when points run in Python
+        self.vm_calls, self.vm_calls_before_compile = 0, 0
         self.calls = 0
         self.thread: threading.Thread | None = None
         self.error: Exception | None = None
@@ -69,12 +90,16 @@ class TieredProgram:
                 thread = self.thread = background.start(self._build)
             return thread
 
+    def _schedule(self) -> Schedule:
+        if self.schedule is None:
+            self.schedule = Schedule.build(self.graph, self.output_nodes(), self.inputs)
+        return self.schedule
+
     def _build(self) -> None:
         if self.program is not None:
             return
         try:
-            program = Program(self.graph, self.output_nodes(), self.inputs, self.backend,
-                              background=self.background)
+            program = Program.from_schedule(self._schedule(), self.backend, background=self.background)
             if not program.prefer_native_points:
                 self.floats = program.run_float
             self.program = program
@@ -89,14 +114,35 @@ class TieredProgram:
         if program is None:
             if self.backend != "auto" or (batch and len(x) >= NATIVE_BATCH_POINTS):
                 program = self.compiled()
+            elif self.vm is not None:
+                self.count_vm_call()
+                return self.vm.batch(x) if batch else self.vm.point(x)
             else:
                 return self._interpret(x, batch)
         return program.batch(x) if batch else program.point(x)
 
+    def vm_call(self) -> Any:
+        """The instructions' ``call(x, rest) -> output 0`` (this call counted), or None."""
+        vm = self.vm
+        if vm is None:
+            return None
+        self.count_vm_call()
+        return vm.call
+
+    def count_vm_call(self) -> None:
+        """One more call served by the instructions: compile in the background once they
+        have cost about what the compile will."""
+        self.vm_calls += 1
+        if self.vm_calls == self.vm_calls_before_compile and self.background:
+            self.start()
+
     def _interpret(self, x: np.ndarray, batch: bool) -> np.ndarray:
         self.calls += 1
-        if self.calls > COMPILE_AFTER_CALLS and self.background:
-            self.start()
+        if self.calls > COMPILE_AFTER_CALLS:
+            if self._start_vm():
+                return self.outputs(x, batch)
+            if self.background:
+                self.start()
         tape = self.tape()
         if not batch:
             value, grads = tape.sweep(x.tolist(), self.with_grad)
@@ -106,3 +152,23 @@ class TieredProgram:
         for k, column in enumerate([value, *grads]):
             out[:, k] = column
         return out
+
+    def _start_vm(self) -> bool:
+        """Build the instructions (for programs large enough that Python code is slower) and
+        serve calls with them; whether they were built."""
+        if self.vm is not None:
+            return True
+        if not jit.available():
+            return False
+        try:
+            schedule = self._schedule()
+            if schedule.size < NATIVE_MIN_OPS:
+                return False
+            vm = VMProgram(schedule)
+        except Exception:  # noqa: BLE001 - the tape keeps serving; a compile reports the error
+            return False
+        size = schedule.size
+        self.vm_calls_before_compile = max(1, round((COMPILE_S + COMPILE_S_PER_OP * size)
+                                                    / (VM_CALL_S + VM_S_PER_OP * size)))
+        self.vm = vm
+        return True

@@ -11,7 +11,7 @@ import struct
 
 from symad.backends.schedule import Schedule
 from symad.core.ops import OPS, Inline
-from symad.core.semantics import small_power_step
+from symad.core.semantics import SMALL_POWERS, small_power_step
 
 
 def _hex(value: float) -> str:
@@ -169,3 +169,96 @@ def _call_ir(n_out: int, offset: int | None) -> str:
             "  %v = alloca double\n"
             f"  call void @point(ptr %x, ptr %v, ptr {'%r' if n_out > 1 else 'null'})\n"
             "  %value = load double, ptr %v\n  ret double %value\n}\n")
+
+
+# ===================================================================== the interpreter
+def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
+    """The interpreter's instruction set: ``(op, None)`` for each operation of the op table,
+    ``("pow", k)`` for ``x^k`` with a small constant ``k``; each with its opcode."""
+    codes: list[tuple[str, int | None]] = [(name, None) for name, spec in OPS.items() if spec.arity]
+    codes += [("pow", k) for k in SMALL_POWERS]
+    return {code: i for i, code in enumerate(codes)}
+
+
+# The interpreter's program record (see symad.backends.vm): eight-byte fields.
+_PROGRAM_FIELDS = ("code", "n_code", "values", "n_in", "outs", "n_out")
+
+
+def interpreter_ir(data_offset: int | None) -> str:
+    """LLVM IR of an interpreter of flat instruction arrays, generated once from the op table.
+
+    An instruction is four i32 ``(opcode, destination, a, b)`` over one array of values
+    (inputs first, then constants, then every result); each opcode runs its op's lowering
+    (:func:`op_lines`), so the interpreter computes the bits compiled code does.
+
+    * ``run(code, n, values)``: the ``n`` instructions in order;
+    * ``batch(program, values, rows, out, n_points)``: a row of inputs in, a row of outputs out;
+    * ``call(program, x, rest) -> output 0``: ``batch`` of one point on the data of two NumPy
+      arrays (see :func:`_call_ir`), for a caller that keeps the GIL (``values`` is shared).
+    """
+    declared: dict[str, int] = {}
+    cases, bodies = [], []
+    for (op, power), code in interpreter_opcodes().items():
+        arity = OPS[op].arity
+        vals = ["%x", "%y"][:arity]
+        lines = op_lines(op, vals, f"%r{code}", f"%c{code}t", power, declared)
+        cases.append(f"i32 {code}, label %op{code}")
+        bodies.append(f"op{code}:\n" + "\n".join(lines) + f"\n  store double %r{code}, ptr %pd\n  br label %latch")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
+    run = ("define void @run(ptr noalias %code, i64 %n, ptr noalias %v) {\n"
+           "entry:\n  %any = icmp sgt i64 %n, 0\n  br i1 %any, label %body, label %exit\n"
+           "body:\n  %i = phi i64 [0, %entry], [%next, %latch]\n"
+           "  %ip = getelementptr [4 x i32], ptr %code, i64 %i\n"
+           "  %opc = load i32, ptr %ip\n"
+           "  %dp = getelementptr i32, ptr %ip, i64 1\n  %d32 = load i32, ptr %dp\n"
+           "  %ap = getelementptr i32, ptr %ip, i64 2\n  %a32 = load i32, ptr %ap\n"
+           "  %bp = getelementptr i32, ptr %ip, i64 3\n  %b32 = load i32, ptr %bp\n"
+           "  %d = sext i32 %d32 to i64\n  %a = sext i32 %a32 to i64\n  %b = sext i32 %b32 to i64\n"
+           "  %pd = getelementptr double, ptr %v, i64 %d\n"
+           "  %pa = getelementptr double, ptr %v, i64 %a\n  %x = load double, ptr %pa\n"
+           "  %pb = getelementptr double, ptr %v, i64 %b\n  %y = load double, ptr %pb\n"
+           f"  switch i32 %opc, label %latch [ {' '.join(cases)} ]\n"
+           + "\n".join(bodies) + "\n"
+           "latch:\n  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %n\n"
+           "  br i1 %more, label %body, label %exit\n"
+           "exit:\n  ret void\n}\n")
+    fields = "".join(f"  %f{k}p = getelementptr i64, ptr %prog, i64 {k}\n  %{name} = load i64, ptr %f{k}p\n"
+                     for k, name in enumerate(_PROGRAM_FIELDS))
+    pointers = "".join(f"  %{name}_p = inttoptr i64 %{name} to ptr\n" for name in ("code", "outs"))
+    # one point: inputs from %xin into values, run, outputs 1.. to %rest, output 0 returned
+    point = ("define double @point(ptr %prog, ptr %vals, ptr %xin, ptr %rest) {\nentry:\n" + fields + pointers +
+             "  %inb = mul i64 %n_in, 8\n"
+             "  call void @llvm.memcpy.p0.p0.i64(ptr %vals, ptr %xin, i64 %inb, i1 false)\n"
+             "  call void @run(ptr %code_p, i64 %n_code, ptr %vals)\n"
+             "  %many = icmp sgt i64 %n_out, 1\n  br i1 %many, label %copy, label %done\n"
+             "copy:\n  %k = phi i64 [1, %entry], [%k1, %copy]\n"
+             "  %sp = getelementptr i64, ptr %outs_p, i64 %k\n  %s = load i64, ptr %sp\n"
+             "  %vp = getelementptr double, ptr %vals, i64 %s\n  %val = load double, ptr %vp\n"
+             "  %km = sub i64 %k, 1\n  %rp = getelementptr double, ptr %rest, i64 %km\n"
+             "  store double %val, ptr %rp\n"
+             "  %k1 = add i64 %k, 1\n  %again = icmp slt i64 %k1, %n_out\n"
+             "  br i1 %again, label %copy, label %done\n"
+             "done:\n  %s0 = load i64, ptr %outs_p\n  %v0p = getelementptr double, ptr %vals, i64 %s0\n"
+             "  %v0 = load double, ptr %v0p\n  ret double %v0\n}\n")
+    batch = ("define void @batch(ptr %prog, ptr %vals, ptr %rows, ptr %out, i64 %np) {\nentry:\n" + fields +
+             "  %any = icmp sgt i64 %np, 0\n  br i1 %any, label %loop, label %done\n"
+             "loop:\n  %i = phi i64 [0, %entry], [%next, %loop]\n"
+             "  %ri = mul i64 %i, %n_in\n  %ro = mul i64 %i, %n_out\n"
+             "  %pi = getelementptr double, ptr %rows, i64 %ri\n"
+             "  %po = getelementptr double, ptr %out, i64 %ro\n"
+             "  %pr = getelementptr double, ptr %po, i64 1\n"
+             "  %first = call double @point(ptr %prog, ptr %vals, ptr %pi, ptr %pr)\n"
+             "  store double %first, ptr %po\n"
+             "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %np\n"
+             "  br i1 %more, label %loop, label %done\n"
+             "done:\n  ret void\n}\n")
+    call = ""
+    if data_offset is not None:
+        call = ("define double @call(ptr %prog, ptr %xo, ptr %ro) {\nentry:\n"
+                "  %vf = getelementptr i64, ptr %prog, i64 2\n  %vi = load i64, ptr %vf\n"
+                "  %vals = inttoptr i64 %vi to ptr\n"
+                f"  %xa = getelementptr i8, ptr %xo, i64 {data_offset}\n  %x = load ptr, ptr %xa\n"
+                f"  %ra = getelementptr i8, ptr %ro, i64 {data_offset}\n  %r = load ptr, ptr %ra\n"
+                "  %value = call double @point(ptr %prog, ptr %vals, ptr %x, ptr %r)\n  ret double %value\n}\n")
+    return (decls + "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n"
+            + batch + "\n" + call + "\nattributes #0 = { nobuiltin }\n")

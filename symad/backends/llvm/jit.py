@@ -179,30 +179,11 @@ def clear_cache() -> None:
 def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     import time
 
-    import llvmlite
-    import llvmlite.binding as llvm
-
     started = time.perf_counter()
-    tm = _target_machine_for(opt)
     # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
     # the values passed between them through memory would cost a third more time.
     text = ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset())
-    on_disk = None
-    if cache.cache_dir() is not None:
-        on_disk = cache.key(text, f"O{opt}", *_host_cpu(), llvmlite.__version__)
-    stored = cache.load(on_disk) if on_disk else None
-    loaded = stored is not None
-    if stored is None:
-        # Object code, not an engine compiling the module: the engine would keep the IR
-        # (~0.7 MB a small program) for as long as the code lives.
-        stored = tm.emit_object(_optimized_module(text, tm, opt, schedule.size))
-        if on_disk:
-            cache.store(on_disk, stored)
-    # An engine owns (and frees with itself) the target machine it is given: its own one.
-    engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
-    engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
-    _engines.add(engine)
-    engine.finalize_object()
+    engine, loaded = _engine(text, opt, schedule.size)
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
                             BATCH(engine.get_function_address("batch")),
@@ -216,6 +197,67 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
         _stats["loaded"] += loaded
         _stats["seconds"] += time.perf_counter() - started
     return program
+
+
+def _engine(text: str, opt: int, size: int) -> tuple[Any, bool]:
+    """An execution engine holding the machine code of the IR ``text``, and whether that code
+    came from the disk cache.  Call with ``_compile_lock`` held."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    tm = _target_machine_for(opt)
+    on_disk = None
+    if cache.cache_dir() is not None:
+        on_disk = cache.key(text, f"O{opt}", *_host_cpu(), llvmlite.__version__)
+    stored = cache.load(on_disk) if on_disk else None
+    loaded = stored is not None
+    if stored is None:
+        # Object code, not an engine compiling the module: the engine would keep the IR
+        # (~0.7 MB a small program) for as long as the code lives.
+        stored = tm.emit_object(_optimized_module(text, tm, opt, size))
+        if on_disk:
+            cache.store(on_disk, stored)
+    # An engine owns (and frees with itself) the target machine it is given: its own one.
+    engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
+    _engines.add(engine)
+    engine.finalize_object()
+    return engine, loaded
+
+
+class Interpreter:
+    """The machine code of the instruction interpreter (:func:`symad.backends.llvm.ir.interpreter_ir`).
+
+    * ``batch(program, values, rows, out, n)`` (releases the GIL);
+    * ``call(program, x, rest) -> output 0`` on two NumPy arrays (keeps the GIL), or None.
+    """
+
+    def __init__(self, engine: Any):
+        self.engine = engine
+        self.batch = INTERPRET_BATCH(engine.get_function_address("batch"))
+        call = engine.get_function_address("call")
+        self.call = INTERPRET_CALL(call) if call else None
+
+
+INTERPRET_BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                   ctypes.c_int64)
+INTERPRET_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
+_interpreter: list[Interpreter] = []
+
+
+def interpreter() -> Interpreter:
+    """The interpreter's machine code: compiled once a process (or loaded from the disk cache)."""
+    if _interpreter:
+        return _interpreter[0]
+
+    def work() -> Interpreter:
+        with _compile_lock:
+            if not _interpreter:
+                engine, _ = _engine(ir.interpreter_ir(array_data_offset()), 2, ir.QUICK_OPS + 1)
+                _interpreter.append(Interpreter(engine))
+            return _interpreter[0]
+
+    return background.run_interruptibly(work)
 
 
 def _empty_module(tm: Any) -> Any:

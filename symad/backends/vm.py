@@ -1,0 +1,98 @@
+"""The fast first tier: a schedule flattened into instructions for one shared interpreter.
+
+Compiling a program with LLVM costs milliseconds to seconds, growing with its size;
+flattening its :class:`~symad.backends.schedule.Schedule` into an instruction array
+costs about a microsecond a step, and the interpreter (machine code generated once a
+process from the op table, :func:`symad.backends.llvm.ir.interpreter_ir`) runs an
+instruction in nanoseconds.  An instruction is ``(opcode, destination, a, b)`` over
+one array of values: the inputs, then the constants, then every step's result.  The
+interpreter computes each op with the op's own LLVM lowering, so the numbers are the
+bits of compiled code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from symad.backends.llvm import jit
+from symad.backends.llvm.ir import interpreter_opcodes
+from symad.backends.program import check_out
+from symad.backends.schedule import Schedule
+from symad.core.errors import PointError
+from symad.core.semantics import small_power_step
+
+_OPCODES = interpreter_opcodes()
+
+
+class VMProgram:
+    """A schedule as instructions for the interpreter: ``point``, ``batch`` and ``call`` as
+    :class:`~symad.backends.program.Program` has them."""
+
+    def __init__(self, schedule: Schedule):
+        self.schedule = schedule
+        self.n_in, self.n_out = len(schedule.inputs), len(schedule.outputs)
+        slot = {node: k for k, node in enumerate(schedule.inputs)}
+        values = [0.0] * self.n_in
+        for node, value in schedule.consts.items():
+            if node not in slot:
+                slot[node] = len(values)
+                values.append(value)
+        consts, opcodes = schedule.consts, _OPCODES
+        rows = []
+        at = len(values)
+        for node, op, args in schedule.steps:
+            a = slot[args[0]]
+            if len(args) == 1:
+                rows.append((opcodes[op, None], at, a, a))
+            else:
+                power = None if args[0] in consts else small_power_step(consts, op, args)
+                rows.append((opcodes[op, power], at, a, slot[args[1]]))
+            slot[node] = at
+            at += 1
+        values += [0.0] * (at - len(values))
+        code = np.array(rows, dtype=np.int32).reshape(len(rows), 4)
+        self.code = code
+        self.values = np.array(values, dtype=np.float64)  # one point's values; constants in place
+        self.outs = np.array([slot[n] for n in schedule.outputs], dtype=np.int64)
+        # The record the interpreter reads: code, its length, values, n_in, outs, n_out.
+        self.record = np.array([code.ctypes.data, len(code), self.values.ctypes.data, self.n_in,
+                                self.outs.ctypes.data, self.n_out], dtype=np.int64)
+        self.interpreter = jit.interpreter()
+        self.address = self.record.ctypes.data
+
+    @property
+    def size(self) -> int:
+        """Number of instructions."""
+        return len(self.code)
+
+    def call(self, x: np.ndarray, rest: np.ndarray) -> float:
+        """Output 0 at the point ``x`` (a contiguous float64 vector), outputs 1.. into ``rest``."""
+        return self.interpreter.call(self.address, x, rest)
+
+    def point(self, x: np.ndarray) -> np.ndarray:
+        """The outputs at one point ``x``."""
+        x = np.require(x, np.float64, ("C", "A"))
+        if x.shape != (self.n_in,):
+            raise PointError(f"a point needs {self.n_in} value(s), got shape {x.shape}")
+        out = np.empty(self.n_out)
+        out[0] = self.interpreter.call(self.address, x, out[1:])
+        return out
+
+    def batch(self, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The outputs at each row of ``rows`` (shape (n_points, n_inputs)) as rows."""
+        n = rows.shape[0]
+        out = np.empty((n, self.n_out)) if out is None else check_out(out, (n, self.n_out))
+        rows = np.require(rows, np.float64, ("C", "A"))
+        if n:
+            scratch = self.values.copy()  # the GIL is released: a buffer of this call's own
+            self.interpreter.batch(self.address, scratch.ctypes.data, rows.ctypes.data, out.ctypes.data, n)
+        return out
+
+    def outputs(self, x: np.ndarray, batch: bool) -> np.ndarray:
+        """The outputs at one point (a vector) or at a batch of points (rows)."""
+        return self.batch(x) if batch else self.point(x)
+
+    def __getstate__(self) -> Any:
+        raise TypeError("a VMProgram holds addresses: pickle the Function instead")
