@@ -49,19 +49,30 @@ def _import_compile_modules() -> None:
             _imported.append(True)
 
 
-def start(target: Callable[[], Any], name: str = "symad-compile") -> threading.Thread:
-    """Run ``target`` in a daemon thread, waited for at exit."""
+def start(target: Callable[[], Any], name: str = "symad-compile", *, abandonable: bool = False) -> threading.Thread:
+    """Run ``target`` in a daemon thread, waited for at exit unless ``abandonable`` (a compile
+    whose result only speeds up later calls: at exit it is dropped, see :func:`on_exit`)."""
 
     def run() -> None:
+        _local.abandonable = abandonable
         _import_compile_modules()
         target()
 
     thread = threading.Thread(target=run, daemon=True, name=name)
+    thread.symad_abandonable = abandonable  # type: ignore[attr-defined]
     with _threads_lock:
         _threads[:] = [t for t in _threads if t.is_alive()]
         _threads.append(thread)
     thread.start()
     return thread
+
+
+def in_abandonable_thread() -> bool:
+    """Whether this thread runs a compile that may be dropped at exit."""
+    return getattr(_local, "abandonable", False)
+
+
+_local = threading.local()
 
 
 def run_interruptibly(work: Callable[[], T]) -> T:
@@ -122,11 +133,20 @@ if hasattr(threading, "_register_atexit"):  # runs as the interpreter starts to 
 
 
 _when_settled: list[Callable[[], None]] = []
+_on_exit: list[Callable[[], None]] = []
 
 
 def when_settled(action: Callable[[], None]) -> None:
-    """Run ``action`` at exit once no compile thread is left (before modules are torn down)."""
+    """Run ``action`` at exit once no compile thread is left to wait for (before modules are
+    torn down)."""
     _when_settled.append(action)
+
+
+def on_exit(action: Callable[[], None]) -> None:
+    """Run ``action`` at exit, once the compiles that are waited for have ended, to drop the
+    abandonable ones: it must leave no thread inside LLVM (the process then exits without
+    waiting for them)."""
+    _on_exit.append(action)
 
 
 @atexit.register
@@ -135,11 +155,14 @@ def _settle() -> None:
         if getattr(sys, "last_type", None) is KeyboardInterrupt and (_threads or "llvmlite.binding" in sys.modules):
             raise KeyboardInterrupt  # what a compile cut short left behind must not be torn down either
         while True:
-            running = alive()  # again after each wait: a compile may start another
+            # again after each wait: a compile may start another
+            running = [t for t in alive() if not getattr(t, "symad_abandonable", False)]
             if not running:
                 break
             for thread in running:
                 thread.join()
+        for action in _on_exit:
+            action()
     except KeyboardInterrupt:
         exit_now(130)
     for action in _when_settled:

@@ -147,7 +147,7 @@ class Program:
 
     def _optimize_in_background(self) -> None:
         if self.size <= NATIVE_OPTIMIZE_OPS and self.background and self._compiling is None:
-            self._compiling = background.start(self._compile_native)
+            self._compiling = background.start(self._compile_native, abandonable=True)
 
     def _compile_native(self) -> None:
         try:

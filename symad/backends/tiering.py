@@ -87,7 +87,7 @@ class TieredProgram:
             if thread is None or (self.program is None and self.error is None and not thread.is_alive()):
                 # None yet, or one that ended without a result: a thread of the parent
                 # process, in a child forked while it ran (its program never arrives here).
-                thread = self.thread = background.start(self._build)
+                thread = self.thread = background.start(self._build, abandonable=True)
             return thread
 
     def _schedule(self) -> Schedule:

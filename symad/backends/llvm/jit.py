@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from symad.backends import background
-from symad.backends.llvm import cache, ir
+from symad.backends.llvm import cache, codegen, ir, remote
 from symad.backends.schedule import Schedule
 from symad.core import forksafe
 
@@ -108,49 +108,31 @@ class NativeProgram:
         self.engine = engine  # owns the machine code: freed with the last reference to this object
 
 
-@functools.lru_cache(maxsize=1)
-def _host_cpu() -> tuple[str, str]:
-    """This machine's CPU name and features, as LLVM names them (asked once: it costs 0.5 ms)."""
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-
-
 def _target_machine_for(opt: int) -> Any:
     """The target machine of IR passes and object emission at ``opt`` (one per level, kept)."""
     with _lock:
         if opt not in _machines:
-            _machines[opt] = _new_target_machine(opt)
+            _machines[opt] = codegen.new_target_machine(opt)
         return _machines[opt]
-
-
-def _new_target_machine(opt: int) -> Any:
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    # This machine's own instruction set (AVX and the like): code runs where it is compiled
-    # (the disk cache keys its entries by CPU).  Without fast-math flags LLVM fuses no
-    # multiply-add, so the numbers stay those of the other backends.
-    cpu, features = _host_cpu()
-    return target.create_target_machine(cpu=cpu, features=features, opt=opt, codemodel="jitdefault")
 
 
 def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     """Machine code for ``schedule`` (cached by its structural hash and ``opt``).
 
     ``opt=2`` runs LLVM's optimisation pipeline (best code, compile time grows
-    faster than linearly with the program; programs of up to ``ir.QUICK_OPS``
+    faster than linearly with the program; programs of up to ``codegen.QUICK_OPS``
     operations skip the IR passes, which gain them nothing); ``opt=0`` only
     selects instructions and allocates registers (fast to build, slower to run).
+    In an abandonable background thread the object code comes from the compile
+    worker process (:mod:`symad.backends.llvm.remote`), in-process otherwise.
     """
 
     key = f"{schedule.key}-O{opt}"
     cached = _cached(key)
     if cached is not None:
         return cached
+    if background.in_abandonable_thread():
+        return _compile(schedule, opt, key, remote_ok=True)  # takes _compile_lock only to load the code
 
     def work() -> NativeProgram:
         # llvmlite works in LLVM's one global context, which is not thread-safe: one
@@ -176,14 +158,14 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
+def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) -> NativeProgram:
     import time
 
     started = time.perf_counter()
     # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
     # the values passed between them through memory would cost a third more time.
     text = ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset())
-    engine, loaded = _engine(text, opt, schedule.size)
+    engine, loaded = _engine(text, opt, schedule.size, remote_ok)
     call_address = engine.get_function_address("call")
     program = NativeProgram(POINT(engine.get_function_address("point")),
                             BATCH(engine.get_function_address("batch")),
@@ -199,30 +181,54 @@ def _compile(schedule: Schedule, opt: int, key: str) -> NativeProgram:
     return program
 
 
-def _engine(text: str, opt: int, size: int) -> tuple[Any, bool]:
+def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[Any, bool]:
     """An execution engine holding the machine code of the IR ``text``, and whether that code
-    came from the disk cache.  Call with ``_compile_lock`` held."""
+    came from the disk cache.  With ``remote_ok`` (an abandonable thread) call it without
+    ``_compile_lock``: the worker compiles, the lock is taken to load; else with it held."""
     import llvmlite
+
+    on_disk = None
+    if cache.cache_dir() is not None:
+        on_disk = cache.key(text, f"O{opt}", *codegen.host_cpu(), llvmlite.__version__)
+    stored = cache.load(on_disk) if on_disk else None
+    loaded = stored is not None
+    if stored is None and remote_ok:
+        stored = remote.object_code(text, opt, size)
+        if stored is None:  # no worker: compile here, as a foreground compile does
+            with _compile_lock:
+                stored = codegen.object_code(text, _target_machine_for(opt), opt, size)
+    elif stored is None:
+        # Object code, not an engine compiling the module: the engine would keep the IR
+        # (~0.7 MB a small program) for as long as the code lives.
+        stored = codegen.object_code(text, _target_machine_for(opt), opt, size)
+    if on_disk and not loaded:
+        cache.store(on_disk, stored)
+    if remote_ok:
+        with _compile_lock:
+            return _load(stored, opt), loaded
+    return _load(stored, opt), loaded
+
+
+def _load(stored: bytes, opt: int) -> Any:
     import llvmlite.binding as llvm
 
     tm = _target_machine_for(opt)
-    on_disk = None
-    if cache.cache_dir() is not None:
-        on_disk = cache.key(text, f"O{opt}", *_host_cpu(), llvmlite.__version__)
-    stored = cache.load(on_disk) if on_disk else None
-    loaded = stored is not None
-    if stored is None:
-        # Object code, not an engine compiling the module: the engine would keep the IR
-        # (~0.7 MB a small program) for as long as the code lives.
-        stored = tm.emit_object(_optimized_module(text, tm, opt, size))
-        if on_disk:
-            cache.store(on_disk, stored)
     # An engine owns (and frees with itself) the target machine it is given: its own one.
-    engine = llvm.create_mcjit_compiler(_empty_module(tm), _new_target_machine(opt))
+    engine = llvm.create_mcjit_compiler(_empty_module(tm), codegen.new_target_machine(opt))
     engine.add_object_file(llvm.ObjectFileRef.from_data(stored))
     _engines.add(engine)
     engine.finalize_object()
-    return engine, loaded
+    return engine
+
+
+def _abandon_background_compiles() -> None:
+    # At exit: a compile in the worker is dropped with it; one loading code here is waited
+    # for, and none may start (the lock is never released).
+    remote.abandon()
+    _compile_lock.acquire()
+
+
+background.on_exit(_abandon_background_compiles)
 
 
 class Interpreter:
@@ -253,7 +259,7 @@ def interpreter() -> Interpreter:
     def work() -> Interpreter:
         with _compile_lock:
             if not _interpreter:
-                engine, _ = _engine(ir.interpreter_ir(array_data_offset()), 2, ir.QUICK_OPS + 1)
+                engine, _ = _engine(ir.interpreter_ir(array_data_offset()), 2, codegen.QUICK_OPS + 1)
                 _interpreter.append(Interpreter(engine))
             return _interpreter[0]
 
@@ -268,19 +274,3 @@ def _empty_module(tm: Any) -> Any:
     return module
 
 
-def _optimized_module(text: str, tm: Any, opt: int, size: int) -> Any:
-    """The IR parsed, checked and (at ``opt`` > 0, past ``ir.QUICK_OPS`` operations) optimised."""
-    import llvmlite.binding as llvm
-
-    module = llvm.parse_assembly(text)
-    module.triple = tm.triple
-    module.data_layout = str(tm.target_data)
-    module.verify()
-    if opt and size > ir.QUICK_OPS:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        # Pack isomorphic neighbouring operations (the terms of a sum) into vector instructions:
-        # a quarter off the run time of a large program, for half as much again compile time.
-        pto.slp_vectorization = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(module, pb)
-    return module
