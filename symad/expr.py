@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
@@ -13,7 +13,9 @@ from symad.core.graph import Graph, export, rebuild
 from symad.core.ops import OPS
 from symad.core.term import Term, as_node
 from symad.frontend.parser import parse_into
-from symad.function import Function
+
+if TYPE_CHECKING:
+    from symad.function import Function
 
 # The graph that `parse` and `var` build in when given none.  Held weakly: it lives as
 # long as an expression or function uses it, so nodes nobody can reach are freed with
@@ -76,6 +78,10 @@ class Expr(Term):
     def compile(self, variables: list[str] | None = None, backend: str = "auto", *,
                 background: bool = True) -> Function:
         """A compiled function of value and gradient; see :class:`symad.function.Function`."""
+        # Imported here: parsing and printing (the command line's one point) never load
+        # NumPy and the backends (tests/test_architecture.py lists this import).
+        from symad.function import Function
+
         return Function(self, variables=variables, backend=backend, background=background)
 
     def evaluate(self, point: Any = None, /, **kwargs: Any) -> Any:

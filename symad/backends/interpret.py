@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import numpy as np
-
 from symad.core.graph import Graph
 from symad.core.ops import OPS
-from symad.core.semantics import power_product, small_power
+from symad.core.semantics import numpy, power_product, small_power
 
 
 def apply_op(op: str, args: list[float], power: int | None = None) -> float:
@@ -18,6 +16,7 @@ def apply_op(op: str, args: list[float], power: int | None = None) -> float:
     try:
         return float(spec.py(*args) if power is None else power_product(args[0], power))  # type: ignore[misc]
     except (ArithmeticError, ValueError):
+        np = numpy()
         with np.errstate(all="ignore"):
             floats = [np.float64(a) for a in args]
             return float(spec.np(*floats) if power is None else power_product(floats[0], power))  # type: ignore[misc]

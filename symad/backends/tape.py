@@ -19,14 +19,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from symad.ad.local import local_partials
 from symad.ad.sweep import active, reverse_nodes
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS
-from symad.core.semantics import SMALL_POWERS, power_product
+from symad.core.semantics import SMALL_POWERS, numpy, power_product
 
 
 def _power(k: int) -> Callable[[Any, Any], Any]:
@@ -81,9 +79,9 @@ class Tape:
         self.inputs = [slot.get(v, -1) for v in inputs]  # -1: a variable the expression does not use
         consts = {slot[n]: float(graph.data[n]) for n in order if graph.op[n] == "const"}  # type: ignore[arg-type]
         self._floats: list[Any] = [0.0] * len(order)
-        self._np: list[Any] = [np.float64(0.0)] * len(order)
         for i, c in consts.items():
-            self._floats[i], self._np[i] = c, np.float64(c)
+            self._floats[i] = c
+        self._np: list[Any] | None = None  # the values template on NumPy scalars, made on first need
         fixed = consts.keys() - set(self.inputs)  # constants that no input overrides
         # Forward steps (slot, py, np, a0, a1); backward steps (slot, args, (arg slot, rule, ...)),
         # a rule being the op's partial or a number.  Flat tuples: the tape's memory is the build's peak.
@@ -154,7 +152,10 @@ class Tape:
             try:
                 return self._run(point, self._floats, 1, grad)
             except (ArithmeticError, ValueError):
-                point = [np.float64(x) for x in point]
+                point = [numpy().float64(x) for x in point]
+        np = numpy()
+        if self._np is None:
+            self._np = [np.float64(v) for v in self._floats]
         with np.errstate(all="ignore"):
             return self._run(point, self._np, 2, grad)
 
@@ -185,5 +186,5 @@ class Tape:
                     term = g * rule(*values)
                 prev = adj[a]
                 adj[a] = term if prev is None else prev + term
-        zero = 0.0 if which == 1 else np.float64(0.0)
+        zero = 0.0 if which == 1 else numpy().float64(0.0)
         return value, [zero if i < 0 or adj[i] is None else adj[i] for i in self.inputs]

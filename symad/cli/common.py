@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, BinaryIO
 
+from symad.backends.interpret import node_values
+from symad.backends.tape import Tape
 from symad.core.errors import LimitError, PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
@@ -151,7 +153,7 @@ def parse_point(specs: Sequence[str]) -> dict[str, float]:
                 raise PointError(f"value for {name} is not a number: {text.strip()!r}") from None
             if value.variables:
                 raise PointError(f"value for {name} is not a number: {text.strip()!r}")
-            point[name] = value.evaluate()
+            point[name] = node_values(value.graph, [value.id], {})[value.id]
     return point
 
 
@@ -161,6 +163,12 @@ def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]
     point = parse_point(specs)
     check_variables(tuple(variables), point)
     return {v: point[v] for v in variables}
+
+
+def tape_of(expr: Expr) -> Tape:
+    """The expression's tape over its variables, in order: one point's value and gradient
+    with nothing compiled (what a Function's first call runs)."""
+    return Tape(expr.graph, expr.id, [expr.graph.var(v) for v in expr.variables])
 
 
 # ---------------------------------------------------------------- outputs
@@ -203,7 +211,8 @@ def explain_vanished(err: VariableError, text: str, expr: Expr | None) -> str:
     if expr.variables:
         what = f"the expression uses {name_list(expr.variables)}"
     else:
-        what = f"the expression simplified to {format_number(expr.evaluate())} and uses no variables"
+        value = node_values(expr.graph, [expr.id], {})[expr.id]
+        what = f"the expression simplified to {format_number(value)} and uses no variables"
     return f"unknown variable {', '.join(err.unknown)}: {what} ({'; '.join(notes)})"
 
 

@@ -9,8 +9,6 @@ from symad.core.errors import VariableError
 from symad.core.printing import to_texts
 from symad.expr import Expr
 
-HELP = "print the derivative as an expression"
-TAKES_POINT = False
 ALIGN_MAX = 40  # labels longer than this are not padded (nor pad the others)
 
 EPILOG_NOTE = """\

@@ -9,9 +9,6 @@ from symad.core.errors import SymadError, check_variables
 from symad.expr import Expr
 from symad.tools.explain import ALIGN_MAX, explain
 
-HELP = "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, adjoints"
-TAKES_POINT = True
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``symad explain``."""

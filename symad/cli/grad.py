@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, point_of, table
+from symad.cli.common import emit, format_number, json_number, nonfinite_warnings, point_of, table, tape_of
 from symad.expr import Expr
-
-HELP = "print the value and every partial derivative at a point"
-TAKES_POINT = True
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Compute and print the value and gradient at ``--at``."""
     point = point_of(args.at, expr.variables)
-    value, grad = expr.compile(background=False).value_and_grad(point)
+    # One point: the tape (a Function's first call) needs no compile and no NumPy.
+    value, grad = tape_of(expr).value_and_grad(list(point.values()))
+    value = float(value)
     partials = {v: float(g) for v, g in zip(expr.variables, grad)}
     obj = {"expr": text.strip(), "at": point, "value": json_number(value),
            "grad": {v: json_number(g) for v, g in partials.items()}}

@@ -10,9 +10,6 @@ from symad.core.errors import LimitError, VariableError
 from symad.expr import Expr
 from symad.tools.viz import MAX_NODES, to_digraph, write
 
-HELP = "draw the DAG (and with --grad the backward graph) as a picture: .png, .svg, .pdf or .dot"
-TAKES_POINT = True
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``symad graph``."""

@@ -9,9 +9,6 @@ from symad.cli.common import emit, format_number, nonfinite_warnings, point_of
 from symad.expr import Expr
 from symad.hessian import SecondOrder, hessian
 
-HELP = "print the Hessian (every second partial derivative) at a point, or as expressions"
-TAKES_POINT = True
-
 EPILOG = """\
 examples:
   symad hessian "100*(y-x^2)^2+(1-x)^2" --at x=1,y=1     value, gradient and Hessian matrix

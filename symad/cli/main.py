@@ -1,21 +1,23 @@
 """The ``symad`` command: one subcommand per module of this package, listed in ``COMMANDS``.
 
-Each command module provides ``HELP`` (its one-line description), ``TAKES_POINT``
-(whether it takes ``--at``), ``add_arguments(parser)`` and ``run(args, text, expr)``;
-:mod:`symad.cli.common` has what they share.
+Each command module provides ``add_arguments(parser)`` and ``run(args, text, expr)``;
+``COMMANDS`` lists them with their help, and only the module of the command that runs
+is imported.  :mod:`symad.cli.common` has what they share.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 from symad import __version__
 from symad.backends import background
-from symad.cli import diff, evaluate, explain, grad, graph, hessian, minimize, postfix, stats
 from symad.cli.common import error_message, read_expr
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
@@ -23,9 +25,40 @@ from symad.core.limits import LIMITS, override
 from symad.core.ops import signatures
 from symad.expr import parse
 
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its module in this package (``add_arguments(parser)``, ``run(args, text,
+    expr)``), its one-line help, and whether it takes ``--at``."""
+
+    module: str
+    help: str
+    takes_point: bool
+
+
 # The commands, in the order `symad --help` lists them.
-COMMANDS: dict[str, Any] = {"grad": grad, "eval": evaluate, "diff": diff, "postfix": postfix, "stats": stats,
-                            "graph": graph, "minimize": minimize, "hessian": hessian, "explain": explain}
+COMMANDS: dict[str, Command] = {
+    "grad": Command("grad", "print the value and every partial derivative at a point", True),
+    "eval": Command("evaluate", "print the value at a point", True),
+    "diff": Command("diff", "print the derivative as an expression", False),
+    "postfix": Command("postfix", "print the parser's postfix (RPN) form", False),
+    "stats": Command("stats", "print tree size, DAG size, gradient size, depth and variables", False),
+    "graph": Command("graph", "draw the DAG (and with --grad the backward graph) as a picture: "
+                              ".png, .svg, .pdf or .dot", True),
+    "minimize": Command("minimize", "minimize the expression from a start point (--from) with exact derivatives",
+                        False),
+    "hessian": Command("hessian", "print the Hessian (every second partial derivative) at a point, "
+                                  "or as expressions", True),
+    "explain": Command("explain", "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, "
+                                  "adjoints", True),
+}
+
+
+def command_module(name: str) -> ModuleType:
+    """The module of command ``name``, imported when that command runs: start-up stays light
+    (``symad grad`` never loads NumPy, Graphviz or the optimisers)."""
+    return importlib.import_module(f"symad.cli.{COMMANDS[name].module}")
+
 
 EPILOG = """\
 examples:
@@ -68,8 +101,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(f"symad: error: {message}")
 
 
-def build_parser() -> _Parser:
-    """The argument parser, with one subcommand per job."""
+def build_parser(selected: str | None = None) -> _Parser:
+    """The argument parser, with one subcommand per job; the options of command ``selected``
+    (the one that runs) only are added, by its module."""
     top = _Parser(prog="symad", description="Exact derivatives of expressions typed as text.",
                   epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     top.add_argument("--version", action="version", version=f"symad {__version__}")
@@ -95,8 +129,10 @@ def build_parser() -> _Parser:
                                 "expressions such as pi/4 (repeatable)")
         return p
 
-    for name, module in COMMANDS.items():
-        module.add_arguments(command(name, module.HELP, at=module.TAKES_POINT))
+    for name, spec in COMMANDS.items():
+        parser = command(name, spec.help, at=spec.takes_point)
+        if name == selected:
+            command_module(name).add_arguments(parser)
     return top
 
 
@@ -156,8 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 70
 
 
+def _selected(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv``: its first argument that is no option."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
 def _main(argv: Sequence[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(_selected(argv))
     argv, shielded = shield_expr(argv, parser)
     try:
         args = parser.parse_args(argv)
@@ -171,7 +212,7 @@ def _main(argv: Sequence[str]) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    command = COMMANDS[args.command]
+    command = command_module(args.command)
     text, expr = "", None
     # The flags' limits hold for this run only: main() called in-process (tests, notebooks)
     # leaves no trace.

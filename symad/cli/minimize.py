@@ -18,9 +18,6 @@ from symad.tools.optimize.driver import OptimizeResult, check_settings, minimize
 from symad.tools.optimize.methods import METHODS
 from symad.tools.optimize.problem import Problem
 
-HELP = "minimize the expression from a start point (--from) with exact derivatives"
-TAKES_POINT = False
-
 EPILOG = """\
 examples:
   symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1

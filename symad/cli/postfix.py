@@ -8,8 +8,6 @@ from symad.cli.common import emit
 from symad.core.graph import Graph
 from symad.frontend.parser import fold, to_postfix
 
-HELP = "print the parser's postfix (RPN) form"
-TAKES_POINT = False
 NEEDS_EXPR = False  # works on the text: run(args, text, None)
 
 

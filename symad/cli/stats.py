@@ -8,9 +8,6 @@ import math
 from symad.cli.common import emit
 from symad.expr import Expr
 
-HELP = "print tree size, DAG size, gradient size, depth and variables"
-TAKES_POINT = False
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``symad stats`` has only the common options."""

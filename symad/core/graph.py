@@ -15,13 +15,11 @@ import threading
 import weakref
 from collections.abc import Container, Iterable, Sequence
 
-import numpy as np
-
 from symad.core import forksafe
 from symad.core.errors import SymadError
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS
-from symad.core.semantics import power_product, small_power
+from symad.core.semantics import numpy, power_product, small_power
 from symad.core.simplify import RULES
 
 # Adding a node is check-then-append: a background compile (which builds the gradient)
@@ -120,6 +118,7 @@ class Graph:
         try:
             result = float(py(*values) if k is None else power_product(values[0], k))
         except (ArithmeticError, ValueError):
+            np = numpy()
             with np.errstate(all="ignore"):
                 floats = [np.float64(v) for v in values]
                 result = float(np_fn(*floats) if k is None else power_product(floats[0], k))

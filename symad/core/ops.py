@@ -30,9 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from symad.core import semantics as sem
+
+_np = sem.NumpyFunction  # numpy.<name>, imported on first use
 
 # Printing precedence levels, lowest binds loosest.
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
@@ -170,41 +170,41 @@ define("const", 0, None, None, kind="leaf", doc="a number (also pi, e, inf, nan)
 define("var", 0, None, None, kind="leaf", doc="a variable")
 
 # ===================================================================== arithmetic
-define("add", 2, lambda a, b: a + b, np.add, (1.0, 1.0), llvm=Inline("{r} = fadd double {0}, {1}"),
+define("add", 2, lambda a, b: a + b, _np("add"), (1.0, 1.0), llvm=Inline("{r} = fadd double {0}, {1}"),
        kind="infix", symbol="+", prec=PREC_SUM, commutative=True, code="{0} + {1}")
-define("sub", 2, lambda a, b: a - b, np.subtract, (1.0, -1.0), llvm=Inline("{r} = fsub double {0}, {1}"),
+define("sub", 2, lambda a, b: a - b, _np("subtract"), (1.0, -1.0), llvm=Inline("{r} = fsub double {0}, {1}"),
        kind="infix", symbol="-", prec=PREC_SUM, code="{0} - {1}")
-define("mul", 2, lambda a, b: a * b, np.multiply, (lambda a, b, out: b, lambda a, b, out: a),
+define("mul", 2, lambda a, b: a * b, _np("multiply"), (lambda a, b, out: b, lambda a, b, out: a),
        llvm=Inline("{r} = fmul double {0}, {1}"),
        kind="infix", symbol="*", prec=PREC_PRODUCT, commutative=True, code="{0} * {1}")
-define("div", 2, lambda a, b: a / b, np.divide, (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
+define("div", 2, lambda a, b: a / b, _np("divide"), (lambda a, b, out: 1.0 / b, lambda a, b, out: -out / b),
        llvm=Inline("{r} = fdiv double {0}, {1}"),
        kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}", domain=((0.7, 1.3), (-2.0, 0.4)))
 define("pow", 2, math.pow, sem.np_pow,
        (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)), llvm=Call("pow", opaque=True),
        kind="infix", symbol="^", prec=PREC_POWER, assoc="right", domain=((1.3, 0.7), (0.8, -2.2), (2.0, 3.0)))
-define("neg", 1, lambda a: -a, np.negative, (-1.0,), llvm=Inline("{r} = fneg double {0}"),
+define("neg", 1, lambda a: -a, _np("negative"), (-1.0,), llvm=Inline("{r} = fneg double {0}"),
        kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
 
 # ===================================================================== elementary functions
-define("sin", 1, math.sin, np.sin, (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
-define("cos", 1, math.cos, np.cos, (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
-define("tan", 1, math.tan, np.tan, (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
-define("asin", 1, math.asin, np.arcsin, (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
+define("sin", 1, math.sin, _np("sin"), (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
+define("cos", 1, math.cos, _np("cos"), (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
+define("tan", 1, math.tan, _np("tan"), (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
+define("asin", 1, math.asin, _np("arcsin"), (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
        domain=((0.3,), (-0.6,)))
-define("acos", 1, math.acos, np.arccos, (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
+define("acos", 1, math.acos, _np("arccos"), (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
        domain=((0.3,), (-0.6,)))
-define("atan", 1, math.atan, np.arctan, (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
-define("sinh", 1, math.sinh, np.sinh, (lambda a, out: cosh(a),), llvm=Call("sinh"))
-define("cosh", 1, math.cosh, np.cosh, (lambda a, out: sinh(a),), llvm=Call("cosh"))
+define("atan", 1, math.atan, _np("arctan"), (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
+define("sinh", 1, math.sinh, _np("sinh"), (lambda a, out: cosh(a),), llvm=Call("sinh"))
+define("cosh", 1, math.cosh, _np("cosh"), (lambda a, out: sinh(a),), llvm=Call("cosh"))
 define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: 1.0 - out * out,), llvm=Call("tanh"))
-define("exp", 1, math.exp, np.exp, (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
-define("log", 1, math.log, np.log, (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
+define("exp", 1, math.exp, _np("exp"), (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
+define("log", 1, math.log, _np("log"), (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
        domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b")
-define("sqrt", 1, math.sqrt, np.sqrt, (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
+define("sqrt", 1, math.sqrt, _np("sqrt"), (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
        domain=((0.7,), (2.5,)))
-define("abs", 1, abs, np.abs, (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
-define("atan2", 2, math.atan2, np.arctan2, (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
+define("abs", 1, abs, _np("abs"), (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
+define("atan2", 2, math.atan2, _np("arctan2"), (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
        domain=((0.5, -1.2), (-0.7, 0.4), (1.1, 0.9)))
 define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)),
        llvm=Inline(_MIN_MAX.replace("BITS", "or").replace("FIRST", "g").replace("SECOND", "l")),
@@ -212,7 +212,7 @@ define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda 
 define("max", 2, sem.py_max, sem.np_max, (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)),
        llvm=Inline(_MIN_MAX.replace("BITS", "and").replace("FIRST", "l").replace("SECOND", "g")),
        commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
-define("sign", 1, sem.py_sign, np.sign, (0.0,),
+define("sign", 1, sem.py_sign, _np("sign"), (0.0,),
        llvm=Inline(_THREE_WAY.replace("ZERO", "0.0").replace("NEGATIVE", "-1.0")),
        domain=((0.7,), (-1.3,)), doc="-1, 0 or 1; the derivative of abs")
 define("step", 1, sem.py_step, sem.np_step, (0.0,),

@@ -9,11 +9,33 @@ it is written here (checked by ``tests/test_special_values.py``).
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+
+def numpy() -> Any:
+    """NumPy, imported on first use: a single point (the command line's) never needs it."""
+    return importlib.import_module("numpy")
+
+
+class NumpyFunction:
+    """``numpy.<name>``, looked up on its first call."""
+
+    __slots__ = ("fn", "name")
+
+    def __init__(self, name: str):
+        self.name, self.fn = name, None
+
+    def __call__(self, *args: Any) -> Any:
+        fn = self.fn
+        if fn is None:
+            fn = self.fn = getattr(numpy(), self.name)
+        return fn(*args)
+
+    def __repr__(self) -> str:
+        return f"numpy.{self.name}"
 
 # ===================================================================== small integer powers
 # x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator
@@ -84,19 +106,23 @@ def py_max(a: float, b: float) -> float:
 # The IEEE minimum has its sign bit set exactly when an argument has (−0 < +0); the maximum
 # when both have.
 def np_min(a: Any, b: Any) -> Any:
+    np = numpy()
     return np.copysign(np.minimum(a, b), np.minimum(np.copysign(1.0, a), np.copysign(1.0, b)))
 
 
 def np_max(a: Any, b: Any) -> Any:
+    np = numpy()
     return np.copysign(np.maximum(a, b), np.maximum(np.copysign(1.0, a), np.copysign(1.0, b)))
 
 
 def np_step(x: Any) -> Any:
+    np = numpy()
     return np.heaviside(x, 0.5)
 
 
 def np_pow(a: Any, b: Any) -> Any:
     """``a^b`` by the C library's ``pow``, as ``math.pow`` and native code compute it."""
+    np = numpy()
     if np.ndim(b):
         return np.power(a, b)
     # With one exponent for all bases, NumPy computes a^2, a^-1 and a^0.5 as a*a, 1/a and
@@ -113,6 +139,7 @@ def each_libm(fn: Callable[[float], float]) -> Callable[[Any], Any]:
     """
 
     def each(x: Any) -> Any:
+        np = numpy()
         if np.ndim(x) == 0:
             return np.float64(fn(float(x)))
         x = np.asarray(x, dtype=np.float64)

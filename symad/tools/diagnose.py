@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import numpy as np
-
 from symad.backends.interpret import node_values
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 from symad.core.printing import format_number, to_infix
+from symad.core.semantics import numpy
 
 _MAX_SHOWN = 60
 
@@ -34,6 +33,7 @@ def first_nonfinite(graph: Graph, root: int, point: Mapping[str, float]) -> str 
         result = value[node]
         reason = ""
         if not math.isfinite(result) and all(math.isfinite(v) for v in inputs):
+            np = numpy()
             with np.errstate(all="raise"):  # ask NumPy which IEEE exception it was
                 try:
                     OPS[op].np(*(np.float64(v) for v in inputs))  # type: ignore[misc]
