@@ -4,11 +4,11 @@
     python benchmarks/fuzz_long.py --minutes 10 --backend auto  # also native code past 40 operations
     python benchmarks/fuzz_long.py --minutes 10 --engine atheris   # coverage-guided (pip install atheris)
 
-Every input goes through ``tests/fuzz_check.py``'s :func:`check_input`, as in
-``tests/test_fuzz.py``: it parses (and then prints, round-trips, differentiates
+Every input goes through ``tests/support/fuzz_check.py``'s :func:`check_input`, as in
+``tests/frontend/test_fuzz.py``: it parses (and then prints, round-trips, differentiates
 and evaluates with nothing but symad's own errors) or raises ``ParseError`` with
 a position inside the input.  The Hypothesis engine draws from
-``tests/fuzz_strategies.py`` with random seeds (not derandomized, deep nesting
+``tests/support/fuzz_inputs.py`` with random seeds (not derandomized, deep nesting
 up to 3,000 levels) and keeps going after a failure; each distinct failure
 (exception type and place) is reported once with the shortest input seen.  The
 atheris engine mutates bytes under coverage guidance, starting from a corpus of
@@ -26,7 +26,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-# tests/fuzz_check.py and tests/fuzz_strategies.py are imported in main(): under
+# tests/support/fuzz_check.py and tests/support/fuzz_inputs.py are imported in main(): under
 # atheris, inside its import hook, so that symad's code reports coverage.
 
 
@@ -36,7 +36,7 @@ class Tally:
         self.failures: dict[tuple[str, str, int], str] = {}  # (type, file, line) -> shortest input
 
     def run(self, text: str, backend: str) -> None:
-        import fuzz_check
+        from support import fuzz_check
 
         try:
             self.counts[fuzz_check.check_input(text, backend)] += 1
@@ -61,14 +61,14 @@ class Tally:
 
 def hypothesis_engine(minutes: float, backend: str, tally: Tally) -> None:
     """Batches of 200 examples, each batch with a fresh random seed, until the time is up."""
-    import fuzz_strategies
     from hypothesis import HealthCheck, Phase, given, settings
+    from support import fuzz_inputs
 
     deadline = time.monotonic() + 60 * minutes
 
     @settings(max_examples=200, deadline=None, database=None, derandomize=False,
               phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-    @given(fuzz_strategies.inputs(max_depth=3000))
+    @given(fuzz_inputs.inputs(max_depth=3000))
     def batch(text: str) -> None:
         if time.monotonic() < deadline:
             tally.run(text, backend)
@@ -85,8 +85,7 @@ def atheris_engine(minutes: float, backend: str, tally: Tally) -> None:
     import atheris
 
     with atheris.instrument_imports(include=["symad"]):
-        import fuzz_check  # noqa: F401  (imports symad, instrumented)
-        import fuzz_strategies
+        from support import fuzz_check, fuzz_inputs  # noqa: F401  (fuzz_check imports symad, instrumented)
     start = time.monotonic()
     deadline = start + 60 * minutes
 
@@ -100,7 +99,7 @@ def atheris_engine(minutes: float, backend: str, tally: Tally) -> None:
             finish()
 
     corpus = Path(tempfile.mkdtemp(prefix="symad-corpus-"))
-    for k, text in enumerate(fuzz_strategies.CLI_CASES):
+    for k, text in enumerate(fuzz_inputs.CLI_CASES):
         (corpus / f"seed{k}").write_bytes(b"\x00" + text.encode("utf-8", "surrogatepass"))
     atheris.Setup([sys.argv[0], "-max_len=4096", str(corpus)], one)
     atheris.Fuzz()

@@ -4,7 +4,7 @@
     python benchmarks/huge_inputs.py --quick    # the cases that end in seconds
     python benchmarks/huge_inputs.py --only 1e6 --timeout 300
 
-Each case is one fresh ``symad`` process (``tests/measure.py``); peak memory is
+Each case is one fresh ``symad`` process (``tests/support/measure.py``); peak memory is
 that process's maximum resident set size.  The numbers in ``docs/limits.md``
 come from this script.  A case that runs past ``--timeout`` is killed and shown
 as such.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from measure import Measured, run_measured  # noqa: E402
+from support.measure import Measured, run_measured  # noqa: E402
 
 MB = 1_000_000
 

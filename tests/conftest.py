@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-# The fuzz tests' tallies (tests/fuzz_counts.py) print their own summary line.
-pytest_plugins = ("fuzz_counts",)
+# The fuzz tests' tallies (tests/support/fuzz_counts.py) print their own summary line.
+pytest_plugins = ("support.fuzz_counts",)
 
 # ============================================================ slow tests
 # Tests marked ``slow`` (property tests against SymPy, fuzzing, deep nesting through
@@ -29,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # ============================================================ property-check tallies
-# The property tests (tests/test_properties.py) count how many random expressions
+# The property tests (tests/ad/test_properties.py) count how many random expressions
 # each check tried, compared and skipped, and how many disagreed; the terminal
 # summary prints the counts, so a run shows how much was actually checked.
 # Self-contained: one class, one fixture, two hooks (checks deselected by -m are

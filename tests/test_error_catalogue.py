@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from cli_helpers import symad_command
 from error_catalogue import DOC, ENTRIES, run
+from support.cli_helpers import symad_command
 
 TEXT = DOC.read_text(encoding="utf-8")
 BLOCK = re.compile(r"```console\n\$ ([^\n]*)\n((?:(?!```).)*?)```\nexit status (\d+)\n", flags=re.S)

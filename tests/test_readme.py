@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import symad_command
+from support.cli_helpers import symad_command
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -303,7 +303,7 @@ def test_clear_caches_is_public():
 def test_stats_prints_exact_counts():
     """`symad stats` printed `tree nodes 4.611686018427387e+18`: counts are exact integers
     (past 4,000 digits, which Python will not print, an order of magnitude)."""
-    from cli_helpers import run
+    from support.cli_helpers import run
 
     text = "a0 = x+1;" + "".join(f"a{i} = a{i - 1}*a{i - 1};" for i in range(1, 63)) + "a62"
     size = 3

@@ -2,7 +2,7 @@
 
 Every other layer (parser, simplifier, differentiator, interpreters, Python and
 LLVM code generators, printer, renderer, tests) reads this table; adding an
-operation is one :func:`define` call (``tests/test_ops.py`` shows it).
+operation is one :func:`define` call (``tests/core/test_ops.py`` shows it).
 
 Derivative rules are *local partials* written as expression construction: for an
 op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
@@ -20,7 +20,7 @@ Values follow one semantics in every backend (``docs/numerics.md``): IEEE
 arithmetic, the C library's functions (C99 Annex F special cases), and
 ``min``/``max`` as IEEE 754-2019 minimum/maximum.  ``py`` and ``np`` below give
 those bits: the NumPy functions are NumPy's own only where they match the C
-library's (checked by ``tests/test_special_values.py``).
+library's (checked by ``tests/core/test_special_values.py``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every backend gives the same bits (``docs/numerics.md``): IEEE arithmetic, the C
 library's functions with C99 Annex F special cases, ``min``/``max`` as IEEE
 754-2019 minimum/maximum, and small integer powers as products.  Where Python's
 ``math`` or NumPy has no such function, or NumPy's differs from the C library's,
-it is written here (checked by ``tests/test_special_values.py``).
+it is written here (checked by ``tests/core/test_special_values.py``).
 """
 
 from __future__ import annotations

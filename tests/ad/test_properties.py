@@ -2,8 +2,8 @@
 forward vs reverse mode, printing round trips, hash-consing invariants, batch evaluation,
 and one finite-difference check per op-table entry.
 
-Random expression *text* comes from ``tests/strategies.py`` (generated from the op
-table).  SymPy is the independent oracle: the same text is translated to SymPy by
+Random expression *text* comes from ``tests/support/expressions.py`` (generated from the
+op table).  SymPy is the independent oracle: the same text is translated to SymPy by
 :func:`to_sympy` (a whitelist of names, no ``eval`` of anything else), differentiated
 there and evaluated at 30 significant digits.
 
@@ -20,43 +20,21 @@ Every check also asserts that at least half of its examples were compared.
 from __future__ import annotations
 
 import math
-import os
 import re
 
 import numpy as np
 import pytest
 import sympy
-from approx import same
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from strategies import VARIABLES, expressions, points
+from support.approx import same
+from support.expressions import NUMBERS, ODD_NUMBER_TEXTS, VARIABLES, expressions, points
+from support.properties import graph_invariants, property_test, text_variables
 from sympy.parsing.sympy_parser import auto_number, convert_xor, parse_expr
 
 import symad
 from symad import Graph
-from symad.core.graph import natural_key
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
-
-# Derandomized (the same examples on every run, so CI is reproducible) unless
-# SYMAD_PROPERTY_SEED is set; SYMAD_PROPERTY_SCALE multiplies every example count
-# (a nightly or a hunt for bugs: SYMAD_PROPERTY_SCALE=10 SYMAD_PROPERTY_SEED=7).
-# No example database is written.
-_SEED = os.environ.get("SYMAD_PROPERTY_SEED")
-_SCALE = float(os.environ.get("SYMAD_PROPERTY_SCALE", "1"))
-
-
-def property_test(max_examples: int):
-    """``@settings`` for one property check: ``max_examples`` (scaled), no deadline, fixed seed."""
-    config = settings(max_examples=max(1, round(max_examples * _SCALE)), deadline=None,
-                      derandomize=_SEED is None, database=None, print_blob=False,
-                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                             HealthCheck.filter_too_much])
-
-    def decorate(test):
-        return config(test) if _SEED is None else seed(int(_SEED))(config(test))
-
-    return decorate
-
 
 REL_TOL = 1e-9  # symad's float64 result vs SymPy's 30-digit one
 ABS_TOL = 1e-12  # floor for values near 0
@@ -262,16 +240,6 @@ def not_comparable(e: symad.Expr, roots: list[int], text: str, point: dict[str, 
     return None
 
 
-def text_variables(text: str) -> tuple[str, ...]:
-    """The variables the text mentions, in natural order, even those that cancel (``x - x``).
-
-    Points give all of them a value: the as-typed evaluation needs them, and the
-    derivative with respect to a variable that cancelled must be 0.
-    """
-    names = {t.text for t in symad.to_postfix(text) if t.kind == "name" and t.text not in CONSTANTS}
-    return tuple(sorted(names, key=natural_key))
-
-
 def finite(*values) -> bool:
     return all(np.all(np.isfinite(v)) for v in values)
 
@@ -299,6 +267,47 @@ def test_strategies_cover_the_op_table():
 
     check()
     assert not wanted - seen, f"never generated: {sorted(wanted - seen)}"
+
+
+def test_generator_options_do_what_they_say():
+    """The fuzzer's options give definitions, whitespace, ``**``, odd numbers and names, mostly valid;
+    ``ops`` and ``variables`` restrict what is generated."""
+    seen: set[str] = set()
+    parsed = tried = 0
+
+    @property_test(150)
+    @given(text=expressions(4, whitespace=True, odd_terminals=True, definitions=True))
+    def fuzz_text(text):
+        nonlocal parsed, tried
+        tried += 1
+        found = {"whitespace": any(c in text for c in "\t\n\r\f"), "**": "**" in text}
+        try:
+            tokens = symad.to_postfix(text)
+        except symad.ParseError:
+            tokens = None
+        if tokens is not None:
+            parsed += 1
+            found["definition"] = any(t.kind == "define" for t in tokens)
+            found["odd number"] = any(t.kind == "number" and t.text in ODD_NUMBER_TEXTS and t.text not in NUMBERS
+                                      for t in tokens)
+            found["odd name"] = any(t.kind == "name" and t.text not in VARIABLES and t.text not in CONSTANTS
+                                    for t in tokens)
+        seen.update(k for k, v in found.items() if v)
+
+    fuzz_text()
+    assert {"whitespace", "**", "definition", "odd number", "odd name"} <= seen, seen
+    assert parsed >= 0.8 * tried, f"only {parsed} of {tried} parse"
+
+    allowed = {"add", "mul", "pow", "neg", "sin", "exp"}
+
+    @property_test(50)
+    @given(text=expressions(4, variables=("u", "v"), ops=allowed, in_domain=True))
+    def restricted(text):
+        tokens = symad.to_postfix(text)
+        assert {t.text for t in tokens if t.kind in ("op", "call")} <= allowed, text
+        assert {t.text for t in tokens if t.kind == "name"} <= {"u", "v", "pi", "e"}, text
+
+    restricted()
 
 
 def test_sympy_translator_knows_every_function():
@@ -462,23 +471,6 @@ def postfix_bound(text: str) -> int:
     derived form (``log(x, b)`` becomes ``log(x)/log(b)``) is larger than its token.
     """
     return sum(_expansion(t.text, t.arity) if t.kind == "call" else 1 for t in symad.to_postfix(text))
-
-
-def graph_invariants(g: Graph) -> list[str]:
-    """Violations of: one node per (op, args, data) key; children older than parents; arity."""
-    problems = []
-    seen: dict[tuple, int] = {}
-    for n in range(len(g)):
-        op, args, data = g.op[n], g.args[n], g.data[n]
-        key = (op, args, data.hex() if isinstance(data, float) else data)
-        if key in seen:
-            problems.append(f"nodes {seen[key]} and {n} are both {key}")
-        seen[key] = n
-        if any(a >= n for a in args):
-            problems.append(f"node {n} ({op}) has an argument that is not older: {args}")
-        if op not in ("const", "var") and len(args) != OPS[op].arity:
-            problems.append(f"node {n} ({op}) has {len(args)} arguments")
-    return problems
 
 
 # Commutative ops get one canonical argument order, so a*b and b*a are one node:

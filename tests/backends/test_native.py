@@ -9,6 +9,7 @@ from symad import Graph, SymadError, parse
 from symad.backends import program as compiler
 from symad.backends import schedule
 from symad.backends.llvm import ir as llvm_ir
+from symad.backends.llvm import codegen
 from symad.backends.llvm import jit as native
 from symad.core.ops import OPS
 
@@ -226,7 +227,7 @@ def test_disk_cache_reuses_machine_code_across_processes(disk_cache, monkeypatch
     def no_codegen(*args):
         raise AssertionError("compiled again")
 
-    monkeypatch.setattr(native, "_optimized_module", no_codegen)
+    monkeypatch.setattr(codegen, "object_code", no_codegen)
     second = native.compile_native(schedule, opt=2)
     assert second is not first
     x, a, b = np.array([0.3, -1.2]), np.empty(2), np.empty(2)
@@ -242,8 +243,8 @@ def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch)
     entry.write_bytes(blob[:-40] + bytes(40))  # damaged contents, same length
     monkeypatch.setattr(native, "_cache", {})
     compiled = []
-    real = native._optimized_module
-    monkeypatch.setattr(native, "_optimized_module", lambda *a: compiled.append(1) or real(*a))
+    real = codegen.object_code
+    monkeypatch.setattr(codegen, "object_code", lambda *a: compiled.append(1) or real(*a))
     got = native.compile_native(schedule, opt=0)
     assert compiled == [1]
     x, a, b = np.array([0.5, 2.0]), np.empty(2), np.empty(2)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import run, symad_command
+from support.cli_helpers import run, symad_command
 
 
 def test_grad_seed_json():

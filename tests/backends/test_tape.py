@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import expressions, points
-from test_properties import graph_invariants, property_test, text_variables
+from support.expressions import expressions, points
+from support.properties import graph_invariants, property_test, text_variables
 
 import symad
 from symad.backends import program as compiler
 from symad.backends.llvm import jit as native
+from symad.backends.tape import Tape
 from symad.backends.tiering import COMPILE_AFTER_CALLS
 from symad.core.graph import Graph
-from symad.backends.tape import Tape
 
 COMPILED = ["python", "native"] if native.available() else ["python"]
 
@@ -91,20 +91,41 @@ def test_tape_matches_compiled_code_on_random_expressions(property_tally):
     check()
 
 
-def test_auto_interprets_first_and_compiles_when_called_again(monkeypatch):
-    e = symad.parse("sin(x)*y + 100*(y-x^2)^2", Graph())
+def test_auto_tiers_tape_then_instructions_then_compiled_code():
+    """The first call builds nothing; the second the instructions (no compile yet); once they
+    have served what a compile costs, compiled code takes over; every tier gives the same bits."""
+    e = symad.parse("sin(x)*y + 100*(y-x^2)^2 + exp(x*y)/(1+x^2)", Graph())
     f = e.compile()
     tiers = f._value_grad
     first = f.value_and_grad(x=1.0, y=2.0)
-    assert tiers.program is None and tiers.thread is None  # nothing built for one call
+    assert tiers.program is None and tiers.vm is None and tiers.thread is None  # nothing built for one call
     for _ in range(COMPILE_AFTER_CALLS):
         assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
-    assert tiers.thread is not None  # called again: compiling in the background
-    assert f._tape is not None
+    assert tiers.vm is not None and tiers.thread is None  # instructions, and no compile yet
+    assert tiers.vm.size >= compiler.NATIVE_MIN_OPS
+    x = np.array([1.0, 2.0])
+    while tiers.vm_calls < tiers.vm_calls_before_compile - 1:
+        assert outputs(*f.value_and_grad(x)).tolist() == outputs(*first).tolist()
+    assert tiers.thread is None
+    f.value_and_grad(x)
+    assert tiers.thread is not None  # paid for: compiling in the background
     f.prepare()
     assert tiers.program is not None and f._value.program is not None
     assert f._tape is None  # both programs compiled: the interpreter is dropped
     assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
+
+
+def test_auto_compiles_a_small_program_from_the_second_call():
+    """Under NATIVE_MIN_OPS operations Python code is as fast as the instructions: it compiles
+    in the background from the second call."""
+    f = symad.parse("x*y + 1", Graph()).compile()
+    tiers = f._value_grad
+    f.value_and_grad(x=1.0, y=2.0)
+    assert tiers.thread is None
+    f.value_and_grad(x=1.0, y=2.0)
+    assert tiers.vm is None and tiers.thread is not None
+    tiers.thread.join()
+    assert tiers.program is not None and tiers.program.size < compiler.NATIVE_MIN_OPS
 
 
 def test_forced_backends_compile_on_first_use():

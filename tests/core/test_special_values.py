@@ -18,15 +18,15 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 import symad
 from symad.backends.llvm import ir as llvm_ir
 from symad.backends.llvm import jit as native
 from symad.backends.program import NATIVE_BATCH_POINTS
+from symad.backends.tape import Tape
 from symad.core.graph import Graph
 from symad.core.ops import OPS
-from symad.backends.tape import Tape
 
 inf, nan = math.inf, math.nan
 SPECIAL = [0.0, -0.0, inf, -inf, nan, 5e-324, -5e-324, 2.225073858507201e-308, -2.2250738585072014e-308,

@@ -1,15 +1,17 @@
 """Fuzzing: whatever text symad is given, it parses it or says where it went wrong.
 
-Every input goes through :func:`fuzz_check.check_input`: it either parses (and
+Every input goes through :func:`support.fuzz_check.check_input`: it either parses (and
 then prints, round-trips, differentiates and evaluates, raising nothing but
 symad's own errors) or raises :class:`symad.ParseError` with a line and column
-inside the input.  Inputs come from ``tests/fuzz_strategies.py``: text derived
-from the grammar, and hostile text.  A sample also runs through the command
-line, which must exit 0 or 2 and never print a traceback.
+inside the input.  Inputs come from ``tests/support/fuzz_inputs.py``: valid text
+(the tests' expression generator with definitions, whitespace, odd numbers and
+names, and the Lark grammar's rules expanded at random), and hostile text.  A
+sample also runs through the command line, which must exit 0 or 2 and never
+print a traceback.
 
 The budget is fixed and derandomized (the same inputs every run, about a
 minute in all); the terminal summary prints how many inputs were tried (see
-``tests/fuzz_counts.py``).  ``python benchmarks/fuzz_long.py --minutes 10``
+``tests/support/fuzz_counts.py``).  ``python benchmarks/fuzz_long.py --minutes 10``
 runs the same property much longer, with fresh random inputs.
 """
 
@@ -19,8 +21,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from cli_helpers import run
-from fuzz_check import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.cli_helpers import run
+from support.fuzz_check import (
     caret_target,
     check_cli_result,
     check_input,
@@ -31,14 +35,11 @@ from fuzz_check import (
     same_number,
     variables_of,
 )
-from fuzz_counts import COUNTS
-from fuzz_strategies import CLI_CASES, grammar_expressions, hostile_inputs, inputs, valid_expressions
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from support.fuzz_counts import COUNTS
+from support.fuzz_inputs import CLI_CASES, fuzz_expressions, hostile_inputs, inputs, valid_expressions
 
-import symad
-from symad.backends.llvm import jit
 from symad import Graph, ParseError, parse
+from symad.backends.llvm import jit
 
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=False,
             suppress_health_check=list(HealthCheck))
@@ -71,7 +72,7 @@ def test_fuzz_hostile_text(text):
 
 
 @settings(max_examples=100, **FUZZ)
-@given(grammar_expressions())
+@given(fuzz_expressions())
 @pytest.mark.slow
 def test_fuzz_native_backend_agrees(text):
     """The same property with compiled machine code (LLVM): same numbers as the reference evaluation."""
@@ -224,7 +225,7 @@ def test_cli_non_utf8_stdin_is_an_error_not_a_crash():
     """
     import subprocess
 
-    from cli_helpers import symad_command
+    from support.cli_helpers import symad_command
 
     for env_extra in ({}, {"PYTHONIOENCODING": "utf-8:strict"}):
         p = subprocess.run(symad_command() + ["eval", "-", "--at", "x=1"], input=b"x*\xe9", capture_output=True,

@@ -6,7 +6,7 @@ import subprocess
 import threading
 
 import pytest
-from cli_helpers import run, symad_command
+from support.cli_helpers import run, symad_command
 
 LIMIT = "symad: error: the input is over the limit of 4,000,000 characters (raise it with --max-input"
 

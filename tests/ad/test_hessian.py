@@ -7,36 +7,32 @@ import random
 import numpy as np
 import pytest
 import sympy
+from hypothesis import strategies as st
+from support.expressions import example, expressions
 
-from symad import Graph, PointError, parse
+from symad import Graph, PointError, parse, to_postfix
 from symad.ad.forward import jvp
 from symad.ad.hessian import hessian_nodes, jvp_many
 from symad.hessian import SecondOrder, hessian, hvp
 
-# Smooth everywhere, so SymPy and symad agree at any point (no branch conventions involved).
-UNARY = ["sin", "cos", "exp", "tanh", "atan"]
-BINARY = ["+", "-", "*", "/", "^"]
-VARS = ["x", "y", "z"]
+# Random expressions smooth everywhere, so SymPy and symad agree at any point (no branch
+# conventions involved): the shared generator restricted to smooth ops, every argument in
+# its domain (a positive denominator, a positive base or a natural exponent for ^).
+SMOOTH = expressions(4, variables=("x", "y", "z"), numbers=("0.5", "2", "3", "1.5"), in_domain=True,
+                     ops=("add", "sub", "mul", "div", "pow", "neg", "sin", "cos", "exp", "tanh", "atan"))
 
 
-def random_expression(rng: random.Random, size: int) -> str:
-    """An expression text built bottom-up from a pool of subexpressions (no recursion)."""
-    pool = VARS + [str(rng.choice([0.5, 2, 3, -1.5]))]
-    for _ in range(size):
-        a, b = rng.choice(pool[-3:]), rng.choice(pool)  # grow from recent nodes: deep, not flat
-        kind = rng.random()
-        if kind < 0.3:
-            pool.append(f"{rng.choice(UNARY)}({a})")
-        else:
-            op = rng.choice(BINARY)
-            if op == "/":
-                pool.append(f"({a})/(1 + ({b})^2)")  # a denominator that never vanishes
-            elif op == "^":
-                pool.append(f"({a})^{rng.choice([2, 3])}")
-            else:
-                pool.append(f"({a}) {op} ({b})")
-    # Use every variable so that every Hessian row is exercised.
-    return f"{pool[-1]} + ({pool[-2]}) * x * y * z"
+def operations(text: str) -> int:
+    return sum(t.kind in ("op", "call") for t in to_postfix(text))
+
+
+def random_expression(seed: int, size: int) -> str:
+    """A smooth expression with at least ``size`` operations, the same for a seed on every run.
+
+    Every variable appears in a product term, so that every Hessian entry is exercised.
+    """
+    a, b = example(st.tuples(SMOOTH, SMOOTH), seed, lambda ab: operations(ab[0]) >= size)
+    return f"{a} + ({b}) * x * y * z"
 
 
 def sympy_hessian(text: str, names: list[str], point: dict[str, float]) -> np.ndarray:
@@ -51,7 +47,7 @@ def sympy_hessian(text: str, names: list[str], point: dict[str, float]) -> np.nd
 @pytest.mark.slow
 def test_hessian_matches_sympy(seed: int) -> None:
     rng = random.Random(seed)
-    text = random_expression(rng, 8)
+    text = random_expression(seed, 8)
     f = SecondOrder(parse(text, Graph()))
     names = list(f.variables)
     for _ in range(3):
@@ -92,7 +88,7 @@ def test_value_grad_hess_agrees_with_gradient_and_batches() -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_hessp_matches_hessian_times_vector(seed: int) -> None:
     rng = np.random.default_rng(seed)
-    text = random_expression(random.Random(100 + seed), 7)
+    text = random_expression(100 + seed, 7)
     f = SecondOrder(parse(text, Graph()))
     n = len(f.variables)
     for _ in range(3):

@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from symad import Graph, parse
 from symad.tools.explain import ALIGN_MAX, explain

@@ -1,7 +1,7 @@
 """The fuzzing property: what symad must do with *any* text.
 
 :func:`check_input` is the one check every fuzzed input goes through, in the
-test suite (``tests/test_fuzz.py``) and in the long run
+test suite (``tests/frontend/test_fuzz.py``) and in the long run
 (``benchmarks/fuzz_long.py``).  Either
 
 * the text parses, and then the expression prints in every form, each printed
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import sys
 
 import numpy as np
 
@@ -225,17 +226,22 @@ def check_input(text: str, backend: str = "auto") -> str:
 
 
 # ---------------------------------------------------------------- the CLI, in process
-def run_cli_in_process(argv: list[str]) -> tuple[int, str, str]:
-    """``symad ARGV`` through :func:`symad.cli.main.main` with captured output: (status, stdout, stderr)."""
+def run_cli_in_process(argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    """``symad ARGV`` through :func:`symad.cli.main.main` with captured output: (status, stdout, stderr).
+
+    Standard input is ``stdin`` (a text stream), so an EXPR of ``-`` reads it, never the test runner's."""
     from symad.cli.main import main as cli
     from symad.core.limits import LIMITS
 
     saved = (LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops)
+    saved_stdin = sys.stdin
     out, err = io.StringIO(), io.StringIO()
     try:
+        sys.stdin = io.StringIO(stdin)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = cli(argv)
     finally:
+        sys.stdin = saved_stdin
         LIMITS.max_input_chars, LIMITS.max_nodes, LIMITS.max_program_ops = saved
     return status, out.getvalue(), err.getvalue()
 

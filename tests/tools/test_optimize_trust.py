@@ -9,14 +9,14 @@ import math
 
 import numpy as np
 import pytest
-from cli_helpers import run as symad
-from measure import run_measured
+from support.cli_helpers import run as symad
+from support.measure import run_measured
 
 from symad import SymadError
-from symad.tools.optimize import problem
 from symad.backends import program as compiler
 from symad.hessian import SecondOrder
 from symad.optimize import minimize
+from symad.tools.optimize import problem
 
 ROSENBROCK = "100*(y-x^2)^2+(1-x)^2"
 

@@ -3,7 +3,7 @@ names it and says how to raise it; power towers, heavily shared derivatives and 
 take bounded time and memory.
 
 The heavy cases run the installed ``symad`` command in a subprocess and read its peak
-memory (``tests/measure.py``); together they stay under a minute.  Longer runs (a 10 MB
+memory (``tests/support/measure.py``); together they stay under a minute.  Longer runs (a 10 MB
 input with the limit raised, 10^6-node derivatives) are measured by
 ``benchmarks/huge_inputs.py``; their numbers are in ``docs/limits.md``.
 """
@@ -16,8 +16,8 @@ import re
 import time
 
 import pytest
-from cli_helpers import run
-from measure import python_measured, run_measured
+from support.cli_helpers import run
+from support.measure import python_measured, run_measured
 
 import symad
 from symad import Graph, LimitError, SymadError, parse

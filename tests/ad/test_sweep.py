@@ -9,10 +9,10 @@ import pytest
 import symad.ad.reverse
 from symad import Graph, parse
 from symad.ad.forward import forward, jvp
-from symad.ad.reverse import gradient
 from symad.ad.hessian import jvp_many
-from symad.backends.interpret import node_values
+from symad.ad.reverse import gradient
 from symad.ad.sweep import active, forward_edges, forward_nodes, reverse_edges, reverse_nodes
+from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
 
 

@@ -13,12 +13,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from symad import Graph, LimitError, SymadError, VariableError, parse
 from symad.tools.viz import LARGE, DotNotFoundError, render, to_digraph, write
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEED = "(x+y)+x*(x+y)"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
 

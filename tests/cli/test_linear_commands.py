@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 TIMEOUT = 60
 

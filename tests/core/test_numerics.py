@@ -1,4 +1,4 @@
-"""Numerical edge cases (``tests/numerics_table.py``, documented in ``docs/numerics.md``):
+"""Numerical edge cases (``tests/support/numerics_table.py``, documented in ``docs/numerics.md``):
 every backend, single points and batches, and the command line give the documented numbers."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from cli_helpers import run
-from fuzz_check import run_cli_in_process
-from numerics_table import DOC, ROWS, markdown, variables
+from support.cli_helpers import run
+from support.fuzz_check import run_cli_in_process
+from support.numerics_table import DOC, ROWS, markdown, variables
 
 from symad import Graph, parse
 from symad.backends.llvm import jit as native
@@ -81,4 +81,4 @@ def test_installed_command_agrees_on_a_sample():
 
 
 def test_doc_is_generated_from_the_table():
-    assert DOC.read_text(encoding="utf-8") == markdown(), "run: python tests/numerics_table.py"
+    assert DOC.read_text(encoding="utf-8") == markdown(), "run: python tests/support/numerics_table.py"

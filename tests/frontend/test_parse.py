@@ -116,7 +116,7 @@ def test_parse_rejects_non_strings():
 def test_grammar_is_the_checked_in_file():
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     assert grammar_text() == (repo / "grammar" / "symad.lark").read_text()
 
 
@@ -158,7 +158,7 @@ def test_installed_lark_is_in_the_pinned_range():
     specifiers = pytest.importorskip("packaging.specifiers")
     from pathlib import Path
 
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
     (pin,) = [d for d in deps if re.match(r"lark\b", d)]
     spec = specifiers.SpecifierSet(pin[len("lark"):])

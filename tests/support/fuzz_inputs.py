@@ -2,23 +2,24 @@
 
 Two families:
 
-* **valid** text, generated from the grammar (``grammar/symad.lark``) in two
-  ways: :func:`lark_expressions` expands the rules of the Lark grammar itself
-  at random (so every production and every terminal pattern, including what
+* **valid** text, in two ways: :func:`fuzz_expressions` is the tests' one
+  random-expression generator (:func:`support.expressions.expressions`, read
+  from the op table, so functions have the right arity and defined names are
+  used after their definition: the parse → print → differentiate → evaluate
+  path is taken often) with the fuzzing options on: definitions, ignorable
+  whitespace, ``**`` as well as ``^``, odd number texts and names; and
+  :func:`lark_expressions` expands the rules of the Lark grammar itself at
+  random (so every production and every terminal pattern, including what
   ``\\d`` really matches, is exercised; ``hypothesis.extra.lark.from_lark``
-  does the same but is about a hundred times slower), and :func:`grammar_expressions`
-  is a hand-written mirror of the same rules that mostly produces *meaningful*
-  text (known functions with the right arity, defined names used after their
-  definition), so that the parse → print → differentiate → evaluate path is
-  taken often;
+  does the same but is about a hundred times slower);
 * **hostile** text (:func:`hostile_inputs`): random unicode and decoded bytes,
   syntax soup, unbalanced parentheses, lone operators, unicode lookalikes, NUL
   and control characters, very long names, odd numbers (``1e999999``,
   ``0x10``, ``1_000``, ``1..2``), deep nesting, definitions, and valid
   expressions with one character inserted, deleted or replaced.
 
-:func:`inputs` mixes them all; it is what ``tests/test_fuzz.py`` and
-``benchmarks/fuzz_long.py`` feed to :func:`fuzz_check.check_input`.
+:func:`inputs` mixes them all; it is what ``tests/frontend/test_fuzz.py`` and
+``benchmarks/fuzz_long.py`` feed to :func:`support.fuzz_check.check_input`.
 """
 
 from __future__ import annotations
@@ -27,114 +28,12 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from symad.core.ops import CONSTANTS, FUNCTIONS
-
-# ---------------------------------------------------------------- terminals
-FUNCTION_NAMES = tuple(sorted(FUNCTIONS))
-CONSTANT_NAMES = tuple(sorted(CONSTANTS))
-# Short names most of the time, so expressions share variables; some odd ones.
-VARIABLE_NAMES = ("x", "y", "z", "t", "x1", "x2", "x10", "theta_2", "_", "_1", "__2", "e1", "E",
-                  "inf_", "nan0", "sinh2", "pi2", "X", "a_b_c")
-
-NUMBER_TEXTS = (
-    "0", "1", "2", "10", "0.5", ".5", "1.", "3.25", "007", "0.000", "1e3", "1E3", "1e-3", "2.5e+2",
-    "6.02E23", "1e308", "1.7976931348623157e308", "1e309", "1e999999", "4.9e-324", "5e-324",
-    "2.2250738585072014e-308", "1e-400", "123456789012345678901234567890", "0.1", "9007199254740993",
-    "0e0", ".0e-0",
-)
-
-# The NUMBER terminal of the grammar, restricted to ASCII digits.
-ascii_numbers = st.from_regex(r"\A([0-9]{1,6}(\.[0-9]{0,4})?|\.[0-9]{1,4})([eE][+-]?[0-9]{1,3})?\Z")
-numbers = st.one_of(st.sampled_from(NUMBER_TEXTS), ascii_numbers)
-identifiers = st.from_regex(r"\A[A-Za-z_][A-Za-z_0-9]{0,12}\Z")
-names = st.one_of(st.sampled_from(VARIABLE_NAMES), st.sampled_from(VARIABLE_NAMES), identifiers)
-
-# Whitespace the grammar ignores (common.WS: space, tab, \f, \r, \n).
-_SPACES = ("", "", "", "", " ", " ", "  ", "\t", "\n", "\r\n", "\f", " \n ")
-spaces = st.sampled_from(_SPACES)
+from support.expressions import CONSTANT_NAMES, FUNCTION_NAMES, ODD_NAMES, expressions, odd_names, odd_numbers
 
 
-@st.composite
-def _tok(draw, text: str) -> str:
-    """``text`` with optional ignorable whitespace before it."""
-    return draw(spaces) + text
-
-
-# ---------------------------------------------------------------- the grammar, by hand
-# Mirrors grammar/symad.lark rule by rule; each function returns text that
-# parses at that rule's level (parentheses are added only where the grammar
-# needs them, plus now and then redundantly through the "(" sum ")" atom).
-
-def _atom(depth: int, defined: tuple[str, ...]) -> st.SearchStrategy[str]:
-    leaves = [numbers.map(str), names, st.sampled_from(CONSTANT_NAMES)]
-    if defined:
-        leaves.append(st.sampled_from(defined))
-    leaf = st.one_of(*leaves)
-    if depth <= 0:
-        return leaf
-    return st.one_of(leaf, leaf, _call(depth, defined), _paren(depth, defined))
-
-
-@st.composite
-def _paren(draw, depth: int, defined: tuple[str, ...]) -> str:
-    return "(" + draw(_sum(depth - 1, defined)) + draw(spaces) + ")"
-
-
-@st.composite
-def _call(draw, depth: int, defined: tuple[str, ...]) -> str:
-    name = draw(st.sampled_from(FUNCTION_NAMES))
-    arities = sorted(FUNCTIONS[name])
-    arity = draw(st.sampled_from(arities))
-    args = [draw(_sum(depth - 1, defined)) for _ in range(arity)]
-    sep = draw(st.sampled_from([",", ", ", " ,"]))
-    return name + "(" + sep.join(args) + ")"
-
-
-@st.composite
-def _power(draw, depth: int, defined: tuple[str, ...]) -> str:
-    base = draw(_atom(depth, defined))
-    if depth <= 0 or draw(st.integers(0, 3)):
-        return base
-    op = draw(st.sampled_from(["^", "**"]))
-    return base + draw(spaces) + op + draw(_unary(depth - 1, defined))
-
-
-@st.composite
-def _unary(draw, depth: int, defined: tuple[str, ...]) -> str:
-    signs = draw(st.lists(st.sampled_from(["-", "+"]), max_size=3)) if draw(st.integers(0, 3)) == 0 else []
-    return "".join(draw(spaces) + s for s in signs) + draw(spaces) + draw(_power(depth, defined))
-
-
-@st.composite
-def _product(draw, depth: int, defined: tuple[str, ...]) -> str:
-    n = draw(st.integers(1, 3)) if depth > 0 else 1
-    text = draw(_unary(depth, defined))
-    for _ in range(n - 1):
-        text += draw(spaces) + draw(st.sampled_from(["*", "/"])) + draw(_unary(depth - 1, defined))
-    return text
-
-
-@st.composite
-def _sum(draw, depth: int, defined: tuple[str, ...]) -> str:
-    n = draw(st.integers(1, 3)) if depth > 0 else 1
-    text = draw(_product(depth, defined))
-    for _ in range(n - 1):
-        text += draw(spaces) + draw(st.sampled_from(["+", "-"])) + draw(_product(depth - 1, defined))
-    return text
-
-
-@st.composite
-def grammar_expressions(draw, max_depth: int = 4) -> str:
-    """Text of the grammar's ``start`` rule: optional definitions ``name = sum;``, then a sum."""
-    depth = draw(st.integers(0, max_depth))
-    defined: tuple[str, ...] = ()
-    parts = []
-    for _ in range(draw(st.integers(0, 3)) if draw(st.integers(0, 2)) == 0 else 0):
-        name = draw(st.sampled_from(("a", "b", "t1", "t2", "_1", "x", "y")))
-        parts.append(f"{name}{draw(spaces)}={draw(_sum(max(depth - 1, 0), defined))}{draw(spaces)};")
-        defined = tuple(dict.fromkeys((*defined, name)))
-    parts.append(draw(_sum(depth, defined)) + draw(spaces))
-    return draw(spaces) + draw(spaces).join(parts)
+def fuzz_expressions(max_depth: int = 4) -> st.SearchStrategy[str]:
+    """Valid text with everything the grammar allows: definitions, whitespace, odd numbers and names."""
+    return expressions(max_depth, whitespace=True, odd_terminals=True, definitions=True)
 
 
 class _GrammarTables:
@@ -177,8 +76,8 @@ def _tables() -> _GrammarTables:
 
 # What a NAME or NUMBER terminal becomes, besides the terminal's own regex: names
 # symad knows (so that calls and constants are often meaningful) and ASCII numbers.
-_KNOWN_NAMES = st.sampled_from(FUNCTION_NAMES + CONSTANT_NAMES + VARIABLE_NAMES)
-_TERMINAL_BIAS = {"NAME": _KNOWN_NAMES, "NUMBER": numbers}
+_KNOWN_NAMES = st.sampled_from(FUNCTION_NAMES + CONSTANT_NAMES + ODD_NAMES)
+_TERMINAL_BIAS = {"NAME": _KNOWN_NAMES, "NUMBER": odd_numbers}
 
 
 @st.composite
@@ -218,8 +117,8 @@ def lark_expressions(draw, max_symbols: int = 30) -> str:
 
 
 def valid_expressions() -> st.SearchStrategy[str]:
-    """Text derived from the grammar (the hand-written mirror twice as often as the rule expander)."""
-    return st.one_of(grammar_expressions(), grammar_expressions(), lark_expressions())
+    """Valid text: the expression generator twice as often as the rule expander."""
+    return st.one_of(fuzz_expressions(), fuzz_expressions(), lark_expressions())
 
 
 # ---------------------------------------------------------------- hostile text
@@ -238,7 +137,7 @@ SYNTAX_ALPHABET = "()+-*/^,;=. 0123456789eExyz_\t\n"
 @st.composite
 def unbalanced(draw) -> str:
     """A valid expression with parentheses added or removed on one side."""
-    text = draw(grammar_expressions(max_depth=3))
+    text = draw(fuzz_expressions(max_depth=3))
     n = draw(st.integers(1, 50))
     form = draw(st.integers(0, 3))
     if form == 0:
@@ -253,7 +152,7 @@ def unbalanced(draw) -> str:
 @st.composite
 def mutated(draw) -> str:
     """A valid expression with one to three characters inserted, deleted or replaced."""
-    text = draw(grammar_expressions(max_depth=3))
+    text = draw(fuzz_expressions(max_depth=3))
     pool = st.one_of(st.sampled_from(SYNTAX_ALPHABET), st.sampled_from(LOOKALIKES), st.sampled_from(CONTROL),
                      st.characters())
     for _ in range(draw(st.integers(1, 3))):
@@ -273,7 +172,7 @@ def mutated(draw) -> str:
 @st.composite
 def with_lookalike(draw) -> str:
     """A valid expression with a lookalike or control character spliced in."""
-    text = draw(grammar_expressions(max_depth=2))
+    text = draw(fuzz_expressions(max_depth=2))
     i = draw(st.integers(0, len(text)))
     return text[:i] + draw(st.sampled_from(LOOKALIKES + CONTROL)) + text[i:]
 
@@ -322,8 +221,8 @@ def definitions(draw) -> str:
     if form == 4:
         body = "".join(f"v{k} = sin(v{k - 1})*cos(v{k - 1}); " for k in range(1, n + 1))
         return f"v0 = x*y; {body}v{n}"
-    name = draw(names)
-    return f"{name} = {draw(grammar_expressions(max_depth=2))}; {draw(grammar_expressions(max_depth=2))}"
+    name = draw(odd_names)
+    return f"{name} = {draw(fuzz_expressions(max_depth=2))}; {draw(fuzz_expressions(max_depth=2))}"
 
 
 @st.composite

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from cli_helpers import run as symad
+from support.cli_helpers import run as symad
 
 from symad import Graph, PointError, SymadError, VariableError, parse
 from symad.hessian import SecondOrder

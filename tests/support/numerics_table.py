@@ -1,8 +1,8 @@
 """The numerical edge cases symad documents: one table, read by the test and by the doc.
 
-``tests/test_numerics.py`` checks every row against the Python API (every
+``tests/core/test_numerics.py`` checks every row against the Python API (every
 backend, single points and batches) and the command line;
-``python tests/numerics_table.py`` rewrites ``docs/numerics.md`` from the same
+``python tests/support/numerics_table.py`` rewrites ``docs/numerics.md`` from the same
 rows, and a test fails when the doc is out of date.
 
 A row: (expression, point, value, partials in variable order, why).  Values are
@@ -156,7 +156,7 @@ def markdown() -> str:
         "stores their arguments cannot change a result |",
         "| `sign`, `step` | `sign(±0) = 0`, `step(±0) = 0.5`; nan stays nan |",
         "",
-        "`tests/test_special_values.py` checks this for every op of the table (and constant powers,",
+        "`tests/core/test_special_values.py` checks this for every op of the table (and constant powers,",
         "`1/min`, `1/max`) at ±0, ±inf, nan, subnormals and a few ordinary numbers, every pair of them",
         "for two arguments: value and partials agree bit for bit (any nan matching any nan) between the",
         "interpreter (floats, arrays), Python code (floats, NumPy), native code (point, batch) and",
@@ -177,8 +177,8 @@ def markdown() -> str:
         "arithmetic, except that a fold whose result would be `inf` or `nan` from finite inputs is kept",
         "as a node, so that the command line can say where the non-finite value arose.",
         "",
-        "The table below is generated from `tests/numerics_table.py` (`python tests/numerics_table.py`), and",
-        "`tests/test_numerics.py` checks every row through the Python API (each backend, single points and",
+        "The table below is generated from `tests/support/numerics_table.py` (`python tests/support/numerics_table.py`), and",
+        "`tests/core/test_numerics.py` checks every row through the Python API (each backend, single points and",
         "batches) and the command line.",
         "",
         "| expression | at | value | partial derivatives | why |",
@@ -192,7 +192,7 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "numerics.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "numerics.md"
 
 if __name__ == "__main__":
     DOC.write_text(markdown(), encoding="utf-8")

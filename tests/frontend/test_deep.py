@@ -5,7 +5,7 @@ import math
 import sys
 
 import pytest
-from cli_helpers import run
+from support.cli_helpers import run
 
 from symad import Graph, parse
 

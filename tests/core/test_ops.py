@@ -11,13 +11,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from approx import close, same
+from support.approx import close, same
 
 import symad
 from symad import Graph
-from symad.core.ops import FUNCTIONS, OPS, PREC_ATOM, PREC_POWER, PREC_PRODUCT, PREC_SUM, PREC_UNARY, Call, Inline, define
+from symad.core.ops import (
+    FUNCTIONS,
+    OPS,
+    PREC_ATOM,
+    PREC_POWER,
+    PREC_PRODUCT,
+    PREC_SUM,
+    PREC_UNARY,
+    Call,
+    Inline,
+    define,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 OPERATIONS = [name for name, spec in OPS.items() if spec.arity >= 1]
@@ -154,6 +165,9 @@ for backend in ("auto", "python", "native"):
     fn.prepare()
     value, grad = fn.value_and_grad(np.array([point] * 2000))     # a native batch
     assert value.tolist() == [want[0]] * 2000
+from symad.backends.vm import VMProgram                          # the instruction interpreter
+vm = VMProgram(e.compile(backend="python").value_grad_program().schedule)
+assert vm.point(point).tolist() == [want[0], *want[1]]
 dot = viz.to_digraph(e, grad=True, at={"x": 2.0, "y": 3.0}).source
 assert "cube" in dot
 table = explain.explain(e, {"x": 2.0, "y": 3.0})
@@ -164,7 +178,7 @@ print("ok")
 
 def test_one_definition_is_enough_for_every_layer():
     """A new op, defined by one `define` call before the other modules load, is parsed,
-    printed, differentiated, interpreted, compiled (Python and native, point and batch),
-    drawn and explained: nothing else is touched."""
+    printed, differentiated, interpreted (tape and instructions), compiled (Python and
+    native, point and batch), drawn and explained: nothing else is touched."""
     p = subprocess.run([sys.executable, "-c", FAKE_OP], capture_output=True, text=True, timeout=240, cwd=ROOT)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stdout + p.stderr

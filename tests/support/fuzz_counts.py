@@ -1,6 +1,6 @@
 """Tallies of the fuzz tests, printed in pytest's terminal summary (see ``conftest.py``).
 
-One module-level :data:`COUNTS` per process; ``tests/test_fuzz.py`` records
+One module-level :data:`COUNTS` per process; ``tests/frontend/test_fuzz.py`` records
 every input it runs (shrinking included), and the summary prints e.g.::
 
     symad fuzz: 3000 inputs tried (1200 parsed, 1800 rejected with ParseError), 0 crashes; CLI: 240 runs, 0 bad

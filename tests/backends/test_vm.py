@@ -1,0 +1,97 @@
+"""The instruction interpreter (symad.backends.vm): the bits of compiled code, for every op,
+at points and over batches, and the tier that serves a Function's calls after the first."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from support.expressions import expressions
+from support.properties import property_test
+
+import symad
+from symad import Graph
+from symad.backends.llvm import ir, jit
+from symad.backends.vm import VMProgram
+from symad.core.ops import OPS
+
+pytestmark = pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.5, 1e300, -1e-300, math.inf, -math.inf, math.nan]
+
+
+def _programs(text: str) -> tuple[VMProgram, object]:
+    e = symad.parse(text, Graph())
+    native = e.compile(backend="native").value_grad_program()
+    return VMProgram(native.schedule), native
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit for bit, signed zeros included; any nan equals any nan (its sign and payload are
+    the hardware's, and LLVM's constant folding may choose another)."""
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all() and a[~nan].tobytes() == b[~nan].tobytes())
+
+
+def test_every_op_has_an_opcode_and_small_powers_have_theirs():
+    codes = ir.interpreter_opcodes()
+    assert {op for op, power in codes if power is None} == {n for n, s in OPS.items() if s.arity}
+    assert len(set(codes.values())) == len(codes)
+
+
+@pytest.mark.parametrize("op", [n for n, s in OPS.items() if s.arity])
+def test_each_op_gives_the_bits_of_compiled_code(op):
+    spec = OPS[op]
+    text = f"x {spec.symbol} y" if spec.kind == "infix" else f"-x" if op == "neg" else \
+        f"{op}({', '.join('xy'[:spec.arity])})"
+    vm, native = _programs(text + " + x^2 + x^-3 + y^4")  # small powers as products too
+    n = len(vm.schedule.inputs)
+    points = [(a, b)[:n] for a in SPECIAL for b in SPECIAL[::3]]
+    for p in points:
+        x = np.array(p, dtype=float)
+        assert _same(vm.point(x), native.point(x)), (op, p)
+    rows = np.array(points, dtype=float).reshape(len(points), n)
+    assert _same(vm.batch(rows), native.batch(rows))
+
+
+@property_test(40)
+@given(expressions(max_depth=4))
+def test_random_expressions_give_the_bits_of_compiled_code(text):
+    e = symad.parse(text, Graph())
+    if not e.variables:
+        return
+    vm, native = _programs(text)
+    rows = np.random.default_rng(5).uniform(-3, 3, (20, len(e.variables)))
+    with np.errstate(all="ignore"):
+        assert _same(vm.batch(rows), native.batch(rows)), text
+        for x in rows[:5]:
+            rest_vm, rest_native = np.empty(vm.n_out - 1), np.empty(vm.n_out - 1)
+            assert _same(np.array([vm.call(x, rest_vm), *rest_vm]), np.array([native.call(x, rest_native),
+                                                                              *rest_native])), text
+
+
+def test_a_constant_output_and_an_input_output():
+    e = symad.parse("x + 0*y", Graph())  # d/dy is the constant 0, d/dx the constant 1
+    vm, native = _programs(str(e))
+    assert vm.point(np.array([2.0])).tolist() == native.point(np.array([2.0])).tolist() == [2.0, 1.0]
+
+
+def test_a_bad_point_is_a_point_error():
+    vm, _ = _programs("x*y")
+    with pytest.raises(symad.PointError):
+        vm.point(np.array([1.0, 2.0, 3.0]))
+
+
+def test_the_second_call_of_a_function_runs_on_instructions():
+    text = "+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(5))
+    f = symad.parse(text, Graph()).compile()
+    x = np.linspace(-1, 1, len(f.variables))
+    first = f.value_and_grad(x)
+    second = f.value_and_grad(x)
+    assert f._value_grad.vm is not None and f._value_grad.program is None
+    assert first[0] == second[0] and _same(first[1], second[1])
+    batch = f.value_and_grad(np.array([x, x]))
+    assert _same(batch[1][0], first[1])

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (and by benchmarks/): imported as ``support.<module>``."""
