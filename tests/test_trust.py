@@ -251,7 +251,8 @@ import numpy as np, symad
 n = 300
 f = symad.compile("+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(n - 1)))
 x = np.full(n, 0.5)
-f.value_and_grad(x); f.value_and_grad(x)   # a background compile runs as the script ends
+f.value_and_grad(x); f.value_and_grad(x)
+f._value_grad.start()   # a background compile runs as the script ends
 print("done", flush=True)
 """
 
@@ -265,9 +266,11 @@ def test_exit_during_a_background_compile_is_silent():
 
 
 @pytest.mark.slow
-def test_ctrl_c_at_exit_ends_promptly_with_130():
-    """Ctrl-C while the interpreter waits at exit for a background compile: status 130 at once,
-    no traceback, no LLVM abort (status 134; it was 4 runs in 5)."""
+def test_ctrl_c_at_exit_ends_promptly_and_silently():
+    """Ctrl-C as the process exits with a background compile in flight: at once, no traceback,
+    no LLVM abort (status 134; it was 4 runs in 5 when exit waited for the compile).  The
+    compile is abandoned, so the process may be gone before the signal (status 0); a signal
+    during teardown ends it as a Ctrl-C does (130, or killed by SIGINT)."""
     for delay in (0.05, 0.1, 0.3):
         child = subprocess.Popen([sys.executable, "-c", BACKGROUND_AT_EXIT], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -276,7 +279,7 @@ def test_ctrl_c_at_exit_ends_promptly_with_130():
         child.send_signal(signal.SIGINT)
         started = time.perf_counter()
         _, err = child.communicate(timeout=60)
-        assert child.returncode == 130, (child.returncode, err)
+        assert child.returncode in (0, 130, -signal.SIGINT), (child.returncode, err)
         assert err == ""
         assert time.perf_counter() - started < 5
 

@@ -8,8 +8,8 @@ import pytest
 from symad import Graph, SymadError, parse
 from symad.backends import program as compiler
 from symad.backends import schedule
-from symad.backends.llvm import ir as llvm_ir
 from symad.backends.llvm import codegen
+from symad.backends.llvm import ir as llvm_ir
 from symad.backends.llvm import jit as native
 from symad.core.ops import OPS
 

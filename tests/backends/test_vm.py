@@ -45,7 +45,7 @@ def test_every_op_has_an_opcode_and_small_powers_have_theirs():
 @pytest.mark.parametrize("op", [n for n, s in OPS.items() if s.arity])
 def test_each_op_gives_the_bits_of_compiled_code(op):
     spec = OPS[op]
-    text = f"x {spec.symbol} y" if spec.kind == "infix" else f"-x" if op == "neg" else \
+    text = f"x {spec.symbol} y" if spec.kind == "infix" else "-x" if op == "neg" else \
         f"{op}({', '.join('xy'[:spec.arity])})"
     vm, native = _programs(text + " + x^2 + x^-3 + y^4")  # small powers as products too
     n = len(vm.schedule.inputs)

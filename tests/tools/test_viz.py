@@ -223,7 +223,7 @@ def test_size_limit_names_the_option_and_counts_both_graphs():
 def test_deep_expressions_hit_the_limit_quickly_and_draw_iteratively():
     depth = 100_000
     deep = parse("(" * depth + "x" + ")+1" * depth, Graph())
-    with pytest.raises(LimitError, match="--max-nodes"):
+    with pytest.raises(LimitError, match="max_nodes="):
         to_digraph(deep, grad=True)
     chain = parse("(" * 3000 + "x" + ")*x+1" * 3000, Graph())  # deeper than the recursion limit
     source = to_digraph(chain, grad=True, at={"x": 0.5}, max_nodes=10**6).source
@@ -330,7 +330,7 @@ def test_cli_dot_to_stdout_matches_the_api_and_options_work():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("args, message", [
-    (["--max-nodes", "3"], "raise the limit with --max-nodes 5"),
+    (["--max-nodes", "3"], "raise the limit with --max-nodes=5"),
     (["--at", "x=1"], "missing value for variable y"),
     (["--wrt", "z"], "z is not a variable"),
     (["-o", "f.gif"], "cannot tell the picture format"),
