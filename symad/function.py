@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -145,6 +145,35 @@ class Function:
             return float(out[0]), out[1:]
         n = len(self.variables)
         return out[:, 0].reshape(shape), out[:, 1:].reshape(*shape, n)
+
+    def float_function(self) -> Callable[..., tuple[float, ...]]:
+        """``fn(x1, ..., xn) -> (value, ∂/∂x1, ..., ∂/∂xn)`` on plain floats, in ``variables``
+        order: the fastest call form for a small expression, as SymPy's ``lambdify`` gives
+        one (compiled now; the numbers of every other form).
+
+        >>> from symad import parse
+        >>> parse("x*y + 1").compile().float_function()(2.0, 3.0)
+        (7.0, 3.0, 2.0)
+        """
+        program = self.value_grad_program()
+        if program.call is not None:  # native code: through a small array
+            n_rest, call = len(self.variables), program.call
+
+            def native(*xs: float) -> tuple[float, ...]:
+                rest = np.empty(n_rest)
+                return (call(np.array(xs, dtype=float), rest), *rest.tolist())
+
+            return native
+        run_float, run_numpy = program.run_float, program.run_numpy
+
+        def floats(*xs: float) -> tuple[float, ...]:
+            try:
+                return run_float(*xs)
+            except (ArithmeticError, ValueError):  # IEEE results (inf, nan), as every form gives
+                with np.errstate(all="ignore"):
+                    return tuple(float(v) for v in run_numpy(*(np.float64(x) for x in xs)))
+
+        return floats
 
     def value_and_grad_into(self, points: Any, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Batch ``value_and_grad`` writing into ``out`` (shape ``(n_points, 1 + n_vars)``,
