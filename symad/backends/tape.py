@@ -47,14 +47,14 @@ def _pow_base_partial(k: float) -> Callable[..., Any]:
     return lambda a, b, out: k * (py(a, k - 1.0) if type(a) is float else np_fn(a, k - 1.0))
 
 
-def _folded_partial(graph: Graph, node: int, k: int, rule: Any) -> Any:
+def _folded_partial(graph: Graph, node: int, k: int) -> float | None:
     """The k-th partial as the number the graph folds it to (as the symbolic gradient builds
-    it: constant folding, ``x - x → 0``, ``0*a → 0``), else ``rule``; a zero one then drops
-    its term even where the adjoint is inf or nan, as in the symbolic gradient."""
+    it: constant folding, ``x - x → 0``, ``0*a → 0``), or None; a zero one then drops its term
+    even where the adjoint is inf or nan, as in the symbolic gradient."""
     local = local_partials(graph, node, [k])[0]
     if isinstance(local, float):
         return local
-    return float(graph.data[local]) if graph.op[local] == "const" else rule  # type: ignore[arg-type]
+    return float(graph.data[local]) if graph.op[local] == "const" else None  # type: ignore[arg-type]
 
 
 def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
@@ -92,6 +92,7 @@ class Tape:
         rules_at: list[Any] = [None] * len(order)  # and the partials' rules
         dead: dict[int, tuple[int, ...]] = {}  # user -> arguments whose partial is the number 0
         table: dict[str, tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]] = {}  # op -> its OPS entry
+        folds: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # argument pattern -> folded partials (False: none)
         for i, node in enumerate(order):
             op = op_of[node]
             if op == "const" or op == "var":
@@ -110,7 +111,14 @@ class Tape:
                         py = np_fn = _POWERS[int(k)]
                     rules = (_pow_base_partial(k), rules[1])
                 if a0 == a1 or a0 in fixed or a1 in fixed:  # partials the graph may fold to numbers
-                    rules = tuple(_folded_partial(graph, node, j, rule) for j, rule in enumerate(rules))
+                    # What the graph folds a partial to depends on the op, which arguments are
+                    # the same node, and the constants' values (bits: -0 is not 0), not on which
+                    # non-constant nodes the others are: asked once for each such pattern.
+                    pattern = (op, a0 == a1, *(consts[a].hex() if a in fixed else None for a in args))
+                    folded = folds.get(pattern)
+                    if folded is None:
+                        folded = folds[pattern] = tuple(_folded_partial(graph, node, j) for j in range(2))
+                    rules = tuple(rule if f is None else f for f, rule in zip(folded, rules))
                 if rules is not entry[2]:
                     zeros = _zeros(rules)
                 forward((i, py, np_fn, a0, a1))

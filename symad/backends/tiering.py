@@ -3,12 +3,13 @@
 A :class:`TieredProgram` is one set of outputs of a function (its value, or its
 value and gradient).  With backend ``auto``:
 
-1. the first call is interpreted by a :class:`~symad.backends.tape.Tape` (nothing to
-   build: no gradient expression, no code);
-2. the second builds the program's :class:`~symad.backends.schedule.Schedule` and
+1. the first call builds the program's :class:`~symad.backends.schedule.Schedule` and
    flattens it into instructions for the shared interpreter
    (:class:`~symad.backends.vm.VMProgram`: about a microsecond a step to build,
-   nanoseconds a step to run), which serves the calls from then on;
+   nanoseconds a step to run), which serves the calls from then on; with
+   ``background=False`` (one-shot callers) the first call is interpreted by a
+   :class:`~symad.backends.tape.Tape` instead (no gradient expression, no code built),
+   and the instructions serve from the second;
 3. once those calls have cost about what compiling would (ski rental: compiling
    pays only for a loop that goes on), a background thread compiles a
    :class:`~symad.backends.program.Program`, which replaces the instructions when ready.
@@ -36,7 +37,7 @@ from symad.backends.vm import VMProgram
 from symad.core import forksafe
 from symad.core.graph import Graph
 
-COMPILE_AFTER_CALLS = 1  # `auto` leaves the tape after this many calls
+COMPILE_AFTER_CALLS = 1  # calls a one-shot Function (background=False) runs on the tape
 # Ski rental: a program is compiled once the interpreter's calls have cost what its compile
 # is expected to (measured with LLVM -O2: ~20 ms plus ~150 µs an operation; the interpreter
 # ~0.6 µs a call plus ~10 ns an instruction).
@@ -138,11 +139,13 @@ class TieredProgram:
 
     def _interpret(self, x: np.ndarray, batch: bool) -> np.ndarray:
         self.calls += 1
-        if self.calls > COMPILE_AFTER_CALLS:
-            if self._start_vm():
-                return self.outputs(x, batch)
-            if self.background:
-                self.start()
+        # A function kept for a loop (background compiles allowed) runs on instructions from its
+        # first call; a one-shot caller's (background=False) first call runs on the tape, which
+        # builds no gradient expression.
+        if (self.background or self.calls > COMPILE_AFTER_CALLS) and self._start_vm():
+            return self.outputs(x, batch)
+        if self.background and self.calls > COMPILE_AFTER_CALLS:
+            self.start()
         tape = self.tape()
         if not batch:
             value, grads = tape.sweep(x.tolist(), self.with_grad)

@@ -91,17 +91,16 @@ def test_tape_matches_compiled_code_on_random_expressions(property_tally):
     check()
 
 
-def test_auto_tiers_tape_then_instructions_then_compiled_code():
-    """The first call builds nothing; the second the instructions (no compile yet); once they
-    have served what a compile costs, compiled code takes over; every tier gives the same bits."""
+def test_auto_tiers_instructions_then_compiled_code():
+    """A function kept for a loop runs on instructions from its first call (no compile yet);
+    once they have served what a compile costs, compiled code takes over; the same bits."""
     e = symad.parse("sin(x)*y + 100*(y-x^2)^2 + exp(x*y)/(1+x^2)", Graph())
+    want = e.compile(backend="python").value_and_grad(x=1.0, y=2.0)
     f = e.compile()
     tiers = f._value_grad
     first = f.value_and_grad(x=1.0, y=2.0)
-    assert tiers.program is None and tiers.vm is None and tiers.thread is None  # nothing built for one call
-    for _ in range(COMPILE_AFTER_CALLS):
-        assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
-    assert tiers.vm is not None and tiers.thread is None  # instructions, and no compile yet
+    assert outputs(*first).tolist() == outputs(*want).tolist()
+    assert tiers.vm is not None and tiers.thread is None and f._tape is None  # instructions only
     assert tiers.vm.size >= compiler.NATIVE_MIN_OPS
     x = np.array([1.0, 2.0])
     while tiers.vm_calls < tiers.vm_calls_before_compile - 1:
@@ -111,8 +110,22 @@ def test_auto_tiers_tape_then_instructions_then_compiled_code():
     assert tiers.thread is not None  # paid for: compiling in the background
     f.prepare()
     assert tiers.program is not None and f._value.program is not None
-    assert f._tape is None  # both programs compiled: the interpreter is dropped
     assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
+
+
+def test_a_one_shot_function_interprets_first_and_never_compiles_in_the_background():
+    e = symad.parse("sin(x)*y + 100*(y-x^2)^2 + exp(x*y)/(1+x^2)", Graph())
+    f = e.compile(background=False)
+    tiers = f._value_grad
+    first = f.value_and_grad(x=1.0, y=2.0)
+    assert tiers.vm is None and tiers.program is None and f._tape is not None  # the tape: nothing built
+    for _ in range(COMPILE_AFTER_CALLS):
+        assert outputs(*f.value_and_grad(x=1.0, y=2.0)).tolist() == outputs(*first).tolist()
+    assert tiers.vm is not None
+    x = np.array([1.0, 2.0])
+    for _ in range(tiers.vm_calls_before_compile + 1):
+        f.value_and_grad(x)
+    assert tiers.thread is None and tiers.program is None
 
 
 def test_auto_compiles_a_small_program_from_the_second_call():

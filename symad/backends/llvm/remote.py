@@ -88,7 +88,10 @@ def abandon() -> None:
     for proc in list(_proc):  # not under _lock: a request in flight holds it
         try:
             proc.kill()
-        except OSError:
+            proc.wait(timeout=1)  # reaped: a killed process ends at once
+            proc.stdin.close()
+            proc.stdout.close()
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
 
 
