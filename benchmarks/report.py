@@ -2,6 +2,8 @@
 
     python -m benchmarks.report docs/benchmarks.json > docs/benchmarks.md   # re-render without re-running
 
+The targets of issue #15 (``benchmarks.first_call``) are added from ``first_call.json`` beside it.
+
 Every ratio is symad's figure divided by the peer's: below 1, symad is faster
 (or leaner); above 1, the peer is.  "symad" is the default configuration
 (``symad.compile(expr)``); the ``backend=`` rows are symad forced to one backend.
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -64,6 +67,8 @@ def title(m_or_key: M | str, data: Data | None = None) -> str:
         return f"normalise n={n}"
     if family == "rosenbrock2d_batch":
         return f"Rosenbrock 2-D × {_count(n)} points"
+    if family == "logistic":
+        return f"logistic regression, {n:,} rows"
     return key
 
 
@@ -455,7 +460,8 @@ def scaling_exponent(points: list[M]) -> tuple[float | None, int, int, str]:
 
 
 # ============================================================================ the page
-def render(data: Data) -> str:
+def render(data: Data, first_call: Data | None = None) -> str:
+    """The page; with ``first_call`` (first_call.json's data), its targets in a section of their own."""
     r = Results(data)
     meta = r.meta
     out: list[str] = []
@@ -497,6 +503,19 @@ def render(data: Data) -> str:
 
     add("\n## Targets (issue #8)\n\n")
     add(table(["target", "workload", "symad vs best", "ratio", "verdict", "reason (unmet), notes"], targets(r)))
+
+    if first_call and first_call.get("targets"):
+        fm = first_call["meta"]
+        add("\n## Targets: fast from the first call (issue #15)\n\n")
+        add(
+            f"From `{fm['command']}` ({fm['date']}, load {', '.join(map(str, fm.get('load_before') or []))} "
+            f"before, {', '.join(map(str, fm.get('load_after') or []))} after"
+            + ("; **quick run**, not a measurement" if fm.get("quick") else "")
+            + "): time to solution, the first 1,000 calls, the tiers per node, the command line and tiny "
+            "expressions, every figure from fresh processes. The tables and the method: "
+            "[first_call.md](first_call.md).\n\n"
+        )
+        add(table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], first_call["targets"]))
 
     if r.point_keys:
         add("\n## Value and gradient at one new point\n\n")
@@ -675,7 +694,14 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     path = args[0] if args else "docs/benchmarks.json"
     with open(path) as fh:
-        sys.stdout.write(render(json.load(fh)))
+        data = json.load(fh)
+    first_call = None
+    try:  # benchmarks.first_call's results, written beside it
+        with open(os.path.join(os.path.dirname(path), "first_call.json")) as fh:
+            first_call = json.load(fh)
+    except (OSError, ValueError):
+        pass
+    sys.stdout.write(render(data, first_call))
     return 0
 
 

@@ -4,6 +4,9 @@
     python -m benchmarks.run --quick         # small sizes, few repetitions: a smoke run
     python -m benchmarks.run --only rosenbrock --peers symad,casadi --timeout 30
 
+It ends with the first-call suite (:mod:`benchmarks.first_call`, issue #15: time to solution,
+the first 1,000 calls, ...; ``--no-first-call`` skips it), whose targets benchmarks.md shows.
+
 Each measurement (one peer on one workload at one size) is a subprocess running
 ``benchmarks/worker.py``, which reports JSON lines as its phases end.  A phase
 that runs past ``--timeout`` seconds is killed and recorded as a timeout; a peer
@@ -41,11 +44,24 @@ from benchmarks import report, workloads  # noqa: E402
 IMPORT_ALLOWANCE_S = 120.0  # importing JAX or PyTorch on a loaded machine is slow; not part of any figure
 
 
-def run_worker(args: list[str], timeout: float, last_phase: str = "time") -> dict[str, Any]:
-    """Run one worker; merge its JSON lines; enforce ``timeout`` on each phase after the imports."""
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "worker.py"), *args]
+def run_worker(
+    args: list[str],
+    timeout: float,
+    last_phase: str = "time",
+    script: str = "worker.py",
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run one worker (``benchmarks/<script>``); merge its JSON lines; enforce ``timeout`` on each
+    phase after the imports.  ``exited_at`` is the wall clock (``time.time()``) when it had exited."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / script), *args]
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=str(ROOT)
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=str(ROOT),
+        env=env,
     )
     lines: queue.Queue[str | None] = queue.Queue()
     err_chunks: list[str] = []
@@ -94,6 +110,7 @@ def run_worker(args: list[str], timeout: float, last_phase: str = "time") -> dic
                 result[key] = value
         deadline = time.monotonic() + timeout  # every later phase gets its own limit
     proc.wait()
+    result["exited_at"] = time.time()
     for t in threads:
         t.join(timeout=5)
     stderr = "".join(err_chunks).strip()
@@ -173,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         help="fresh processes whose build is timed, median reported, for builds under 2 s (3; 1 in --quick)",
     )
     ap.add_argument("--no-scaling", action="store_true", help="skip symad's build-scaling curve")
+    ap.add_argument(
+        "--no-first-call",
+        action="store_true",
+        help="skip the first-call suite (benchmarks.first_call: first_call.md/.json, issue #15's targets)",
+    )
     ap.add_argument(
         "--scaling-timeout",
         type=float,
@@ -303,10 +325,27 @@ def main(argv: list[str] | None = None) -> int:
 
     meta["load_after"] = _load()
     meta["wall_s"] = time.time() - started
+    first: dict[str, Any] | None = None
+    if not args.no_first_call and args.only is None:
+        from benchmarks import first_call  # (it imports this module)
+
+        fargs = argparse.Namespace(
+            quick=args.quick,
+            only=None,
+            peers=args.peers,
+            repeats=3,
+            solve_repeats=5,
+            timeout=None,
+            baseline=ROOT / "docs" / "benchmarks.json",  # the committed figures, before this run replaces them
+        )
+        first = first_call.run_suite(fargs, meta["command"] + "  (its first-call part: benchmarks.first_call)")
     data = {"meta": meta, "measurements": measurements, "scaling": scaling}
     args.out_dir.mkdir(parents=True, exist_ok=True)
     (args.out_dir / "benchmarks.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
-    (args.out_dir / "benchmarks.md").write_text(report.render(data))
+    if first is not None:
+        first_call.write(first, args.out_dir)  # first_call.md/.json, and benchmarks.md with its targets
+    else:
+        (args.out_dir / "benchmarks.md").write_text(report.render(data))
     print(f"wrote {args.out_dir / 'benchmarks.md'} and benchmarks.json", file=sys.stderr)
     return 0
 

@@ -11,8 +11,8 @@ import numpy as np
 class Workload:
     """One benchmark case: a named expression family at one size."""
 
-    name: str  # family: seed, rosenbrock, normalise, rosenbrock2d_batch, scaling, scaling_sum
-    size: int  # n (variables) for the families that grow; 1 for the seed
+    name: str  # family: seed, rosenbrock, normalise, logistic, rosenbrock2d_batch, scaling, scaling_sum
+    size: int  # n (variables) for the families that grow (data rows for logistic); 1 for the seed
     text: str
     variables: tuple[str, ...]
     batch: int = 0  # number of points evaluated in one call; 0 for the per-point workloads
@@ -46,6 +46,33 @@ def sum_text(m: int, n_vars: int = 100) -> str:
     return "+".join(f"(x{k % n_vars + 1}+{k})*x{k * 7 % n_vars + 1}" for k in range(1, m + 1))
 
 
+LOGISTIC_FEATURES = 8
+
+
+def logistic_text(rows: int, features: int = LOGISTIC_FEATURES, seed: int = 15) -> str:
+    """Logistic regression's loss, the data inlined: sum over rows of log(1+exp(-y_i*(w·x_i + b))).
+
+    ``rows`` data rows of ``features`` standard-normal features (three decimals) from a seeded
+    generator, labels y_i = ±1 drawn from the logistic model itself (so the classes overlap and
+    the minimum is finite); the label is folded into the sign: ``log(1+exp(-(w·x+b)))`` for
+    y = 1, ``log(1+exp(w·x+b))`` for y = -1.  Variables w1..w{features} and b.
+    """
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.normal(size=(rows, features)), 3)
+    w_true = np.round(rng.normal(size=features), 3)
+    p = 1.0 / (1.0 + np.exp(-(X @ w_true + 0.5)))
+    y = rng.uniform(size=rows) < p
+    terms = []
+    for row, positive in zip(X, y):
+        z = "".join(f"{'-' if c < 0 else '+' if j else ''}{abs(c):.3f}*w{j + 1}" for j, c in enumerate(row)) + "+b"
+        terms.append(f"log(1+exp(-({z})))" if positive else f"log(1+exp({z}))")
+    return "+".join(terms)
+
+
+def logistic_vars(features: int = LOGISTIC_FEATURES) -> tuple[str, ...]:
+    return (*(f"w{j}" for j in range(1, features + 1)), "b")
+
+
 def make(name: str, size: int, batch: int = 0) -> Workload:
     if name == "seed":
         return Workload(name, 1, seed_text(), ("x", "y"))
@@ -53,6 +80,8 @@ def make(name: str, size: int, batch: int = 0) -> Workload:
         return Workload(name, size, rosenbrock_text(size), natural_vars(size))
     if name == "normalise":
         return Workload(name, size, normalise_text(size), natural_vars(size))
+    if name == "logistic":
+        return Workload(name, size, logistic_text(size), logistic_vars())
     if name == "scaling_sum":
         return Workload(name, size, sum_text(size), natural_vars(min(size, 100)))
     if name == "rosenbrock2d_batch":
@@ -91,6 +120,17 @@ def workloads(quick: bool, only: str | None = None) -> list[Workload]:
             else:
                 out.append(make(family, s))
     return out
+
+
+def start(w: Workload) -> np.ndarray:
+    """Where an optimizer starts: Rosenbrock's classic (-1.2, 1, -1.2, 1, ...); ones for the
+    normalisation (0 is its singularity); zeros elsewhere (logistic regression's usual start)."""
+    n = len(w.variables)
+    if w.name.startswith("rosenbrock"):
+        return np.array([-1.2 if i % 2 == 0 else 1.0 for i in range(n)])
+    if w.name == "normalise":
+        return np.ones(n)
+    return np.zeros(n)
 
 
 def points(w: Workload, count: int, seed: int = 8) -> np.ndarray:

@@ -1,0 +1,905 @@
+"""Fast from the first call (issue #15): symad and its peers from the text to the first answers.
+
+    python -m benchmarks.first_call            # everything (about 20 min); docs/first_call.{md,json}
+    python -m benchmarks.first_call --quick    # small sizes, one process each: a smoke run
+    python -m benchmarks.first_call --only solve,cli --peers symad,casadi
+
+Sections, every measurement in a fresh process (``benchmarks/first_call_worker.py``, run through
+:func:`benchmarks.run.run_worker`, its time limits and JSON lines):
+
+* ``solve``: time to solution, text → ``scipy.optimize.minimize(method="L-BFGS-B", jac=True)``
+  converged: imports + build + solve from the process's first line, and how long the process
+  took to exit after printing its result;
+* ``calls``: the build and the first 1,000 ``value_and_grad`` calls at distinct points;
+* ``pernode``: time per call over nodes or instructions, symad's tiers and CasADi's SX VM;
+* ``steady``: symad's steady state (after ``prepare()``) against docs/benchmarks.json's
+  committed figures, measured by :mod:`benchmarks.worker` exactly as those were;
+* ``cli``: ``symad grad`` against ``python -c "import lark"``, with bytecode caches;
+* ``tiny``: the seed per point after warm-up, fastest call forms and the shared NumPy form.
+
+Medians of ``--repeats`` fresh processes (3); a measurement that cannot matter for a target
+(past 3x symad's figure and past a second) is not repeated.  Writes ``first_call.json`` and
+``first_call.md`` in ``--out-dir``, and renders ``benchmarks.md`` again there (if its
+``benchmarks.json`` is there) with these targets in it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import first_call_worker as fw  # noqa: E402
+from benchmarks import peers as peers_mod  # noqa: E402
+from benchmarks import report, run, workloads  # noqa: E402
+
+SECTIONS = ("solve", "calls", "pernode", "steady", "cli", "tiny")
+REPEAT_WITHIN = 3.0  # a figure within this factor of symad's (or under a second) is measured again
+EXIT_TARGET_S = 0.3
+STEADY_TOLERANCE = 1.2  # steady state "not regressed": within this factor of the committed figure
+CLI_FACTOR = 1.5
+SOLVE_TIMEOUT_S, CALLS_TIMEOUT_S = 45.0, 30.0
+
+# Time to solution: (workload, size) for the full run and --quick.
+SOLVE_CASES = ([("rosenbrock", 100), ("rosenbrock", 1000), ("normalise", 200), ("logistic", 200),
+                ("logistic", 2000)], [("rosenbrock", 10), ("logistic", 20)])  # fmt: skip
+PERNODE_SIZES = ([100, 1000], [100])
+TINY = ("seed", 1)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One row: a peer in one configuration."""
+
+    peer: str
+    variant: str
+    label: str
+    prepare: bool = False  # symad: Function.prepare() as part of the build
+
+    @property
+    def id(self) -> str:
+        return self.peer + (f"[{self.variant}]" if self.variant else "") + ("+prepare" if self.prepare else "")
+
+    @property
+    def is_symad(self) -> bool:
+        return self.peer == "symad"
+
+
+SYMAD = Config("symad", "", "**symad** (compile and go)")
+SYMAD_PREPARED = Config("symad", "", "symad compile + prepare()", prepare=True)
+SOLVE_PEERS = [
+    SYMAD, SYMAD_PREPARED,
+    Config("casadi", "", "CasADi SX"), Config("casadi", "cse", "CasADi SX cse"),
+    Config("symengine", "", "SymEngine Lambdify"), Config("symengine", "cse", "SymEngine Lambdify cse"),
+    Config("jax", "", "JAX jit(value_and_grad)"), Config("sympy", "cse", "SymPy lambdify cse"),
+]  # fmt: skip
+
+
+def calls_peers() -> list[Config]:
+    """symad, then every peer of the main suite that is not hand-written code."""
+    out = [SYMAD, SYMAD_PREPARED]
+    for p in peers_mod.peers():
+        if p.name not in ("symad", "numpy", "c") and not p.reference_only:
+            out.append(Config(p.name, p.variant, p.label))
+    return out
+
+
+def available(c: Config) -> str | None:
+    match = [p for p in peers_mod.peers() if p.name == c.peer and p.variant == ("" if c.is_symad else c.variant)]
+    return peers_mod.available(match[0]) if match else f"unknown peer {c.peer}"
+
+
+def child_env() -> dict[str, str]:
+    """The workers' environment: one BLAS thread (as benchmarks/bench_optimize.py; L-BFGS-B's
+    small vector work only waits for a thread pool), and symad's disk cache off (a fresh
+    process compiles, as a user's first run does)."""
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"
+    env.pop("SYMAD_CACHE_DIR", None)
+    return env
+
+
+def median_of(samples: list[dict[str, Any]], key: str) -> float | None:
+    vals = [s[key] for s in samples if isinstance(s.get(key), (int, float))]
+    return statistics.median(vals) if vals else None
+
+
+class Suite:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.quick = args.quick
+        self.repeats = 1 if args.quick else args.repeats
+        self.wanted = set(args.peers.split(",")) | {"symad"} if args.peers else None
+        self.env = child_env()
+        self.solve_timeout = args.timeout or SOLVE_TIMEOUT_S
+        self.calls_timeout = args.timeout or CALLS_TIMEOUT_S
+
+    def configs(self, configs: list[Config]) -> list[Config]:
+        return [c for c in configs if self.wanted is None or c.peer in self.wanted]
+
+    # ------------------------------------------------------------------ measurements, repeated
+    def _wargs(self, task: str, c: Config, workload: str, size: int, extra: list[str] | None) -> list[str]:
+        wargs = ["--task", task, "--peer", c.peer, "--workload", workload, "--size", str(size), *(extra or [])]
+        if c.variant:
+            wargs += ["--variant", c.variant]
+        if c.prepare:
+            wargs.append("--prepare")
+        return wargs
+
+    def _sample(self, task: str, wargs: list[str], timeout: float) -> dict[str, Any]:
+        r = run.run_worker(wargs, timeout, last_phase=fw.PHASES[task][-1], script="first_call_worker.py",
+                           env=self.env)
+        if r["status"] == "ok" and "done_at" in r:
+            r["exit_s"] = max(r["exited_at"] - r["done_at"], 0.0)
+        return r
+
+    def measure(self, task: str, c: Config, workload: str, size: int, timeout: float,
+                extra: list[str] | None = None) -> dict[str, Any]:
+        """``--repeats`` fresh processes of the worker, one after the other."""
+        return self.rounds(task, [c], workload, size, timeout, "", self.repeats, extra)[0]
+
+    def rounds(self, task: str, configs: list[Config], workload: str, size: int, timeout: float, figure: str,
+               repeats: int, extra: list[str] | None = None, skip: dict[str, str] | None = None
+               ) -> list[dict[str, Any]]:
+        """Every config once, then again in turn (so a burst of load on the shared machine falls
+        on all of them alike) until each has ``repeats`` samples; a config whose first ``figure``
+        is past a second and past ``REPEAT_WITHIN`` times symad's is not repeated: it cannot
+        matter for a target.  ``skip``: config id -> why it is not run (a timeout at a smaller size)."""
+        key = f"{workload}/{size}"
+        ms = [{"peer": c.id, "label": c.label, "workload": workload, "size": size, "key": key} for c in configs]
+        active: list[int] = []
+        for i, c in enumerate(configs):
+            why = available(c)
+            if why:
+                ms[i].update(status="unavailable", error=why)
+            elif skip and c.id in skip:
+                ms[i].update(status="timeout", skipped=True, note=skip[c.id])
+            else:
+                ms[i].update(status="ok", samples=[])
+                active.append(i)
+        mine: float | None = None
+        for k in range(repeats):
+            for i in list(active):
+                c, m = configs[i], ms[i]
+                r = self._sample(task, self._wargs(task, c, workload, size, extra), timeout)
+                if r["status"] != "ok":
+                    if not m["samples"]:
+                        phase = r.get("error_phase") or fw.phase_after(task, r.get("phases", []))
+                        m.update(status=r["status"], phase=phase, error=r.get("error", ""),
+                                 traceback=r.get("traceback", ""))
+                        m.pop("samples")
+                        active.remove(i)
+                    continue  # a later sample that failed: the others stand
+                m["samples"].append({k2: v for k2, v in r.items() if k2 not in ("phases", "status", "traceback")})
+                value = r.get(figure)
+                if c == SYMAD and k == 0 and isinstance(value, (int, float)):
+                    mine = value
+                elif (k == 0 and isinstance(value, (int, float)) and mine and value > 1.0
+                      and value > REPEAT_WITHIN * mine):
+                    active.remove(i)  # far from symad's figure: one sample says enough
+        for m in ms:
+            _progress(task, m, figure)
+        return ms
+
+    # ------------------------------------------------------------------ sections
+    def _family_rounds(self, task: str, configs: list[Config], cases: list[tuple[str, int]], timeout: float,
+                       repeats: int, extra: list[str] | None = None) -> list[dict[str, Any]]:
+        """:meth:`rounds` on each case; a config past the time limit is not run at larger sizes of the family."""
+        out: list[dict[str, Any]] = []
+        failed: dict[str, dict[str, str]] = {}  # family -> config id -> why
+        for workload, size in cases:
+            ms = self.rounds(task, configs, workload, size, timeout, "total_s", repeats, extra,
+                             failed.get(workload))
+            for m in ms:
+                if m["status"] == "timeout" and not m.get("skipped"):
+                    failed.setdefault(workload, {})[m["peer"]] = f"not run: past {timeout:g} s at size {size}"
+            out += ms
+        return out
+
+    def solve(self) -> list[dict[str, Any]]:
+        repeats = 1 if self.quick else self.args.solve_repeats
+        return self._family_rounds("solve", self.configs(SOLVE_PEERS), SOLVE_CASES[1 if self.quick else 0],
+                                   self.solve_timeout, repeats)
+
+    def calls(self) -> list[dict[str, Any]]:
+        cases = [(w.name, w.size) for w in workloads.workloads(self.quick) if not w.batch]
+        return self._family_rounds("calls", self.configs(calls_peers()), cases, self.calls_timeout, self.repeats,
+                                   ["--calls", str(100 if self.quick else 1000)])
+
+    def pernode(self) -> list[dict[str, Any]]:
+        out = []
+        timing = ["--min-time", "0.002", "--repeats", "3"] if self.quick else ["--min-time", "0.02", "--repeats", "9"]
+        for n in PERNODE_SIZES[1 if self.quick else 0]:
+            for c in self.configs([Config("symad", "", "symad"), Config("casadi", "", "CasADi SX")]):
+                out.append(self.measure("pernode", c, "rosenbrock", n, self.calls_timeout * 4, timing))
+        return out
+
+    def tiny(self) -> list[dict[str, Any]]:
+        """symad and SymPy in the same processes (their timing loops taking turns); one record each."""
+        timing = ["--min-time", "0.002", "--repeats", "3"] if self.quick else ["--min-time", "0.05", "--repeats", "15"]
+        sympy = Config("sympy", "cse", "SymPy lambdify cse")
+        with_sympy = bool(self.configs([sympy])) and available(sympy) is None
+        if with_sympy:
+            timing += ["--with", "sympy", "--variant", "cse"]
+        m = self.measure("tiny", Config("symad", "", "symad"), *TINY, self.calls_timeout, timing)
+        out = []
+        for c in [Config("symad", "", "symad"), *([sympy] if self.configs([sympy]) else [])]:
+            part = {k: v for k, v in m.items() if k != "samples"} | {"peer": c.id, "label": c.label}
+            if c.peer == "sympy" and not with_sympy:
+                part.update(status="unavailable", error=available(sympy))
+            elif m.get("samples"):
+                part["samples"] = [{"rows": s["rows"].get(c.id, {})} for s in m["samples"]]
+            out.append(part)
+        return out
+
+    def steady(self) -> dict[str, Any]:
+        """symad after prepare(), by benchmarks.worker (its method and repetitions), against the
+        committed figures; and, in turn with it, the code of the commit those were measured at
+        (``git archive``: a same-run comparison, which the machine's drift does not move)."""
+        baseline_path = self.args.baseline
+        try:
+            base = json.loads(Path(baseline_path).read_text())
+        except (OSError, ValueError) as err:
+            return {"baseline": str(baseline_path), "error": f"no baseline: {err}", "rows": []}
+        meta = base.get("meta", {})
+        committed = {m["key"]: m for m in base["measurements"] if m["peer"] == "symad" and "vg" in m}
+        rows = []
+        repeats, min_time = ("3", "0.002") if self.quick else ("15", "0.02")
+        keys = [w.key for w in workloads.workloads(self.quick) if not w.batch]
+        tmp = tempfile.TemporaryDirectory(prefix="symad-steady-")
+        revision = str(meta.get("revision") or "").split(" ")[0]
+        old_worker = None if self.quick else _checkout(revision, Path(tmp.name) / "then")
+        versions = {"now": "worker.py", **({"then": str(old_worker)} if old_worker else {})}
+        for key in keys:
+            family, size = key.split("/")
+            wargs = ["--peer", "symad", "--workload", family, "--size", size, "--repeats", repeats,
+                     "--min-time", min_time, "--write-ref", str(Path(tmp.name) / "ref.npz")]  # (so it times)
+            samples: dict[str, list[dict[str, float]]] = {v: [] for v in versions}
+            for _ in range(self.repeats):
+                for version, script in versions.items():
+                    r = run.run_worker(wargs, self.calls_timeout * 4, script=script)
+                    if r["status"] in ("ok", "unchecked") and "vg" in r:
+                        samples[version].append({"vg_s": r["vg"]["median_s"], "v_s": r["v"]["median_s"]})
+            was = committed.get(key)
+            row = {"key": key, "samples": samples["now"], "vg_s": median_of(samples["now"], "vg_s"),
+                   "v_s": median_of(samples["now"], "v_s"),
+                   "committed_vg_s": was["vg"]["median_s"] if was else None,
+                   "committed_v_s": was["v"]["median_s"] if was else None}
+            if old_worker:
+                row.update(then_samples=samples["then"], then_vg_s=median_of(samples["then"], "vg_s"),
+                           then_v_s=median_of(samples["then"], "v_s"))
+            print(f"steady {key}: {row['vg_s']} vs {row['committed_vg_s']} (that code now: {row.get('then_vg_s')})",
+                  file=sys.stderr, flush=True)
+            rows.append(row)
+        tmp.cleanup()
+        return {"baseline": _relative(Path(baseline_path)), "baseline_date": meta.get("date"),
+                "baseline_revision": meta.get("revision"), "baseline_load": [meta.get("load_before"),
+                                                                             meta.get("load_after")],
+                "then_revision": revision if old_worker else None, "rows": rows}
+
+    def cli(self) -> dict[str, Any]:
+        """Wall time of the command line against importing Lark, with bytecode caches as users have them."""
+        script = shutil.which("symad", path=sysconfig.get_path("scripts"))
+        symad_cmd = [script] if script else [sys.executable, "-m", "symad"]
+        cmds = {"symad": [*symad_cmd, "grad", "(x+y)+x*(x+y)", "--at", "x=1,y=2"],
+                "lark": [sys.executable, "-c", "import lark"]}
+        runs = 3 if self.quick else 7
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        outputs: dict[str, str] = {}
+        with tempfile.TemporaryDirectory(prefix="symad-pyc-") as pyc:
+            env = dict(self.env)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = pyc  # .pyc files written (once, by the warm-up) and read from here
+            for k in range(runs + 1):
+                for name, cmd in cmds.items():
+                    t0 = time.perf_counter()
+                    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=60)
+                    dt = time.perf_counter() - t0
+                    if done.returncode != 0:
+                        return {"error": f"{name}: exit {done.returncode}: {done.stderr[-300:]}", "commands": cmds}
+                    outputs[name] = done.stdout
+                    if k:  # run 0 writes the bytecode caches
+                        times[name].append(dt)
+        return {"commands": {k: " ".join(_short(a) for a in v) for k, v in cmds.items()},
+                "samples": times, "median_s": {k: statistics.median(v) for k, v in times.items()},
+                "output": outputs.get("symad", "")[:200], "console_script": bool(script)}
+
+
+def _checkout(revision: str, where: Path) -> Path | None:
+    """symad/, benchmarks/ and grammar/ of ``revision`` in ``where`` (read from git, nothing in the
+    checkout changes); that revision's benchmarks/worker.py, or None."""
+    import io
+    import tarfile
+
+    if not revision:
+        return None
+    try:
+        done = subprocess.run(["git", "archive", "--format=tar", revision, "symad", "benchmarks", "grammar"],
+                              cwd=ROOT, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    where.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as tar:
+        tar.extractall(where, filter="data")
+    worker = where / "benchmarks" / "worker.py"
+    return worker if worker.exists() else None
+
+
+def _short(arg: str) -> str:
+    """An argument as a shell would take it, paths shortened to their last part."""
+    if arg == sys.executable or arg.startswith("/"):
+        arg = Path(arg).name
+    if arg.startswith("python"):
+        arg = "python"
+    return f'"{arg}"' if any(ch in arg for ch in " ()*+") else arg
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _progress(task: str, m: dict[str, Any], figure: str = "") -> None:
+    s = m.get("samples") or []
+    val = median_of(s, figure) if figure else None
+    shown = f"{figure} {val:.4g} s ×{len(s)}" if val is not None else ""
+    why = m.get("note") or m.get("error") or ""
+    print(f"{task:<8} {m['key']:<16} {m['peer']:<22} {m['status']:<11} {shown} {why}"[:220], file=sys.stderr,
+          flush=True)
+
+
+# ============================================================================ the page
+def fmt_s(s: float | None) -> str:
+    return report.fmt_time(s)
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("met" if ok else "**not met**")
+
+
+def summarise(m: dict[str, Any], *keys: str) -> dict[str, Any]:
+    s = m.get("samples") or []
+    return {k: median_of(s, k) for k in keys}
+
+
+def failure_text(m: dict[str, Any] | None, timeout: float) -> str:
+    if m is None:
+        return ""
+    status = m.get("status")
+    if status == "timeout":
+        return f"> {timeout:g} s" if m.get("phase") in (None, "build", "solve", "calls") else "timeout"
+    if status == "unavailable":
+        return "n/a"
+    return str(status)
+
+
+def _best_other(ms: list[dict[str, Any]], figure: str) -> tuple[dict[str, Any] | None, float | None]:
+    found = [(median_of(m.get("samples") or [], figure), m) for m in ms
+             if not m["peer"].startswith("symad") and m.get("status") == "ok"]
+    found = [(v, m) for v, m in found if v is not None]
+    if not found:
+        return None, None
+    v, m = min(found, key=lambda vm: vm[0])
+    return m, v
+
+
+def targets(data: dict[str, Any]) -> list[list[str]]:
+    """One row a target: target, workload, measured, ratio, verdict, notes."""
+    rows: list[list[str]] = []
+    meta = data["meta"]
+    fr = report.fmt_ratio
+
+    def row(target: str, where: str, measured: str, ratio: float | None, ok: bool | None, note: str = "") -> None:
+        rows.append([target, where, measured, fr(ratio), _verdict(ok), note])
+
+    solve = data.get("solve", [])
+    for key in dict.fromkeys(m["key"] for m in solve):
+        ms = [m for m in solve if m["key"] == key]
+        sm = next((m for m in ms if m["peer"] == "symad"), None)
+        mine = median_of((sm or {}).get("samples") or [], "total_s")
+        bm, theirs = _best_other(ms, "total_s")
+        timeouts = [m for m in ms if not m["peer"].startswith("symad") and m.get("status") == "timeout"]
+        where = title(key) + (f" (vs {bm['label']})" if bm else "")
+        if mine is None:
+            row("time to solution ≤ fastest peer", where, "—", None, False if sm else None,
+                f"symad: {(sm or {}).get('status')} {(sm or {}).get('error', '')}"[:160])
+        elif bm is None:
+            ok = (mine < meta["solve_timeout_s"]) if timeouts else None
+            row("time to solution ≤ fastest peer", title(key) + (" (every peer timed out)" if timeouts else ""),
+                fmt_s(mine), None, ok)
+        else:
+            ok = mine <= theirs
+            own = [_own(x) for x in sm["samples"]], [_own(x) for x in bm["samples"]]
+            a, b = statistics.median(own[0]), statistics.median(own[1])
+            shared = (f"less the NumPy and SciPy import (the same for all, and the noisiest part): "
+                      f"{fmt_s(a)} vs {fmt_s(b)}, ratio {fr(a / b)}")
+            note = ""
+            reader = median_of(bm["samples"], "reader_import_s") or 0.0
+            if ok and reader and mine > theirs - reader:
+                note = (f"{bm['label']} includes {fmt_s(reader)} importing symad's parser to read the text: "
+                        "without it the peer would be faster")
+            elif not ok:
+                a, b = summarise(sm, "import_s", "build_s", "solve_s"), summarise(bm, "import_s", "build_s", "solve_s")
+                note = (f"symad import {fmt_s(a['import_s'])} + build {fmt_s(a['build_s'])} + solve "
+                        f"{fmt_s(a['solve_s'])}; {bm['label']} {fmt_s(b['import_s'])} + {fmt_s(b['build_s'])} + "
+                        f"{fmt_s(b['solve_s'])}")
+            row("time to solution ≤ fastest peer", where, f"{fmt_s(mine)} vs {fmt_s(theirs)}", mine / theirs, ok,
+                "; ".join(x for x in (note, shared) if x))
+    for key in dict.fromkeys(m["key"] for m in solve):
+        sm = next((m for m in solve if m["key"] == key and m["peer"] == "symad"), None)
+        ex = median_of((sm or {}).get("samples") or [], "exit_s")
+        worst = max((s.get("exit_s", 0.0) for s in (sm or {}).get("samples") or []), default=None)
+        tier = ((sm or {}).get("samples") or [{}])[0].get("tier", "")
+        ok = None if ex is None else ex <= EXIT_TARGET_S
+        row(f"exit ≤ {EXIT_TARGET_S:g} s after the last result", f"{title(key)} (symad)",
+            f"{fmt_s(ex)} (median; slowest of {len((sm or {}).get('samples') or [])}: {fmt_s(worst)})" if ex is not None
+            else "—", None, ok, f"last call served by: {tier}" if tier else "")
+    calls = data.get("calls", [])
+    for key in dict.fromkeys(m["key"] for m in calls):
+        ms = [m for m in calls if m["key"] == key]
+        sm = next((m for m in ms if m["peer"] == "symad"), None)
+        mine = median_of((sm or {}).get("samples") or [], "total_s")
+        bm, theirs = _best_other(ms, "total_s")
+        n = ((sm or {}).get("samples") or [{}])[0].get("calls", 1000)
+        target = f"build + first {n:,} calls ≤ fastest peer"
+        if mine is None or bm is None:
+            row(target, title(key), fmt_s(mine) if mine is not None else "—", None, None if sm else None)
+            continue
+        ok = mine <= theirs
+        note = ""
+        if not ok:
+            a = sm["samples"]
+            after1 = median_of([s["after"] for s in a], "1")
+            after2 = median_of([s["after"] for s in a], "2")
+            note = (f"symad: build {fmt_s(median_of(a, 'build_s'))}, to call 1 {fmt_s(after1)}, to call 2 "
+                    f"{fmt_s(after2)}, {n:,} calls {fmt_s(mine)}")
+        row(target, f"{title(key)} (vs {bm['label']})", f"{fmt_s(mine)} vs {fmt_s(theirs)}", mine / theirs, ok, note)
+    per = pernode_table_rows(data)
+    for key, cells in per.items():
+        ins, cas = cells.get("instructions"), cells.get("casadi")
+        if ins and cas:
+            ratio = ins[1] / cas[1]
+            row("per instruction: symad's instructions vs CasADi's SX VM (information)", title(key),
+                f"{fmt_s(ins[1])} vs {fmt_s(cas[1])}", ratio, None,
+                "no target set by the issue: shown beside each other")
+    steady = data.get("steady") or {}
+    for r in steady.get("rows", []):
+        if r.get("vg_s") is None or not r.get("committed_vg_s"):
+            row(f"steady state ≤ {STEADY_TOLERANCE:g}× committed", title(r["key"]), "—", None, None)
+            continue
+        ratio = r["vg_s"] / r["committed_vg_s"]
+        note = ""
+        if r.get("then_vg_s"):
+            note = (f"same run, the code of {steady.get('then_revision')}: {fmt_s(r['then_vg_s'])}, "
+                    f"now/then {report.fmt_ratio(r['vg_s'] / r['then_vg_s'])}")
+        row(f"steady state (after prepare) ≤ {STEADY_TOLERANCE:g}× committed", title(r["key"]),
+            f"{fmt_s(r['vg_s'])} vs {fmt_s(r['committed_vg_s'])}", ratio, ratio <= STEADY_TOLERANCE, note)
+    cli = data.get("cli") or {}
+    if cli.get("median_s"):
+        a, b = cli["median_s"]["symad"], cli["median_s"]["lark"]
+        row(f"`symad grad` ≤ {CLI_FACTOR:g}× `python -c \"import lark\"`", "seed, `--at x=1,y=2`",
+            f"{fmt_s(a)} vs {fmt_s(b)}", a / b, a <= CLI_FACTOR * b)
+    elif cli.get("error"):
+        row(f"`symad grad` ≤ {CLI_FACTOR:g}× `python -c \"import lark\"`", "seed", "—", None, False, cli["error"])
+    tiny = {m["peer"]: m for m in data.get("tiny", [])}
+    sym, sp = tiny.get("symad"), tiny.get("sympy[cse]")
+    forms = [("fastest", "fastest", "fastest forms: `f.value_and_grad(array)` vs SymPy on floats"),
+             ("shared", "shared", "shared NumPy form: `vg(array) -> (float, array)`")]
+    if any("floats" in s["rows"] for s in (sym or {}).get("samples") or []):
+        forms.append(("floats", "fastest", "on floats: symad `f.float_function()` vs SymPy on floats"))
+    for form, theirs_form, what in forms:
+        a = median_of([s["rows"] for s in (sym or {}).get("samples") or []], form)
+        b = median_of([s["rows"] for s in (sp or {}).get("samples") or []], theirs_form)
+        if a is None or b is None:
+            row("tiny expression ≤ 1.0× SymPy lambdify cse", f"seed, {what}", fmt_s(a) if a else "—", None, None,
+                "SymPy not measured" if a is not None else "")
+            continue
+        row("tiny expression ≤ 1.0× SymPy lambdify cse", f"seed, {what}", f"{fmt_s(a)} vs {fmt_s(b)}", a / b,
+            a <= b)
+    return rows
+
+
+def _own(sample: dict[str, Any]) -> float:
+    """A solve's total less the NumPy and SciPy import every peer's process makes alike."""
+    return sample["total_s"] - sample.get("numpy_scipy_s", 0.0)
+
+
+def title(key: str) -> str:
+    return report.title(key)
+
+
+def pernode_table_rows(data: dict[str, Any]) -> dict[str, dict[str, tuple[float, float, int]]]:
+    """key -> tier -> (per call, per node or instruction, count), medians of the processes."""
+    out: dict[str, dict[str, tuple[float, float, int]]] = {}
+    for m in data.get("pernode", []):
+        s = [x["rows"] for x in m.get("samples") or []]
+        if not s:
+            continue
+        cells = out.setdefault(m["key"], {})
+        for tier in s[0]:
+            per_call = statistics.median(x[tier]["per_call_s"] for x in s)
+            count = s[0][tier]["count"]
+            cells[tier] = (per_call, per_call / count, count)
+    return out
+
+
+PERNODE_TIERS = [
+    ("tape_call1", "symad tape (a one-shot function's call 1), built and swept (nodes)"),
+    ("tape", "symad tape, one sweep (nodes)"),
+    ("interpreter_compile", "symad, once a process: LLVM compiles the instruction interpreter"),
+    ("instructions_call2", "symad instructions' first call, less that: gradient, schedule, instructions built "
+                           "and run (instructions)"),
+    ("instructions", "symad instructions, every later call (instructions)"),
+    ("compiled", "symad compiled, after prepare() (instructions)"),
+    ("casadi", "CasADi SX Function, `buffer` call (`n_instructions()`)"),
+]
+
+
+def render(data: dict[str, Any]) -> str:
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
+    add("# Fast from the first call\n\n")
+    add(f"Generated by `{meta['command']}`; do not edit by hand. The figures behind it: "
+        "[first_call.json](first_call.json). Issue #15's targets; the steady state is in "
+        "[benchmarks.md](benchmarks.md).\n\n")
+    add(f"- run: {meta['date']}, {meta.get('wall_s', 0) / 60:.0f} min; machine: {meta['machine']}; "
+        f"Python {meta['python']}\n")
+    lb, la = meta.get("load_before"), meta.get("load_after")
+    if lb and la:
+        add(f"- load average (1, 5, 15 min) before: {', '.join(map(str, lb))}; after: {', '.join(map(str, la))} "
+            "(2 cores, shared with other work: single figures move by tens of percent; medians of fresh "
+            "processes)\n")
+    if meta.get("revision"):
+        after = meta.get("revision_after")
+        add(f"- symad at commit {meta['revision']}"
+            + (f" (at the end of the run: {after})" if after and after != meta["revision"] else "") + "\n")
+    runs = data.get("runs") or {}
+    if runs:
+        add("- sections: " + "; ".join(
+            f"{name} {r.get('date')}, commit {r.get('revision')}, load "
+            f"{', '.join(map(str, r.get('load_before') or []))} → {', '.join(map(str, r.get('load_after') or []))}"
+            for name, r in runs.items()) + "\n")
+    add("- versions: " + ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items()) + "\n")
+    if meta.get("quick"):
+        add("- **quick run**: small sizes, one process each, a smoke test of the harness, not a measurement.\n")
+    add("\n## Targets (issue #15)\n\n")
+    add(report.table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], targets(data)))
+
+    solve = data.get("solve", [])
+    if solve:
+        add("\n## Time to solution\n\n")
+        add("A fresh process from its first line (Python's own start-up, the same for all, excluded) to "
+            "`scipy.optimize.minimize(fun, x0, jac=True, method=\"L-BFGS-B\", options="
+            f"{json.dumps(fw.SOLVE_OPTIONS)})` returning converged: the imports a script makes (NumPy, "
+            "SciPy's `minimize`, the library; the peers also symad's parser, to read the text), the build "
+            "(text → the value-and-gradient callable; for symad with `prepare()`, compiled code too) and "
+            "the solve. Start: Rosenbrock (-1.2, 1, -1.2, …), normalisation (1, …, 1), logistic regression 0. "
+            f"Median of up to {meta.get('solve_repeats', meta['repeats'])} processes, taken in turn (every "
+            "configuration once, then again: a burst of load falls on all alike; one that is past a second and "
+            f"{REPEAT_WITHIN:g}× symad's total after its first is not repeated). *exit* is how long the "
+            "process took to end after printing its result. Each cell: total, then (import + build + "
+            "solve); iterations, evaluations and the final f show that every peer solved the same problem.\n\n")
+        add(solve_table(data))
+    calls = data.get("calls", [])
+    if calls:
+        n = next((m["samples"][0].get("calls") for m in calls if m.get("samples")), 1000)
+        add(f"\n## The first {n:,} calls\n\n")
+        add(f"The build (text → callable; imports and Lark's one-time grammar load excluded, as in "
+            f"benchmarks.md) and then {n:,} `value_and_grad` calls, each at a new point (uniform in "
+            f"[0.5, 1.5)), in one fresh process; median of up to {meta['repeats']}, taken in turn. In parentheses: "
+            "symad's total over the peer's. Below the table, symad's time to its 1st, 2nd, 10th, 100th "
+            "and last call.\n\n")
+        add(calls_table(data))
+    per = pernode_table_rows(data)
+    if per:
+        add("\n## Per node: the tiers next to CasADi's SX virtual machine\n\n")
+        add("symad's tiers as a one-shot function (`Function(..., background=False)`) meets them: call 1 on "
+            "the tape, then the instructions (a function kept for a loop starts on the instructions at its "
+            "first call, depending on the revision: see the run's commit above). "
+            "Time of one value-and-gradient call at a new point, divided by what it runs: the tape's "
+            "operation nodes (it sweeps them forward, then backward through their partials), the "
+            "instructions of the value-and-gradient program (symad's instructions and compiled code run "
+            "the same schedule), CasADi's `n_instructions()` of its value-and-gradient Function. Calls "
+            "3 on are medians of timing loops (benchmarks/worker.py's `time_calls`); calls 1 and 2 are "
+            "single calls in a fresh process. Each call's fixed cost (Python, argument checks) is "
+            "included; *marginal* is the difference between the two sizes over the difference in "
+            "counts, which leaves it out.\n\n")
+        add(pernode_table(per))
+    steady = data.get("steady") or {}
+    if steady.get("rows"):
+        add("\n## Steady state against the committed figures\n\n")
+        add(f"symad's value and gradient per point after `prepare()`, measured by `benchmarks/worker.py` "
+            f"as in benchmarks.md (median of its timing loops; median of {meta['repeats']} processes), next "
+            f"to `{steady['baseline']}` (run {steady.get('baseline_date')}, commit "
+            f"{steady.get('baseline_revision')}). Regressed: more than {STEADY_TOLERANCE:g}× the committed "
+            "figure (single figures on this machine move by tens of percent between runs).\n\n")
+        then = steady.get("then_revision")
+        if then:
+            add(f"*{then}, same run*: the code of commit {then} (`git archive`), measured by its own "
+                "`benchmarks/worker.py` in turn with today's code, process for process: a comparison the "
+                "machine's drift since the committed run does not move.\n\n")
+        rows = []
+        for r in steady["rows"]:
+            cells = [title(r["key"]), fmt_s(r["vg_s"]), fmt_s(r["committed_vg_s"]),
+                     report.fmt_ratio(r["vg_s"] / r["committed_vg_s"]) if r["vg_s"] and r["committed_vg_s"] else "—"]
+            if then:
+                cells += [fmt_s(r.get("then_vg_s")),
+                          report.fmt_ratio(r["vg_s"] / r["then_vg_s"]) if r["vg_s"] and r.get("then_vg_s") else "—"]
+            cells += [fmt_s(r["v_s"]), fmt_s(r["committed_v_s"])]
+            if then:
+                cells.append(fmt_s(r.get("then_v_s")))
+            rows.append(cells)
+        header = ["workload", "value+gradient now", "committed", "ratio"]
+        if then:
+            header += [f"{then}, same run", "ratio"]
+        header += ["value now", "committed"] + ([f"{then}, same run"] if then else [])
+        add(report.table(header, rows))
+    elif steady.get("error"):
+        add(f"\nSteady state not compared: {steady['error']}\n")
+    cli = data.get("cli") or {}
+    if cli.get("median_s"):
+        add("\n## Command line\n\n")
+        add(f"Wall time of each command in a fresh process, median of {len(cli['samples']['symad'])} runs "
+            "taken in turn, after one run of each that wrote the bytecode caches (`PYTHONDONTWRITEBYTECODE` "
+            "unset, the `.pyc` files in a `PYTHONPYCACHEPREFIX` directory of their own): users have `.pyc` "
+            "files. symad runs as its installed console script"
+            + ("" if cli.get("console_script") else " (not found: `python -m symad`)") + ".\n\n")
+        rows = [[f"`{cli['commands'][k]}`", fmt_s(cli["median_s"][k]),
+                 ", ".join(fmt_s(x) for x in cli["samples"][k])] for k in ("symad", "lark")]
+        add(report.table(["command", "median", "runs"], rows))
+    if data.get("tiny"):
+        add("\n## Tiny expressions\n\n")
+        add("The seed `(x+y)+x*(x+y)`: one value and gradient at a new point, after warm-up (symad after "
+            "`prepare()`, then 0.3 s of calls), median of timing loops over 32 points; symad and SymPy "
+            "in the same process, every form's loop in turn (the shared machine's hiccups double a "
+            f"sub-microsecond figure for a while: they fall on all alike); median of {meta['repeats']} "
+            "processes. *Fastest form*: symad `f.value_and_grad(p)` with `p` a float64 "
+            "array (the call an optimizer makes); SymPy's `lambdify(cse=True, modules=\"math\")` function "
+            "called with two floats, returning a list. *Shared form*: `vg(p) -> (float, array)` from "
+            "benchmarks/peers.py, the same contract for every peer (for symad, the same call).\n\n")
+        rows = []
+        floats = any("floats" in x["rows"] for m in data["tiny"] for x in m.get("samples") or [])
+        for m in data["tiny"]:
+            s = [x["rows"] for x in m.get("samples") or []]
+            cells = [fmt_s(median_of(s, k)) if s else failure_text(m, 0) for k in ("fastest", "shared")]
+            if floats:
+                cells.append(fmt_s(median_of(s, "floats") if m["peer"] == "symad" else median_of(s, "fastest"))
+                             if s else failure_text(m, 0))
+            rows.append([m["label"], *cells])
+        add(report.table(["", "fastest form", "shared NumPy form", *(["on floats"] if floats else [])], rows))
+        if floats:
+            add("\n*On floats*: symad's `f.float_function()` (value and partials from floats, as a tuple), "
+                "called with two floats, beside SymPy's function on floats.\n")
+    problems = [m for sec in ("solve", "calls", "pernode", "tiny") for m in data.get(sec, [])
+                if m.get("status") not in ("ok", "unavailable")]
+    if problems:
+        add("\n## Not measured\n\n")
+        add(report.table(["section", "workload", "peer", "status", "why"], [
+            [sec, title(m["key"]), m["label"], m["status"],
+             str(m.get("note") or m.get("error") or f"past the time limit in its {m.get('phase')} phase")
+             .replace("|", "\\|")[:200]]
+            for sec in ("solve", "calls", "pernode", "tiny") for m in data.get(sec, [])
+            if m.get("status") not in ("ok", "unavailable")]))  # fmt: skip
+    unavailable = sorted({m["label"] for sec in ("solve", "calls", "pernode", "tiny") for m in data.get(sec, [])
+                          if m.get("status") == "unavailable"})
+    if unavailable:
+        add("\nNot installed here (`pip install '.[bench]'`), so not measured: " + ", ".join(unavailable) + ".\n")
+    add("\n## Method\n\n")
+    add("- Every measurement runs in a fresh process (`benchmarks/first_call_worker.py`, driven by "
+        "`benchmarks/run.py`'s `run_worker`: JSON lines per phase, a time limit per phase "
+        f"({meta['solve_timeout_s']:g} s for a solve, {meta['calls_timeout_s']:g} s for the calls; a peer past it "
+        "at one size is not run at the larger sizes of that family).\n"
+        "- Every peer gets the same text, read through `symad.to_postfix` and `benchmarks/translate.py`, and is "
+        "built as in benchmarks.md (`benchmarks/peers.py`): SymPy `diff` + `lambdify` (math module), "
+        "SymEngine `Lambdify` (its LLVM backend when available), CasADi SX `Function` called through "
+        "`Function.buffer`, JAX `jit(value_and_grad)` in float64.\n"
+        "- Workers run with one BLAS thread (`OPENBLAS_NUM_THREADS=1` etc.) and without symad's disk cache "
+        "(`SYMAD_CACHE_DIR` unset): every process compiles what it needs.\n"
+        "- The logistic regression's text: `benchmarks.workloads.logistic_text(rows)`, 8 features of "
+        "seeded standard-normal data (three decimals) and labels drawn from the model, the label folded into "
+        "the sign of each term.\n")
+    return "".join(out)
+
+
+def _cell(m: dict[str, Any] | None, figure: str, timeout: float, mine: float | None) -> str:
+    if m is None:
+        return ""
+    v = median_of(m.get("samples") or [], figure)
+    if v is None:
+        return failure_text(m, timeout)
+    text = fmt_s(v)
+    if mine is not None and not m["peer"] == "symad" and v > 0:
+        text += f" ({report.fmt_ratio(mine / v)})"
+    return text
+
+
+def solve_table(data: dict[str, Any]) -> str:
+    solve = data["solve"]
+    timeout = data["meta"]["solve_timeout_s"]
+    keys = list(dict.fromkeys(m["key"] for m in solve))
+    blocks = []
+    for key in keys:
+        rows = []
+        for m in [m for m in solve if m["key"] == key]:
+            s = m.get("samples") or []
+            if not s:
+                rows.append([m["label"], failure_text(m, timeout), "", "", "", "", "", ""])
+                continue
+            f = summarise(m, "total_s", "import_s", "build_s", "solve_s", "exit_s", "reader_import_s")
+            first = s[0]
+            rows.append([
+                m["label"], f"**{fmt_s(f['total_s'])}**",
+                f"{fmt_s(f['import_s'])} + {fmt_s(f['build_s'])} + {fmt_s(f['solve_s'])}",
+                f"{first['nit']} / {first['nfev']}", f"{first['fun']:.6g} ({first['grad_inf']:.1e})",
+                fmt_s(f["exit_s"]),
+                first.get("tier", "") or (f"parser import {fmt_s(f['reader_import_s'])}"
+                                          if f["reader_import_s"] else ""),
+                str(len(s)),
+            ])  # fmt: skip
+        blocks.append(f"**{title(key)}**\n\n" + report.table(
+            ["", "total", "import + build + solve", "iterations / evaluations", "final f (‖g‖∞)", "exit",
+             "symad's last tier; peers' text reader", "processes"], rows))
+    return "\n".join(blocks)
+
+
+def calls_table(data: dict[str, Any]) -> str:
+    calls = data["calls"]
+    timeout = data["meta"]["calls_timeout_s"]
+    keys = list(dict.fromkeys(m["key"] for m in calls))
+    labels = list(dict.fromkeys(m["label"] for m in calls))
+    mine = {k: median_of(next((m.get("samples") or [] for m in calls if m["key"] == k and m["peer"] == "symad"),
+                              []), "total_s") for k in keys}
+    rows = []
+    for label in labels:
+        cells = []
+        for k in keys:
+            m = next((x for x in calls if x["key"] == k and x["label"] == label), None)
+            cells.append(_cell(m, "total_s", timeout, mine[k]))
+        if any(cells):
+            rows.append([label, *cells])
+    text = report.table(["", *(title(k) for k in keys)], rows)
+    tiers = []
+    for k in keys:
+        sm = next((m for m in calls if m["key"] == k and m["peer"] == "symad"), None)
+        s = (sm or {}).get("samples") or []
+        if s:
+            marks = sorted(s[0]["after"], key=int)
+            tiers.append(f"{title(k)}: build {fmt_s(median_of(s, 'build_s'))}; "
+                         + ", ".join(f"call {int(c):,} at {fmt_s(median_of([x['after'] for x in s], c))}"
+                                     for c in marks))
+    if tiers:
+        text += "\nsymad (compile and go), time from the text: " + "; ".join(tiers) + ".\n"
+    return text
+
+
+def pernode_table(per: dict[str, dict[str, tuple[float, float, int]]]) -> str:
+    keys = list(per)
+    rows = []
+    for tier, label in PERNODE_TIERS:
+        cells = []
+        for k in keys:
+            c = per[k].get(tier)
+            if c and c[2] == 1:
+                cells.append(fmt_s(c[0]))
+            else:
+                cells.append(f"{fmt_s(c[0])} / {c[2]:,} = **{fmt_s(c[1])}**" if c else "")
+        if len(keys) == 2 and all(per[k].get(tier) for k in keys) and per[keys[0]][tier][2] > 1:
+            (t0, _, n0), (t1, _, n1) = per[keys[0]][tier], per[keys[1]][tier]
+            cells.append(fmt_s((t1 - t0) / (n1 - n0)) if n1 != n0 else "—")
+        elif len(keys) == 2:
+            cells.append("")
+        if any(cells):
+            rows.append([label, *cells])
+    header = ["", *(title(k) for k in keys)] + (["marginal"] if len(keys) == 2 else [])
+    return report.table(header, rows)
+
+
+# ============================================================================ driver
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.first_call", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes, one process each (a smoke run)")
+    ap.add_argument("--only", help="comma-separated sections: " + ", ".join(SECTIONS))
+    ap.add_argument("--peers", help="comma-separated peer names (symad always runs), e.g. symad,casadi")
+    ap.add_argument("--repeats", type=int, default=3, help="fresh processes per measurement, median shown (3)")
+    ap.add_argument("--solve-repeats", type=int, default=5,
+                    help="fresh processes per time-to-solution measurement (5): its totals share a noisy "
+                         "NumPy and SciPy import")
+    ap.add_argument("--timeout", type=float, help=f"seconds per phase ({SOLVE_TIMEOUT_S:g} for a solve, "
+                    f"{CALLS_TIMEOUT_S:g} for the calls)")
+    ap.add_argument("--baseline", type=Path, default=ROOT / "docs" / "benchmarks.json",
+                    help="the steady-state figures to compare with (docs/benchmarks.json)")
+    ap.add_argument("--out-dir", type=Path, default=ROOT / "docs", help="where first_call.md/.json go (docs/)")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the sections not run (see --only) from the first_call.json in --out-dir")
+    args = ap.parse_args(argv)
+    args.update = args.out_dir / "first_call.json" if args.update else None
+    data = run_suite(args, run.command_line(argv if argv is not None else sys.argv[1:]).replace(
+        "benchmarks.run", "benchmarks.first_call"))
+    write(data, args.out_dir)
+    return 0
+
+
+def run_suite(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """Measure the sections asked for; the data first_call.json holds."""
+    only = set(args.only.split(",")) if args.only else set(SECTIONS)
+    unknown = only - set(SECTIONS)
+    if unknown:
+        raise SystemExit(f"unknown section(s): {', '.join(sorted(unknown))}")
+    suite = Suite(args)
+    started = time.time()
+    meta: dict[str, Any] = {
+        "command": command,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "quick": args.quick, "repeats": suite.repeats, "python": platform.python_version(),
+        "machine": run._machine(), "versions": peers_mod.versions(), "revision": run._revision(),
+        "load_before": run._load(), "solve_timeout_s": suite.solve_timeout, "calls_timeout_s": suite.calls_timeout,
+        "solve_repeats": 1 if args.quick else args.solve_repeats,
+    }  # fmt: skip
+    data: dict[str, Any] = {"meta": meta, "runs": {}}
+    earlier = getattr(args, "update", None)
+    if earlier:  # the sections not run now, as an earlier run measured them
+        try:
+            old = json.loads(Path(earlier).read_text())
+        except (OSError, ValueError):
+            old = {}
+        for name in SECTIONS:
+            if name not in only and name in old:
+                data[name] = old[name]
+                data["runs"][name] = old.get("runs", {}).get(name) or _run_of(old.get("meta", {}))
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("cli", suite.cli), ("tiny", suite.tiny), ("pernode", suite.pernode), ("steady", suite.steady),
+        ("calls", suite.calls), ("solve", suite.solve),
+    ]  # fmt: skip
+    for name, step in steps:
+        if name in only:
+            load, t0 = run._load(), time.time()
+            data[name] = step()
+            data["runs"][name] = {"date": meta["date"], "revision": run._revision(), "load_before": load,
+                                  "load_after": run._load(), "wall_s": round(time.time() - t0, 1)}
+    meta["load_after"] = run._load()
+    meta["revision_after"] = run._revision()
+    meta["wall_s"] = time.time() - started
+    data["targets"] = targets(data)
+    return data
+
+
+def _run_of(meta: dict[str, Any]) -> dict[str, Any]:
+    return {k: meta.get(k) for k in ("date", "revision", "load_before", "load_after")}
+
+
+def write(data: dict[str, Any], out_dir: Path) -> None:
+    """first_call.json and .md; benchmarks.md again, with the targets, where benchmarks.json is."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "first_call.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+    (out_dir / "first_call.md").write_text(render(data))
+    bench = out_dir / "benchmarks.json"
+    if bench.exists():
+        (out_dir / "benchmarks.md").write_text(report.render(json.loads(bench.read_text()), first_call=data))
+    print(f"wrote {out_dir / 'first_call.md'} and first_call.json", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
