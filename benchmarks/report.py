@@ -507,11 +507,21 @@ def render(data: Data, first_call: Data | None = None) -> str:
     if first_call and first_call.get("targets"):
         fm = first_call["meta"]
         add("\n## Targets: fast from the first call (issue #15)\n\n")
+        runs = first_call.get("runs") or {}
+        parts = {(r.get("command"), r.get("date")) for r in runs.values()}
+        if len(parts) > 1:
+            from benchmarks.first_call import provenance
+
+            source = f"Measured in parts: {provenance(first_call)}"
+        else:
+            source = (
+                f"From `{fm['command']}` ({fm['date']}, load {', '.join(map(str, fm.get('load_before') or []))} "
+                f"before, {', '.join(map(str, fm.get('load_after') or []))} after)"
+            )
         add(
-            f"From `{fm['command']}` ({fm['date']}, load {', '.join(map(str, fm.get('load_before') or []))} "
-            f"before, {', '.join(map(str, fm.get('load_after') or []))} after"
-            + ("; **quick run**, not a measurement" if fm.get("quick") else "")
-            + "): time to solution, the first 1,000 calls, the tiers per node, the command line and tiny "
+            source
+            + (" (**quick run**, not a measurement)" if fm.get("quick") else "")
+            + ": time to solution, the first 1,000 calls, the tiers per node, the command line and tiny "
             "expressions, every figure from fresh processes. The tables and the method: "
             "[first_call.md](first_call.md).\n\n"
         )
