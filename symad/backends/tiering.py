@@ -75,20 +75,23 @@ class TieredProgram:
     def compiled(self) -> Program:
         """The compiled program, built now (or awaited) if need be."""
         while self.program is None:
-            thread = self.start()
+            # A caller waits for it: compiled in-process (no worker to start), unless a
+            # background compile is already under way.
+            thread = self.start(abandonable=False)
             thread.join()
             if self.error is not None:
                 raise self.error
         return self.program
 
-    def start(self) -> threading.Thread:
-        """Start compiling in the background (once); the compile thread."""
+    def start(self, abandonable: bool = True) -> threading.Thread:
+        """Start compiling in a thread (once); the compile thread.  An ``abandonable`` compile
+        (nobody waits for it) runs its LLVM part in the worker process and is dropped at exit."""
         with self._lock:
             thread = self.thread
             if thread is None or (self.program is None and self.error is None and not thread.is_alive()):
                 # None yet, or one that ended without a result: a thread of the parent
                 # process, in a child forked while it ran (its program never arrives here).
-                thread = self.thread = background.start(self._build, abandonable=True)
+                thread = self.thread = background.start(self._build, abandonable=abandonable)
             return thread
 
     def _schedule(self) -> Schedule:
