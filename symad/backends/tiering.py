@@ -10,7 +10,7 @@ value and gradient).  With backend ``auto``:
    ``background=False`` (one-shot callers) the first call is interpreted by a
    :class:`~symad.backends.tape.Tape` instead (no gradient expression, no code built),
    and the instructions serve from the second;
-3. once those calls have cost about what compiling would (ski rental: compiling
+2. once those calls have cost about what compiling would (ski rental: compiling
    pays only for a loop that goes on), a background thread compiles a
    :class:`~symad.backends.program.Program`, which replaces the instructions when ready.
 
@@ -48,11 +48,11 @@ VM_CALL_S, VM_S_PER_OP = 0.6e-6, 10e-9
 class TieredProgram:
     """Outputs of ``graph`` at points, interpreted until compiled.
 
-    ``outputs()`` gives the output nodes (called in the compile thread, so a gradient
-    is built there, not on the caller's first call); ``tape()`` the shared interpreter,
-    whose sweep gives the value and, if ``with_grad``, the partials; ``compiled_hook``
-    runs once the program is ready.  ``background=False`` (one-shot callers such as the
-    command line) interprets every ``auto`` call rather than compile for later ones.
+    ``outputs()`` gives the output nodes (built once, for the schedule the instructions
+    and compiled code share); ``tape()`` the shared interpreter, whose sweep gives the
+    value and, if ``with_grad``, the partials; ``compiled_hook`` runs once the program is
+    ready.  ``background=False`` (one-shot callers such as the command line): the tape,
+    then instructions, and nothing compiled in the background.
     """
 
     def __init__(self, graph: Graph, outputs: Callable[[], list[int]], inputs: Sequence[int], backend: str, *,
