@@ -231,6 +231,7 @@ def emit(args: argparse.Namespace, obj: dict[str, Any], lines: list[str], warnin
         print("\n".join(lines))
         for w in warnings:
             print(f"symad: warning: {w}", file=sys.stderr)
+    sys.stdout.flush()  # the result is out before any exit work (and before a late Ctrl-C)
 
 
 def table(rows: list[tuple[str, str]]) -> list[str]:
