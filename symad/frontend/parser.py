@@ -1,33 +1,29 @@
 """Text → postfix → DAG.
 
 Lark reads ``grammar/symad.lark`` and builds its LALR(1) tables and terminal
-patterns.  symad drives those tables with a small loop: bottom-up parsing
-reduces every operand before its operator, so emitting a token at each
-reduction *is* postfix order.  No parse tree and no token objects are built,
+patterns (shipped as data: :mod:`symad.frontend.tables`).  symad drives those
+tables with a small loop: bottom-up parsing reduces every operand before its
+operator, so emitting a token at each reduction *is* postfix order.  No parse tree and no token objects are built,
 and nothing recurses, however deep the nesting.  (Lark's generic driver does
 the same work through per-token objects and child lists; this loop is 2-4 times
 faster, even against ``Lark.parse`` with an inlined transformer, and emits straight
-into the DAG builder.  It reads Lark internals: see ``lark_tables``.)
+into the DAG builder.)
 """
 
 from __future__ import annotations
 
 import math
-import re
 import threading
 from collections.abc import Callable, Iterable
-from importlib import resources
-from pathlib import Path
 from typing import NamedTuple
 
-import lark
-
 from symad.core import forksafe
-from symad.core.errors import ParseError, SymadError, UnknownFunctionError
+from symad.core.errors import ParseError, UnknownFunctionError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
 from symad.core.term import Term
+from symad.frontend.tables import tables as lalr_tables
 
 
 class Token(NamedTuple):
@@ -46,14 +42,6 @@ class Token(NamedTuple):
         if self.kind == "define":
             return f"={self.text}"
         return self.text
-
-
-def grammar_text() -> str:
-    """The grammar: shipped inside the package, or read from the checkout's grammar/."""
-    shipped = resources.files("symad").joinpath("grammar/symad.lark")
-    if shipped.is_file():
-        return shipped.read_text(encoding="utf-8")
-    return (Path(__file__).resolve().parents[2] / "grammar" / "symad.lark").read_text(encoding="utf-8")
 
 
 def line_column(text: str, pos: int) -> tuple[int, int]:
@@ -75,112 +63,39 @@ _LOOKALIKES = {"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "²": "^
 Emit = Callable[[Token], None]
 
 
-# Lark's own `Lark.parse` (even with the transformer inlined, no tree) is 2-4x slower on
-# symad's inputs, so symad reads Lark's LALR tables and terminals and runs its own loop.
-# Those are Lark internals: `lark_tables` is the one place that touches them, checks their
-# layout, and names the range of Lark versions it was tested with (pyproject.toml pins it).
-LARK_TESTED = "1.1–1.3"
-
-
-class LarkTables(NamedTuple):
-    """What the lean driver takes from Lark: the LALR(1) table and one pattern for the terminals."""
-
-    start: int  # the start state
-    end: int  # the state after the start rule's goto, reached only on $END
-    # states[state][terminal or rule name] = (True, next state) for a shift or goto,
-    # (False, (rule name, length, callback name)) for a reduction.
-    states: dict[int, dict[str, tuple[bool, object]]]
-    ignore: frozenset[str]  # terminals the lexer skips
-    pattern: re.Pattern[str]  # one named group per terminal, in Lark's lexer order
-
-
-def lark_tables(lk: lark.Lark, start: str = "start") -> LarkTables:
-    """Extract what the driver needs from a ``Lark(..., parser="lalr")``, checking the layout.
-
-    Any other layout (a Lark outside ``LARK_TESTED`` that moved or renamed something) raises
-    ``SymadError`` saying so, rather than an AttributeError deep in the parser."""
-
-    def layout_error(what: str) -> SymadError:
-        return SymadError(f"symad's parser needs lark's LALR table layout of lark {LARK_TESTED} "
-                          f"(found lark {getattr(lark, '__version__', '?')}: {what}): pin lark or report this")
-
-    def need(ok: object, what: str) -> None:
-        if not ok:
-            raise layout_error(what)
-
-    try:
-        try:
-            table = lk.parser.parser.parser.parse_table
-        except AttributeError:
-            raise layout_error("no parse table at Lark.parser.parser.parser.parse_table") from None
-        for attr in ("states", "start_states", "end_states"):
-            need(isinstance(getattr(table, attr, None), dict), f"parse_table.{attr} is not a dict")
-        need(isinstance(table.start_states.get(start), int) and isinstance(table.end_states.get(start), int),
-             f"no integer start/end state for {start!r}")
-        states: dict[int, dict[str, tuple[bool, object]]] = {}
-        reduced: set[str] = set()  # rule names: the symbols that are goto targets, not terminals
-        for state, actions in table.states.items():
-            need(isinstance(state, int) and isinstance(actions, dict), "states are not int -> dict")
-            row: dict[str, tuple[bool, object]] = {}
-            for symbol, entry in actions.items():
-                need(isinstance(symbol, str) and isinstance(entry, tuple) and len(entry) == 2,
-                     "an action is not a (action, argument) pair keyed by symbol name")
-                action, arg = entry
-                kind = getattr(action, "name", None)
-                if kind == "Shift":
-                    need(isinstance(arg, int), "a Shift's argument is not a state number")
-                    row[str(symbol)] = (True, arg)
-                elif kind == "Reduce":
-                    origin = getattr(getattr(arg, "origin", None), "name", None)
-                    expansion = getattr(arg, "expansion", None)
-                    alias = getattr(arg, "alias", 0)  # 0: missing (Lark's is None or a name)
-                    need(isinstance(origin, str) and isinstance(expansion, (list, tuple))
-                         and (alias is None or isinstance(alias, str)),
-                         "a Reduce's rule lacks origin.name, expansion or alias")
-                    reduced.add(str(origin))
-                    row[str(symbol)] = (False, (str(origin), len(expansion), str(alias or origin)))
-                else:
-                    raise layout_error(f"an action is {action!r}, not Shift or Reduce")
-            states[state] = row
-        need(table.end_states[start] in states and table.start_states[start] in states, "start/end state not in table")
-
-        terminals = list(lk.terminals)
-        for t in terminals:
-            pattern = getattr(t, "pattern", None)
-            need(isinstance(getattr(t, "name", None), str) and isinstance(getattr(t, "priority", None), int)
-                 and isinstance(getattr(pattern, "max_width", None), int)
-                 and isinstance(getattr(pattern, "value", None), str) and callable(getattr(pattern, "to_regexp", None)),
-                 "a terminal lacks name, priority, pattern.max_width, pattern.value or pattern.to_regexp")
-        # Ordered as Lark's lexer orders them.
-        terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
-        # ASCII: `\d` must not accept other scripts' digits, which float() would read.
-        pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), re.ASCII)
-        # Plain str keys throughout: Lark's names are str subclasses compared in Python code.
-        ignore = frozenset(str(t) for t in lk.ignore_tokens)
-        lexed = set(pattern.groupindex)
-        symbols = {symbol for row in states.values() for symbol in row}
-        need(symbols - reduced - {"$END"} <= lexed, "the table shifts terminals the lexer does not know")
-        need(ignore <= lexed, "ignored terminals the lexer does not know")
-        need(all(any(states[s].get(name, (False,))[0] for s in states) for name in reduced),
-             "a rule the table reduces has no goto")
-    except SymadError:
-        raise
-    except (AttributeError, KeyError, TypeError, ValueError, re.error) as exc:
-        raise layout_error(f"{type(exc).__name__}: {exc}") from exc
-    return LarkTables(table.start_states[start], table.end_states[start], states, ignore, pattern)
-
-
 class _Driver:
     """Lark's LALR(1) tables for the grammar, run by a lean shift/reduce loop."""
 
     def __init__(self) -> None:
-        tables = lark_tables(lark.Lark(grammar_text(), parser="lalr"))
+        tables = lalr_tables()
         self.start, self.end, self.states = tables.start, tables.end, tables.states
         self.ignore, self.pattern = tables.ignore, tables.pattern
+        # Most reductions pass one child through (`sum: product`, ...): a token climbs through
+        # several of them, each replacing the top state by a goto from the state below.  The
+        # state a chain of them ends in depends only on (state below, top, lookahead): kept here.
+        self.passing: dict[tuple[int, int, str], int] = {}
+
+    def _pass_through(self, below: int, top: int, kind: str) -> int:
+        """The top state after the pass-through reductions from ``top`` on ``kind``, over ``below``."""
+        key = (below, top, kind)
+        state = self.passing.get(key)
+        if state is None:
+            states, state = self.states, top
+            while True:
+                action = states[state].get(kind)
+                if action is None or action[0] or not _passes(action[1]):  # type: ignore[arg-type]
+                    break
+                goto = states[below][action[1][0]][1]  # type: ignore[index]
+                if goto == self.end:
+                    break  # the start rule: accepting is the general loop's
+                state = goto  # type: ignore[assignment]
+            self.passing[key] = state
+        return state
 
     def run(self, text: str, emit: Emit) -> None:
         """Parse ``text``, calling ``emit`` with each postfix token in order."""
         states, ignore, match = self.states, self.ignore, self.pattern.match
+        passing, pass_through = self.passing, self._pass_through
         state_stack = [self.start]
         values: list[object] = []
         pos, n = 0, len(text)
@@ -197,9 +112,16 @@ class _Driver:
             else:
                 kind, start, value = "$END", n, None
             while True:
-                action = states[state_stack[-1]].get(kind)  # type: ignore[arg-type]
+                top = state_stack[-1]
+                if len(state_stack) > 1:
+                    below = state_stack[-2]
+                    climbed = passing.get((below, top, kind))  # type: ignore[arg-type]
+                    if climbed is None:
+                        climbed = pass_through(below, top, kind)  # type: ignore[arg-type]
+                    top = state_stack[-1] = climbed
+                action = states[top].get(kind)  # type: ignore[arg-type]
                 if action is None:
-                    raise _unexpected_token(text, kind, value, start, states[state_stack[-1]])
+                    raise _unexpected_token(text, kind, value, start, states[top])
                 shift, arg = action
                 if shift:
                     state_stack.append(arg)  # type: ignore[arg-type]
@@ -217,6 +139,11 @@ class _Driver:
                     return
                 state_stack.append(goto)  # type: ignore[arg-type]
                 values.append(result)
+
+
+def _passes(rule: tuple[str, int, str]) -> bool:
+    """Whether a reduction passes its one child through (no handler: no token, the same value)."""
+    return rule[1] == 1 and rule[2] not in _REDUCE
 
 
 # ---------------------------------------------------------------- reductions

@@ -1,7 +1,11 @@
 """Text → postfix → DAG: the grammar, precedence, and syntax errors."""
 
+import json
 import math
 import re
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import lark
@@ -9,7 +13,8 @@ import pytest
 
 import symad
 from symad import ParseError, UnknownFunctionError, parse, to_postfix
-from symad.frontend.parser import LARK_TESTED, grammar_text, lark_tables
+from symad.frontend.tables import LARK_TESTED, grammar_text
+from symad.frontend.tables import from_lark as lark_tables
 
 
 def postfix(text: str) -> str:
@@ -212,8 +217,9 @@ def test_lark_tables_reject_another_layout_clearly(monkeypatch, change):
 
 
 def test_a_changed_lark_fails_parse_with_the_clear_error(monkeypatch):
-    """Through the public API too: the driver is built with `lark_tables`."""
-    from symad.frontend import parser
+    """Through the public API too: a grammar the shipped tables were not built from is built
+    with Lark, through `from_lark`."""
+    from symad.frontend import parser, tables
 
     class MovedTable(lark.Lark):  # a Lark whose parse table moved elsewhere
         def __init__(self, *args, **kwargs):
@@ -221,6 +227,41 @@ def test_a_changed_lark_fails_parse_with_the_clear_error(monkeypatch):
             del self.parser.parser.parser.parse_table
 
     monkeypatch.setattr(parser, "_driver", None)  # built afresh, then the real one restored
-    monkeypatch.setattr(parser.lark, "Lark", MovedTable)
+    monkeypatch.setattr(tables, "load_shipped", lambda text: None)
+    monkeypatch.setattr(lark, "Lark", MovedTable)
     with pytest.raises(symad.SymadError, match=r"lark's LALR table layout .*: pin lark or report this"):
         parse("x + 1")
+
+
+# ---------------------------------------------------------------- the shipped tables
+def test_the_shipped_tables_are_what_lark_builds_from_the_grammar():
+    """`lalr_tables.json` is generated (python -m symad.frontend.tables): it must be Lark's tables
+    of the grammar as it is now, stamped with the grammar's digest."""
+    from symad.frontend import tables
+
+    text = grammar_text()
+    shipped = tables.load_shipped(text)
+    assert shipped is not None, "lalr_tables.json is missing or stale: run python -m symad.frontend.tables"
+    built = tables.build_with_lark(text)
+    assert shipped == built
+    path = Path(tables.__file__).with_name(tables.SHIPPED)
+    assert json.loads(path.read_text()) == json.loads(tables.to_json(built, text))
+
+
+def test_tables_of_another_grammar_are_built_with_lark(monkeypatch):
+    """A grammar edited since the tables were generated (its digest differs) is built by Lark,
+    never parsed with stale tables."""
+    from symad.frontend import tables
+
+    edited = grammar_text().replace('| sum "-" product    -> sub', '| sum "-" product    -> sub\n    | sum "~" product -> sub')
+    assert edited != grammar_text()
+    assert tables.load_shipped(edited) is None
+    monkeypatch.setattr(tables, "grammar_text", lambda: edited)
+    assert "~" in tables.tables().pattern.pattern and "~" not in tables.load_shipped(grammar_text()).pattern.pattern
+
+
+def test_parsing_with_the_shipped_tables_needs_no_lark():
+    """`symad grad` never imports Lark: its tables come from the shipped file."""
+    out = subprocess.run([sys.executable, "-c", "import sys, symad; symad.parse('sin(x)^2/sqrt(1+y)'); "
+                          "print('lark' in sys.modules)"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -42,7 +42,7 @@ class _GrammarTables:
     def __init__(self) -> None:
         import lark
 
-        from symad.frontend.parser import grammar_text
+        from symad.frontend.tables import grammar_text
 
         lk = lark.Lark(grammar_text(), parser="lalr")
         self.start = lk.options.start[0]
