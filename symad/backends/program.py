@@ -33,14 +33,37 @@ BACKENDS = ("auto", "python", "native")
 # work, so single points run in Python.  Up to NATIVE_SYNC_OPS optimised native code
 # (LLVM -O2) is compiled before the first call.  Beyond, quick native code (-O0,
 # compiled in about the time Python needs to compile the same program, and in less
-# memory) serves the first calls while a background thread compiles optimised code,
-# up to NATIVE_OPTIMIZE_OPS (-O2's time grows faster than linearly).  Past
+# memory) serves the calls; once they have cost what optimised code's compile will, a
+# background thread compiles it, up to NATIVE_OPTIMIZE_OPS (-O2's time grows faster than
+# linearly).  Past
 # NATIVE_MAX_OPS, Python code compiled in chunks keeps memory bounded.
 NATIVE_MIN_OPS = 16  # measured: native `call` ≈ 0.9 µs a point; Python code ≈ 0.5 µs + 50 ns an operation
 NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
 PARALLEL_MIN_POINTS = 20_000
+
+
+# What a native compile is expected to cost, for the ski rentals deciding when one pays
+# (measured: LLVM -O2 ~20 ms plus ~150 µs an operation, -O0 ~25 µs an operation), and
+# what a call of quick (-O0) code costs (~0.6 µs plus ~1.3 ns an operation).
+COMPILE_S, COMPILE_S_PER_OP = 0.02, {0: 25e-6, 2: 150e-6}
+CALL_S, QUICK_S_PER_OP = 0.6e-6, 1.3e-9
+# A compile in the background is not free for the caller: while it runs, the caller's loop
+# slows (on 2 cores, with SciPy's BLAS threads spinning beside it, by ~0.7 s during a 0.4 s
+# compile).  The ski rentals count a compile at this multiple of its own time.
+BACKGROUND_COST = 2.5
+
+
+def first_native_opt(size: int) -> int:
+    """The optimisation level of a program's first native code under ``auto``."""
+    return 2 if size <= NATIVE_SYNC_OPS else 0
+
+
+def compile_seconds(size: int, opt: int) -> float:
+    """What a background native compile of ``size`` operations at ``opt`` is expected to cost
+    the caller (its time, times ``BACKGROUND_COST``)."""
+    return BACKGROUND_COST * (COMPILE_S + COMPILE_S_PER_OP[opt] * size)
 
 
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
@@ -139,11 +162,26 @@ class Program:
         self.call = program.call if program is not None and self.prefer_native_points else None
 
     def _quick_native(self, optimize: bool = True) -> None:
-        """Quick native code (-O0) now, and optimised code (-O2) from a background thread
-        (started later by :meth:`_optimize_in_background` if not ``optimize``)."""
+        """Quick native code (-O0) now; with ``optimize``, optimised code (-O2) from a background
+        thread once the quick code's calls have cost what that compile will (a ski rental: a
+        short loop never pays for it, nor waits for it, nor shares its cores with it)."""
         self.native = jit.compile_native(self.schedule, opt=0)
-        if optimize:
+        quick = self.call
+        if not optimize or self.size > NATIVE_OPTIMIZE_OPS or not self.background:
+            return
+        if quick is None:
             self._optimize_in_background()
+            return
+        left = [max(1, round(compile_seconds(self.size, 2) / (CALL_S + QUICK_S_PER_OP * self.size)))]
+
+        def counted(x: np.ndarray, rest: np.ndarray) -> float:
+            left[0] -= 1
+            if left[0] == 0:
+                self._optimize_in_background()
+            return quick(x, rest)
+
+        if self.call is quick:  # (optimised code that arrived meanwhile is left alone)
+            self.call = counted
 
     def _optimize_in_background(self) -> None:
         if self.size <= NATIVE_OPTIMIZE_OPS and self.background and self._compiling is None:

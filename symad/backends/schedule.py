@@ -76,7 +76,6 @@ class Schedule:
     outputs: list[int]
     steps: list[Step]
     consts: dict[int, float]
-    key: str  # structural: equal for equal programs, whatever their graphs and node ids
 
     @classmethod
     def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
@@ -94,8 +93,13 @@ class Schedule:
                     raise SymadError(f"no input for variable {graph.data[node]}")
             else:
                 steps.append((node, op, graph.args[node]))
-        key = _structural_key(inputs, outputs, steps, consts)  # type: ignore[arg-type]
-        return cls(list(inputs), list(outputs), steps, consts, key)  # type: ignore[arg-type]
+        return cls(list(inputs), list(outputs), steps, consts)  # type: ignore[arg-type]
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Structural: equal for equal programs, whatever their graphs and node ids (computed
+        on first use: only compiled code is cached by it)."""
+        return _structural_key(self.inputs, self.outputs, self.steps, self.consts)
 
     @functools.cached_property
     def source(self) -> str:

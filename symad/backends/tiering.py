@@ -30,7 +30,7 @@ import numpy as np
 
 from symad.backends import background
 from symad.backends.llvm import jit
-from symad.backends.program import NATIVE_BATCH_POINTS, NATIVE_MIN_OPS, Program
+from symad.backends.program import NATIVE_BATCH_POINTS, NATIVE_MIN_OPS, Program, compile_seconds, first_native_opt
 from symad.backends.schedule import Schedule
 from symad.backends.tape import Tape
 from symad.backends.vm import VMProgram
@@ -38,11 +38,10 @@ from symad.core import forksafe
 from symad.core.graph import Graph
 
 COMPILE_AFTER_CALLS = 1  # calls a one-shot Function (background=False) runs on the tape
-# Ski rental: a program is compiled once the interpreter's calls have cost what its compile
-# is expected to (measured with LLVM -O2: ~20 ms plus ~150 µs an operation; the interpreter
-# ~0.6 µs a call plus ~10 ns an instruction).
-COMPILE_S, COMPILE_S_PER_OP = 0.02, 150e-6
-VM_CALL_S, VM_S_PER_OP = 0.6e-6, 10e-9
+# Ski rental: a program is compiled once the interpreter's calls have cost what its first
+# native compile is expected to (program.compile_seconds; the interpreter ~0.6 µs a call
+# plus ~5 ns an instruction).
+VM_CALL_S, VM_S_PER_OP = 0.6e-6, 5e-9
 
 
 class TieredProgram:
@@ -174,7 +173,7 @@ class TieredProgram:
         except Exception:  # noqa: BLE001 - the tape keeps serving; a compile reports the error
             return False
         size = schedule.size
-        self.vm_calls_before_compile = max(1, round((COMPILE_S + COMPILE_S_PER_OP * size)
+        self.vm_calls_before_compile = max(1, round(compile_seconds(size, first_native_opt(size))
                                                     / (VM_CALL_S + VM_S_PER_OP * size)))
         self.vm = vm
         return True
