@@ -109,10 +109,7 @@ class Function:
             return call(point, point)  # machine code reads the array in place (one output)
         floats = self._value.floats
         if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
-            try:
-                return floats(*point.tolist())[0]
-            except (ArithmeticError, ValueError):
-                pass
+            return floats(*point.tolist())[0]  # the Python code on floats (IEEE results: see run_float)
         out, shape = self.outputs_at(self._value, point, kwargs)
         return float(out[0]) if shape is None else out[:, 0].reshape(shape)
 
@@ -135,11 +132,8 @@ class Function:
         floats = self._value_grad.floats
         if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
             # An optimizer's call on a small expression: straight to the Python code on floats.
-            try:
-                out = floats(*point.tolist())
-                return out[0], np.array(out[1:])
-            except (ArithmeticError, ValueError):
-                pass  # the general path below redoes the point with IEEE (NumPy) semantics
+            out = floats(*point.tolist())
+            return out[0], np.array(out[1:])
         out, shape = self.outputs_at(self._value_grad, point, kwargs)
         if shape is None:
             return float(out[0]), out[1:]
@@ -164,16 +158,7 @@ class Function:
                 return (call(np.array(xs, dtype=float), rest), *rest.tolist())
 
             return native
-        run_float, run_numpy = program.run_float, program.run_numpy
-
-        def floats(*xs: float) -> tuple[float, ...]:
-            try:
-                return run_float(*xs)
-            except (ArithmeticError, ValueError):  # IEEE results (inf, nan), as every form gives
-                with np.errstate(all="ignore"):
-                    return tuple(float(v) for v in run_numpy(*(np.float64(x) for x in xs)))
-
-        return floats
+        return program.run_float  # IEEE results where Python's floats would raise (inf, nan)
 
     def value_and_grad_into(self, points: Any, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Batch ``value_and_grad`` writing into ``out`` (shape ``(n_points, 1 + n_vars)``,

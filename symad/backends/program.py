@@ -22,7 +22,7 @@ import numpy as np
 from symad.backends import background
 from symad.backends.llvm import jit
 from symad.backends.llvm.jit import NativeProgram
-from symad.backends.python_code import NP_NAMESPACE, PY_NAMESPACE
+from symad.backends.python_code import NP_NAMESPACE, PY_NAMESPACE, python_source
 from symad.backends.schedule import Schedule
 from symad.core import forksafe
 from symad.core.errors import PointError
@@ -94,6 +94,10 @@ def _reset_after_fork() -> None:
 
 
 forksafe.after_fork_in_child(_reset_after_fork)
+
+def _unreachable(*xs: Any) -> Any:
+    raise AssertionError("NumPy arithmetic raised under np.errstate(all='ignore')")
+
 
 def check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``out`` if compiled code may write results into it in place, else a PointError.
@@ -217,8 +221,18 @@ class Program:
 
     def _python_functions(self) -> tuple[Any, Any]:
         if self._python is None:
-            code = compile(self.schedule.source, "<symad>", "exec")
+            schedule = self.schedule
+            source = python_source(schedule.inputs, schedule.outputs, schedule.steps, schedule.consts,
+                                   schedule.chunks() if schedule.chunked else None, guard="_ieee")
+            code = compile(source, "<symad>", "exec")
             py_ns, np_ns = dict(PY_NAMESPACE), dict(NP_NAMESPACE)
+            np_ns["_ieee"] = _unreachable
+
+            def ieee(*xs: float) -> tuple[float, ...]:
+                with np.errstate(all="ignore"):
+                    return tuple([float(v) for v in np_ns["program"](*[np.float64(x) for x in xs])])
+
+            py_ns["_ieee"] = ieee
             exec(code, py_ns)  # generated from the op table, never from user text
             exec(code, np_ns)
             self._python = (py_ns["program"], np_ns["program"])
@@ -226,7 +240,8 @@ class Program:
 
     @property
     def run_float(self) -> Any:
-        """The Python function on floats."""
+        """The Python function on floats (IEEE results, as NumPy gives them, where Python's
+        arithmetic would raise)."""
         return self._python_functions()[0]
 
     @property
@@ -255,12 +270,7 @@ class Program:
                 self._in[: len(x)] = x
                 nat.point(*self._addresses)
                 return self._out[: self.n_out].copy()
-        args = x.tolist()
-        try:
-            return np.array(self.run_float(*args), dtype=float)
-        except (ArithmeticError, ValueError):
-            with np.errstate(all="ignore"):
-                return np.array([float(v) for v in self.run_numpy(*(np.float64(a) for a in args))])
+        return np.array(self.run_float(*x.tolist()), dtype=float)
 
     def batch(self, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Outputs at many points: ``rows`` has shape (n_points, n_inputs); result (n_points, n_out).

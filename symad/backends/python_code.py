@@ -90,10 +90,23 @@ def _straight_line(steps: list[Step], names: dict[int, str],
     return lines
 
 
+def _guarded(head: str, lines: list[str], guard: str | None, args: str) -> str:
+    """A function of ``head`` and body ``lines``; with ``guard``, one that returns
+    ``guard(args)`` where Python's float arithmetic raises (``1/0``, ``log(-1)``), so that a
+    caller gets the IEEE results (inf, nan) with no wrapper of its own (a ``try`` costs
+    nothing until it catches)."""
+    if guard is None:
+        return head + "".join(ln + "\n" for ln in lines)
+    return (head + "    try:\n" + "".join("    " + ln + "\n" for ln in lines)
+            + f"    except (ArithmeticError, ValueError):\n        return {guard}({args})\n")
+
+
 def python_source(inputs: list[int], outputs: list[int], steps: list[Step], consts: dict[int, float],
-                  plan: ChunkPlan | None = None) -> str:
+                  plan: ChunkPlan | None = None, guard: str | None = None) -> str:
     """The program as Python source: ``program(a0, a1, ...)`` returning the outputs' tuple;
-    with a chunk ``plan``, one function per chunk, values crossing chunks in the list ``s``."""
+    with a chunk ``plan``, one function per chunk, values crossing chunks in the list ``s``.
+    ``guard`` names the function the program hands its arguments to where Python's float
+    arithmetic raises (see :func:`_guarded`)."""
     literals = {node: _literal(c) for node, c in consts.items()}
     if plan is None:
         names = {v: f"a{k}" for k, v in enumerate(inputs)}
@@ -101,7 +114,7 @@ def python_source(inputs: list[int], outputs: list[int], steps: list[Step], cons
         lines = _straight_line(steps, names, consts, set(outputs), {})
         params = ", ".join(f"a{k}" for k in range(len(inputs)))
         result = ", ".join(names[n] for n in outputs)
-        return f"def program({params}):\n" + "".join(ln + "\n" for ln in lines) + f"    return ({result},)\n"
+        return _guarded(f"def program({params}):\n", [*lines, f"    return ({result},)"], guard, params)
     chunks, chunk_of, slot = plan.chunks, plan.chunk_of, plan.slot
     index = {v: k for k, v in enumerate(inputs)}
     parts = []
@@ -127,9 +140,10 @@ def python_source(inputs: list[int], outputs: list[int], steps: list[Step], cons
             return literals[node]
         return f"a[{index[node]}]" if node in index else f"s[{slot[node]}]"
 
-    calls = "".join(f"    chunk{c}(a, s)\n" for c in range(len(chunks)))
+    calls = [f"    chunk{c}(a, s)" for c in range(len(chunks))]
     result = ", ".join(ref(n) for n in outputs)
-    parts.append(f"def program(*a):\n    s = [0.0] * {len(slot)}\n{calls}    return ({result},)\n")
+    body = [f"    s = [0.0] * {len(slot)}", *calls, f"    return ({result},)"]
+    parts.append(_guarded("def program(*a):\n", body, guard, "*a"))
     return "\n".join(parts)
 
 
