@@ -19,12 +19,18 @@ def local_partials(graph: Graph, node: int, wanted: Sequence[int]) -> list[int |
     A partial that is a plain number (1 for a sum, -1 for a difference) stays a
     float, so callers can skip multiplying by it.
     """
-    wrapped = [Term(graph, a) for a in graph.args[node]]
-    wrapped.append(Term(graph, node))
-    spec = OPS[graph.op[node]]
+    rules = OPS[graph.op[node]].partials
+    wrapped: list[Term] | None = None  # the arguments and the node as terms, built if a rule needs them
     out: list[int | float] = []
     for k in wanted:
-        local = spec.partial(k, *wrapped)
+        rule = rules[k]
+        if isinstance(rule, float):
+            out.append(rule)
+            continue
+        if wrapped is None:
+            wrapped = [Term(graph, a) for a in graph.args[node]]
+            wrapped.append(Term(graph, node))
+        local = rule(*wrapped)
         out.append(float(local) if isinstance(local, (int, float)) else local.id)
     return out
 

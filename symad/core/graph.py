@@ -102,7 +102,8 @@ class Graph:
         node = self._index.get((op, args))
         if node is not None:  # built before: rewrites are deterministic, so reuse it
             return node
-        if all(ops[a] == "const" for a in args):
+        if (ops[args[0]] == "const" and ops[args[1]] == "const" if arity == 2
+                else all(ops[a] == "const" for a in args)):
             folded = self._fold(py, np_fn, args)
             if folded is not None:
                 return self.const(folded)

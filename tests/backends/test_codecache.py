@@ -320,3 +320,65 @@ def test_a_planted_entry_owned_by_another_user_is_not_run(cache):
     got, err = child(FIRST, cache)
     assert got == {"value": want, "loaded": 0}
     assert f"not using {a}" in err and f"owned by uid {NOBODY}" in err
+
+
+# ---------------------------------------------------------------- the interpreter's shared code
+
+INTERPRETER = """
+    import json
+    import numpy as np
+    import symad
+    from symad.backends.llvm import jit as native
+    text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(1, 20))
+    f = symad.compile(text)
+    value, grad = f.value_and_grad(np.linspace(0.5, 1.5, 20))
+    print(json.dumps({"value": value, "grad": grad.tolist(), "tier": "vm" if f._value_grad.vm else "other",
+                      "stats": native.compile_stats()}))
+"""
+
+
+def interpreter_child(env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(INTERPRETER)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@native_only
+def test_the_interpreter_is_compiled_once_a_machine_and_loaded_after(tmp_path):
+    """Without SYMAD_CACHE_DIR the interpreter's optimised code goes to the user's cache directory
+    (XDG_CACHE_HOME): the first process compiles it, the next ones load it, with the same numbers."""
+    env = {k: v for k, v in os.environ.items() if k != "SYMAD_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    first = interpreter_child(env)
+    (entry_path,) = (tmp_path / "xdg" / "symad").glob("*.o")
+    assert stat.S_IMODE(entry_path.stat().st_mode) == 0o600
+    assert first["tier"] == "vm" and first["stats"]["loaded"] == 0
+    second = interpreter_child(env)
+    assert second["stats"]["loaded"] == 1
+    assert (second["value"], second["grad"]) == (first["value"], first["grad"])
+
+
+@native_only
+def test_an_empty_cache_dir_keeps_the_interpreter_off_disk(tmp_path):
+    """SYMAD_CACHE_DIR="" turns every disk cache off: the interpreter is compiled (quick code) in
+    each process and nothing is written, not even to the user's cache directory."""
+    env = dict(os.environ, SYMAD_CACHE_DIR="", XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    for _ in range(2):
+        out = interpreter_child(env)
+        assert out["stats"]["loaded"] == 0 and out["tier"] == "vm"
+    assert not (tmp_path / "xdg").exists()
+
+
+@native_only
+def test_an_unwritable_cache_still_gives_an_interpreter(tmp_path):
+    """A cache directory that is not trusted (group-writable) is not used: quick code, a warning
+    at most, the same numbers."""
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o770)
+    folder.chmod(0o770)
+    env = dict(os.environ, SYMAD_CACHE_DIR=str(folder))
+    out = interpreter_child(env)
+    assert out["tier"] == "vm" and not list(folder.glob("*.o"))
+    reference = interpreter_child(dict(os.environ, SYMAD_CACHE_DIR=""))
+    assert (out["value"], out["grad"]) == (reference["value"], reference["grad"])

@@ -82,9 +82,33 @@ def key(*parts: str) -> str:
     return h.hexdigest()
 
 
-def load(name: str) -> bytes | None:
-    """The object code stored under ``name``, if present, intact and trusted (see the module's notes)."""
-    folder = cache_dir()
+def shared_dir() -> Path | None:
+    """Where code shared by every program is kept (the instruction interpreter's: one file of
+    a few KB per machine and llvmlite version): the cache directory if one is set, else the
+    user's cache directory (``$XDG_CACHE_HOME/symad``, by default ``~/.cache/symad``); None
+    when the cache is turned off (an empty ``SYMAD_CACHE_DIR``, ``set_cache_dir("")``) or on
+    a system without POSIX owners and modes."""
+    if not _POSIX:
+        return None
+    if _dir or "SYMAD_CACHE_DIR" in os.environ:
+        return cache_dir()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "symad" if os.path.isabs(base) else None
+
+
+def writable(folder: Path) -> bool:
+    """Whether entries can be stored in ``folder`` (created if need be) and will be trusted."""
+    dir_fd = _open_trusted_dir(folder, create=True) if _POSIX else None
+    if dir_fd is None:
+        return False
+    os.close(dir_fd)
+    return os.access(folder, os.W_OK)
+
+
+def load(name: str, folder: Path | None = None) -> bytes | None:
+    """The object code stored under ``name`` (in ``folder``, by default the cache directory),
+    if present, intact and trusted (see the module's notes)."""
+    folder = cache_dir() if folder is None else folder
     if folder is None:
         return None
     _check_name(name)
@@ -105,9 +129,10 @@ def load(name: str) -> bytes | None:
     return payload if _checksum(label, payload) == blob[len(label):head] else None
 
 
-def store(name: str, payload: bytes) -> None:
-    """Store object code under ``name`` (atomically; a cache that cannot be written is skipped)."""
-    folder = cache_dir()
+def store(name: str, payload: bytes, folder: Path | None = None) -> None:
+    """Store object code under ``name`` (in ``folder``, by default the cache directory;
+    atomically; a cache that cannot be written is skipped)."""
+    folder = cache_dir() if folder is None else folder
     if folder is None:
         return
     _check_name(name)
