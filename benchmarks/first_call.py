@@ -107,8 +107,8 @@ def available(c: Config) -> str | None:
 
 def child_env() -> dict[str, str]:
     """The workers' environment: one BLAS thread (as benchmarks/bench_optimize.py; L-BFGS-B's
-    small vector work only waits for a thread pool), and symad's disk cache off (a fresh
-    process compiles, as a user's first run does)."""
+    small vector work only waits for a thread pool), and symad's default caches: programs are
+    compiled in every process, the interpreter's code comes from the user's cache directory."""
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
@@ -718,8 +718,9 @@ def render(data: dict[str, Any]) -> str:
         "built as in benchmarks.md (`benchmarks/peers.py`): SymPy `diff` + `lambdify` (math module), "
         "SymEngine `Lambdify` (its LLVM backend when available), CasADi SX `Function` called through "
         "`Function.buffer`, JAX `jit(value_and_grad)` in float64.\n"
-        "- Workers run with one BLAS thread (`OPENBLAS_NUM_THREADS=1` etc.) and without symad's disk cache "
-        "(`SYMAD_CACHE_DIR` unset): every process compiles what it needs.\n"
+        "- Workers run with one BLAS thread (`OPENBLAS_NUM_THREADS=1` etc.) and with symad's default caches "
+        "(`SYMAD_CACHE_DIR` unset): every process compiles the programs it needs; the instruction interpreter's "
+        "code, kept in the user's cache directory, was compiled once, by an earlier process on this machine.\n"
         "- The logistic regression's text: `benchmarks.workloads.logistic_text(rows)`, 8 features of "
         "seeded standard-normal data (three decimals) and labels drawn from the model, the label folded into "
         "the sign of each term.\n")
