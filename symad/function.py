@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from symad.backends.llvm import jit
-from symad.backends.program import BACKENDS, Program
+from symad.backends.program import BACKENDS, NATIVE_MIN_OPS, Program
 from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
 from symad.core.errors import PointError, SymadError, check_variables, name_list
@@ -61,6 +61,8 @@ class Function:
         self._value_grad = TieredProgram(graph, self._value_grad_nodes, self.inputs, backend, tape=self.shared_tape,
                                          with_grad=True, background=background, compiled_hook=self._release_tape)
         self._tape: Tape | None = None
+        if background and backend == "auto" and len(graph) >= NATIVE_MIN_OPS:
+            jit.preload_interpreter()  # a function kept for a loop starts on the interpreter's instructions
 
     def __reduce__(self) -> tuple:
         # Pickled as its expression (a DAG), its variables and backend: compiled again on load.

@@ -129,7 +129,9 @@ class TieredProgram:
         vm = self.vm
         if vm is None:
             return None
-        self.count_vm_call()
+        self.vm_calls += 1
+        if self.vm_calls == self.vm_calls_before_compile and self.background:
+            self.start()
         return vm.call
 
     def count_vm_call(self) -> None:

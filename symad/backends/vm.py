@@ -12,6 +12,7 @@ bits of compiled code.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -72,23 +73,27 @@ class VMProgram:
                                 self.outs.ctypes.data, self.n_out], dtype=np.int64)
         self.interpreter = jit.interpreter()
         self.address = self.record.ctypes.data
+        # call(x, rest) -> output 0 at the point x (a contiguous float64 vector), outputs 1..
+        # into rest: the interpreter's entry with this program bound (no Python frame between).
+        # (None where NumPy's array layout was not found: points then go through ``batch``.)
+        self.call = (functools.partial(self.interpreter.call, self.address)
+                     if self.interpreter.call is not None else None)
 
     @property
     def size(self) -> int:
         """Number of instructions."""
         return len(self.code)
 
-    def call(self, x: np.ndarray, rest: np.ndarray) -> float:
-        """Output 0 at the point ``x`` (a contiguous float64 vector), outputs 1.. into ``rest``."""
-        return self.interpreter.call(self.address, x, rest)
 
     def point(self, x: np.ndarray) -> np.ndarray:
         """The outputs at one point ``x``."""
         x = np.require(x, np.float64, ("C", "A"))
         if x.shape != (self.n_in,):
             raise PointError(f"a point needs {self.n_in} value(s), got shape {x.shape}")
+        if self.call is None:
+            return self.batch(x.reshape(1, -1))[0]
         out = np.empty(self.n_out)
-        out[0] = self.interpreter.call(self.address, x, out[1:])
+        out[0] = self.call(x, out[1:])
         return out
 
     def batch(self, rows: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
