@@ -207,3 +207,24 @@ def test_graph_interning_is_thread_safe():
     for t in threads:
         t.join()
     assert graph_invariants(g) == []
+
+
+def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
+    """A program past NATIVE_SYNC_OPS gets quick -O0 code first; -O2 is compiled in the background
+    only after the quick code's calls have cost what that compile will (ski rental), then swapped in."""
+    from symad.backends import program as program_mod
+
+    monkeypatch.setattr(program_mod, "NATIVE_SYNC_OPS", 10)
+    monkeypatch.setattr(program_mod, "compile_seconds", lambda size, opt: 50 * (program_mod.CALL_S + program_mod.QUICK_S_PER_OP * size))
+    e = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph())
+    p = program_mod.Program(e.graph, [e.id], [e.graph.var(v) for v in e.variables], "auto")
+    quick = p.native
+    x = np.linspace(-1, 1, len(e.variables))
+    want = p.point(x).tolist()
+    for _ in range(48):
+        assert p.point(x).tolist() == want
+    assert p._compiling is None and p.native is quick  # 49 calls: not paid yet
+    p.point(x)
+    assert p._compiling is not None  # the 50th starts -O2
+    p.wait_native()
+    assert p.native is not quick and p.point(x).tolist() == want

@@ -95,3 +95,38 @@ def test_the_second_call_of_a_function_runs_on_instructions():
     assert first[0] == second[0] and _same(first[1], second[1])
     batch = f.value_and_grad(np.array([x, x]))
     assert _same(batch[1][0], first[1])
+
+
+def test_instructions_run_level_by_level_grouped_by_opcode():
+    """Each instruction reads only inputs, constants and results of instructions before it;
+    levels come in order and, within a level, one run per opcode (what makes the interpreter's
+    dispatch predictable)."""
+    text = "+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(30))
+    f = symad.parse(text, Graph()).compile()
+    f.value_and_grad(np.linspace(-1, 1, len(f.variables)))
+    vm = f._value_grad.vm
+    first_result = len(vm.values) - vm.size
+    ready = set(range(first_result))
+    level = dict.fromkeys(ready, 0)
+    levels = []
+    for opcode, dest, a, b in vm.code.tolist():
+        assert a in ready and b in ready, "an instruction reads a value not yet computed"
+        level[dest] = max(level[a], level[b]) + 1
+        levels.append((level[dest], opcode))
+        ready.add(dest)
+    assert levels == sorted(levels)
+    runs = 1 + sum(x[1] != y[1] for x, y in zip(levels, levels[1:]))
+    assert runs <= len({lv for lv, _ in levels}) * len({op for _, op in levels})
+    assert runs < vm.size / 10  # Rosenbrock's 30 terms: a handful of runs, not one per instruction
+
+
+def test_a_kept_function_preloads_the_interpreter(monkeypatch):
+    """Making a function for a loop starts loading the interpreter's code in the background; a
+    one-shot function does not (the command line never loads LLVM for one point)."""
+    started = []
+    monkeypatch.setattr(jit, "preload_interpreter", lambda: started.append(True))
+    text = "+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(5))
+    symad.parse(text, Graph()).compile(background=False)
+    assert not started
+    symad.parse(text, Graph()).compile()
+    assert started == [True]
