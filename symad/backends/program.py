@@ -130,6 +130,7 @@ class Program:
         self.call: Any = None
         self._python: tuple[Any, Any] | None = None
         self._compiling: threading.Thread | None = None
+        self._optimizable = False  # quick code whose -O2 compile waits for its calls to pay
         self.background = background  # False: no optimised recompile in a background thread (one-shot callers)
         use_native = backend == "native" or (
             backend == "auto" and NATIVE_MIN_OPS <= self.size <= NATIVE_MAX_OPS and jit.available())
@@ -173,6 +174,7 @@ class Program:
         quick = self.call
         if not optimize or self.size > NATIVE_OPTIMIZE_OPS or not self.background:
             return
+        self._optimizable = True
         if quick is None:
             self._optimize_in_background()
             return
@@ -198,7 +200,10 @@ class Program:
             pass
 
     def wait_native(self) -> None:
-        """Block until a background native compile (if any) has finished."""
+        """Optimised native code now: start the -O2 compile of quick code whose calls have not
+        started it yet, and block until a background native compile (if any) has finished."""
+        if self._optimizable:
+            self._optimize_in_background()
         if self._compiling is not None:
             self._compiling.join()
 

@@ -228,3 +228,16 @@ def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
     assert p._compiling is not None  # the 50th starts -O2
     p.wait_native()
     assert p.native is not quick and p.point(x).tolist() == want
+
+
+def test_prepare_waits_for_optimised_code_however_few_the_calls(monkeypatch):
+    """`prepare()` means compiled and optimised now: quick code's -O2 compile does not wait for
+    calls to pay for it there."""
+    from symad.backends import program as program_mod
+
+    monkeypatch.setattr(program_mod, "NATIVE_SYNC_OPS", 10)
+    f = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph()).compile()
+    f.prepare()
+    program = f._value_grad.program
+    assert program.size > 10 and program._compiling is not None and not program._compiling.is_alive()
+    assert program.call is program.native.call  # the -O2 code's own entry, no counting wrapper
