@@ -45,10 +45,23 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
 
 
-def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto") -> Function:  # noqa: A001
-    """Compile an expression (or its text) into a :class:`Function` of value and gradient."""
+def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto", *,  # noqa: A001
+            background: bool = True, wrt: list[str] | None = None) -> Function:
+    """Compile an expression (or its text) into a :class:`Function` of value and gradient.
+
+    ``wrt`` names the variables differentiated; the expression's other variables are then
+    parameters, whose values each call takes after the point and which never cause a recompile:
+
+    >>> f = compile("a*x^2 + b*x", wrt=["x"])
+    >>> f.params
+    ('a', 'b')
+    >>> f.value_and_grad([3.0], {"a": 2, "b": 1})
+    (21.0, array([13.]))
+    >>> f.value_and_grad([3.0], [1, 0])
+    (9.0, array([6.]))
+    """
     expr = __getattr__("parse")(expr) if isinstance(expr, str) else expr
-    return __getattr__("Function")(expr, variables=variables, backend=backend)
+    return __getattr__("Function")(expr, variables=variables, backend=backend, background=background, wrt=wrt)
 
 
 __all__ = [

@@ -76,13 +76,14 @@ class Expr(Term):
 
     # ------------------------------------------------------------------ evaluating
     def compile(self, variables: list[str] | None = None, backend: str = "auto", *,
-                background: bool = True) -> Function:
-        """A compiled function of value and gradient; see :class:`symad.function.Function`."""
+                background: bool = True, wrt: list[str] | None = None) -> Function:
+        """A compiled function of value and gradient; see :class:`symad.function.Function`.
+        ``wrt``: the variables differentiated; the others are parameters, given at each call."""
         # Imported here: parsing and printing (the command line's one point) never load
         # NumPy and the backends (tests/test_architecture.py lists this import).
         from symad.function import Function
 
-        return Function(self, variables=variables, backend=backend, background=background)
+        return Function(self, variables=variables, backend=backend, background=background, wrt=wrt)
 
     def evaluate(self, point: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (dict, keywords or sequence in ``.variables`` order)."""

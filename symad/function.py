@@ -37,36 +37,47 @@ class Function:
     """
 
     def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
-                 background: bool = True):
+                 background: bool = True, wrt: Sequence[str] | None = None):
         if backend not in BACKENDS:
             raise SymadError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if backend == "native" and not jit.available():
             raise SymadError("the native backend needs llvmlite: pip install llvmlite")
+        if variables is not None and wrt is not None:
+            raise SymadError("give variables (every one differentiated) or wrt (the others are parameters), "
+                             "not both")
         self.expr = expr
         self.backend = backend
         used = expr.variables
-        self.variables: tuple[str, ...] = tuple(used if variables is None else variables)
+        listed = variables if wrt is None else wrt
+        if isinstance(listed, str):
+            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} is a list of names, not the string "
+                             f"{listed!r}")
+        self.variables: tuple[str, ...] = tuple(used if listed is None else listed)
         if len(set(self.variables)) != len(self.variables):
-            raise SymadError("variables listed twice")
-        listed = set(self.variables)
-        missing = [v for v in used if v not in listed]
+            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")
+        # Parameters: the expression's other variables, given at each call, never differentiated.
+        self.params: tuple[str, ...] = tuple(v for v in used if v not in set(self.variables)) if wrt is not None else ()
+        missing = [v for v in used if v not in set(self.variables) | set(self.params)]
         if missing:
             raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
-        self.inputs = [expr.graph.var(v) for v in self.variables]  # the variables' nodes, in order
-        self._shape = (len(self.variables),)
+        self._names = self.variables + self.params  # the programs' inputs, in order
+        # the variables' nodes, then the parameters': the programs' inputs, in order
+        self.inputs = [expr.graph.var(v) for v in self._names]
+        self._shape = (len(self._names),)
         self.background = background
         graph = expr.graph
         self._value = TieredProgram(graph, lambda: [expr.id], self.inputs, backend, tape=self.shared_tape,
                                     with_grad=False, background=background, compiled_hook=self._release_tape)
         self._value_grad = TieredProgram(graph, self._value_grad_nodes, self.inputs, backend, tape=self.shared_tape,
-                                         with_grad=True, background=background, compiled_hook=self._release_tape)
+                                         with_grad=True, background=background, compiled_hook=self._release_tape,
+                                         n_grads=len(self.variables))
         self._tape: Tape | None = None
         if background and backend == "auto" and len(graph) >= NATIVE_MIN_OPS:
             jit.preload_interpreter()  # a function kept for a loop starts on the interpreter's instructions
 
     def __reduce__(self) -> tuple:
-        # Pickled as its expression (a DAG), its variables and backend: compiled again on load.
-        return (Function, (self.expr, self.variables, self.backend))
+        # Pickled as its expression (a DAG), its variables, parameters and backend: compiled again on load.
+        return (_rebuilt, (type(self), self.expr, self.variables, self.backend, bool(self.params)))
 
     def _value_grad_nodes(self) -> list[int]:
         partials = self.expr.grad(list(self.variables))
@@ -102,8 +113,11 @@ class Function:
         return self
 
     # ------------------------------------------------------------------ calling
-    def value(self, point: Any = None, /, **kwargs: Any) -> Any:
-        """The value at a point (a float, or an array for a batch)."""
+    def value(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
+        """The value at a point (a float, or an array for a batch); ``params``: the parameters'
+        values (a dict, or a sequence in ``params`` order), for a function compiled with ``wrt``."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
         program = self._value.program
         call = program.call if program is not None else self._value.vm_call()
         if (call is not None and type(point) is np.ndarray
@@ -117,19 +131,23 @@ class Function:
 
     __call__ = value
 
-    def grad(self, point: Any = None, /, **kwargs: Any) -> np.ndarray:
+    def grad(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
         """The gradient, in ``variables`` order (last axis for a batch)."""
-        return self.value_and_grad(point, **kwargs)[1]
+        return self.value_and_grad(point, params, **kwargs)[1]
 
-    def value_and_grad(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray]:
-        """``(value, gradient)``: the form ``scipy.optimize.minimize(..., jac=True)`` expects."""
+    def value_and_grad(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray]:
+        """``(value, gradient)``: the form ``scipy.optimize.minimize(..., jac=True)`` expects
+        (``args=(params,)`` passes the parameters).  The gradient is in ``variables`` order:
+        parameters are never differentiated."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
         program = self._value_grad.program
         call = program.call if program is not None else self._value_grad.vm_call()
         if (call is not None and type(point) is np.ndarray
                 and point.dtype is _F64 and point.shape == self._shape and point.strides == _STRIDE):
             # An optimizer's call: machine code (compiled, or the interpreter's) reads the point
             # in place and writes the gradient straight into the array returned, with no copy.
-            grad = np.empty(self._shape)
+            grad = np.empty(len(self.variables))
             return call(point, grad), grad
         floats = self._value_grad.floats
         if floats is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape:
@@ -144,8 +162,9 @@ class Function:
 
     def float_function(self) -> Callable[..., tuple[float, ...]]:
         """``fn(x1, ..., xn) -> (value, ∂/∂x1, ..., ∂/∂xn)`` on plain floats, in ``variables``
-        order: the fastest call form for a small expression, as SymPy's ``lambdify`` gives
-        one (compiled now; the numbers of every other form).
+        order (the parameters' values, if any, follow the variables'): the fastest call form
+        for a small expression, as SymPy's ``lambdify`` gives one (compiled now; the numbers
+        of every other form).
 
         >>> from symad import parse
         >>> parse("x*y + 1").compile().float_function()(2.0, 3.0)
@@ -162,10 +181,10 @@ class Function:
             return native
         return program.run_float  # IEEE results where Python's floats would raise (inf, nan)
 
-    def value_and_grad_into(self, points: Any, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def value_and_grad_into(self, points: Any, out: np.ndarray, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """Batch ``value_and_grad`` writing into ``out`` (shape ``(n_points, 1 + n_vars)``,
         float64, C-contiguous, writeable, aligned: else a PointError), for repeated calls
-        without allocation; returns views of it.
+        without allocation; returns views of it.  ``params``: as for :meth:`value_and_grad`.
 
         >>> from symad import parse
         >>> import numpy as np
@@ -176,17 +195,72 @@ class Function:
         (array([ 2., 12.]), array([[2., 1.],
                [4., 3.]]))
         """
+        if self.params or params is not None:
+            arr = _array(points, None)
+            if arr.ndim != 2:
+                raise PointError(f"points must have shape (n_points, {len(self.variables)}), got {arr.shape}")
+            points, _ = self.with_params(arr, params, {})
         arr = _array(points, None)
-        n = len(self.variables)
+        n = len(self._names)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
         result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (program.check_out)
         return result[:, 0], result[:, 1:]
 
+    def with_params(self, point: Any, params: Any, kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The point extended by the parameters' values (as :meth:`point_array` reads it), and
+        the keywords left.  With a dict or keywords, parameters may be among the names."""
+        if not self.params:
+            raise PointError("this function has no parameters (compile it with wrt=[...] to make some)")
+        if point is None or isinstance(point, Mapping):
+            given = dict(point or {}, **kwargs)
+            if params is not None:
+                given.update(self._params_dict(params))
+            return given, {}
+        if kwargs:
+            raise PointError("give a point either as a sequence or as keywords, not both")
+        if params is None:
+            raise PointError(f"missing value for parameter {name_list(self.params)}: "
+                             f"pass them after the point, e.g. value_and_grad(x, {{{self.params[0]!r}: ...}})")
+        p = self._params_vector(params)
+        x = _array(point, None)
+        n = len(self.variables)
+        if x.ndim == 0 and n == 1:
+            x = x.reshape(1)
+        if x.ndim == 0 or x.shape[-1] != n:
+            raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {x.shape}")
+        if x.ndim == 1:
+            return np.concatenate((x, p)), {}
+        return np.concatenate((x, np.broadcast_to(p, (*x.shape[:-1], len(p)))), axis=-1), {}
+
+    def _params_dict(self, params: Any) -> dict[str, Any]:
+        if isinstance(params, Mapping):
+            unknown = [k for k in params if k not in self.params]
+            if unknown:
+                raise PointError(f"unknown parameter {', '.join(map(str, unknown))} "
+                                 f"(the parameters are {name_list(self.params) or 'none'})")
+            return dict(params)
+        return dict(zip(self.params, self._params_vector(params).tolist()))
+
+    def _params_vector(self, params: Any) -> np.ndarray:
+        """The parameters' values in ``params`` order, from a dict or a sequence."""
+        if isinstance(params, Mapping):
+            missing = [k for k in self.params if k not in params]
+            if missing:
+                raise PointError(f"missing value for parameter {name_list(missing)} "
+                                 f"(the parameters are {name_list(self.params)})")
+            self._params_dict(params)  # (unknown names)
+            return np.array([float(_array(params[k], k)) for k in self.params])
+        p = _array(params, None).reshape(-1) if np.ndim(params) <= 1 else None
+        if p is None or len(p) != len(self.params):
+            raise PointError(f"the parameters need {len(self.params)} value(s) ({name_list(self.params)}), "
+                             f"got {np.shape(params)}")
+        return p
+
     def outputs_at(self, tiers: TieredProgram | Program, point: Any,
                    kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
-        n = len(self.variables)
+        n = len(self._names)
         if type(point) is np.ndarray and point.dtype == np.float64 and point.shape == (n,) and not kwargs:
             return tiers.outputs(np.ascontiguousarray(point), False), None  # the optimizer's fast path
         x, shape = self.point_array(point, kwargs)
@@ -195,11 +269,12 @@ class Function:
     def point_array(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
         """A point (dict, keywords, number or sequence) as a vector, shape None; or a batch as
         rows, with the batch's shape."""
-        n = len(self.variables)
+        names = self._names
+        n = len(names)
         if point is None or isinstance(point, Mapping):
             given = dict(point or {}, **kwargs)
-            check_variables(self.variables, given)
-            values = [_array(given[v], v) for v in self.variables]
+            check_variables(names, given)
+            values = [_array(given[v], v) for v in names]
             if all(v.ndim == 0 for v in values):
                 return np.array(values, dtype=float).reshape(n), None
             try:
@@ -214,10 +289,17 @@ class Function:
         if arr.ndim == 0 and n == 1:  # a function of one variable takes a plain number
             return arr.reshape(1), None
         if arr.ndim == 0 or arr.shape[-1] != n:
-            raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {arr.shape}")
+            raise PointError(f"a point needs {n} value(s) ({name_list(names)}), got shape {arr.shape}")
         if arr.ndim == 1:
             return np.ascontiguousarray(arr), None
         return arr.reshape(int(np.prod(arr.shape[:-1])), n), arr.shape[:-1]
+
+
+def _rebuilt(cls: type, expr: Any, variables: tuple[str, ...], backend: str, parameters: bool) -> Function:
+    """A pickled function compiled again (its parameters are the expression's other variables)."""
+    if parameters:
+        return cls(expr, backend=backend, wrt=variables)
+    return cls(expr, variables, backend)
 
 
 def _array(value: Any, name: str | None) -> np.ndarray:

@@ -56,9 +56,11 @@ class TieredProgram:
 
     def __init__(self, graph: Graph, outputs: Callable[[], list[int]], inputs: Sequence[int], backend: str, *,
                  tape: Callable[[], Tape], with_grad: bool, background: bool = True,
-                 compiled_hook: Callable[[], None] | None = None):
+                 compiled_hook: Callable[[], None] | None = None, n_grads: int | None = None):
         self.graph, self.inputs, self.backend = graph, list(inputs), backend
         self.output_nodes, self.tape, self.with_grad = outputs, tape, with_grad
+        # the tape's partials kept: those of the first n_grads inputs (the others are parameters)
+        self.n_grads = len(self.inputs) if n_grads is None else n_grads
         self.background, self.compiled_hook = background, compiled_hook
         self.program: Program | None = None
         self.vm: VMProgram | None = None
@@ -153,8 +155,9 @@ class TieredProgram:
         tape = self.tape()
         if not batch:
             value, grads = tape.sweep(x.tolist(), self.with_grad)
-            return np.array([value, *grads], dtype=float)
+            return np.array([value, *grads[:self.n_grads]], dtype=float)
         value, grads = tape.sweep(list(x.T), self.with_grad)
+        grads = grads[:self.n_grads]
         out = np.empty((len(x), 1 + len(grads)))
         for k, column in enumerate([value, *grads]):
             out[:, k] = column
