@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from symad.backends.llvm import jit
-from symad.backends.program import BACKENDS, NATIVE_MIN_OPS, Program
+from symad.backends.program import BACKENDS, Program
 from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
 from symad.core.errors import PointError, SymadError, check_variables, name_list
@@ -72,8 +72,6 @@ class Function:
                                          with_grad=True, background=background, compiled_hook=self._release_tape,
                                          n_grads=len(self.variables))
         self._tape: Tape | None = None
-        if background and backend == "auto" and len(graph) >= NATIVE_MIN_OPS:
-            jit.preload_interpreter()  # a function kept for a loop starts on the interpreter's instructions
 
     def __reduce__(self) -> tuple:
         # Pickled as its expression (a DAG), its variables, parameters and backend: compiled again on load.

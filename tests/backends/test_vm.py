@@ -118,15 +118,3 @@ def test_instructions_run_level_by_level_grouped_by_opcode():
     runs = 1 + sum(x[1] != y[1] for x, y in zip(levels, levels[1:]))
     assert runs <= len({lv for lv, _ in levels}) * len({op for _, op in levels})
     assert runs < vm.size / 10  # Rosenbrock's 30 terms: a handful of runs, not one per instruction
-
-
-def test_a_kept_function_preloads_the_interpreter(monkeypatch):
-    """Making a function for a loop starts loading the interpreter's code in the background; a
-    one-shot function does not (the command line never loads LLVM for one point)."""
-    started = []
-    monkeypatch.setattr(jit, "preload_interpreter", lambda: started.append(True))
-    text = "+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(5))
-    symad.parse(text, Graph()).compile(background=False)
-    assert not started
-    symad.parse(text, Graph()).compile()
-    assert started == [True]

@@ -39,7 +39,6 @@ _cache: dict[str, NativeProgram] = {}  # insertion order: least recently used fi
 _machines: dict[int, Any] = {}
 # A fork waits for a compile in flight: LLVM's state is copied whole, never half-changed.
 forksafe.hold_across_fork(_compile_lock, _lock)
-forksafe.after_fork_in_child(lambda: _preloading.clear())
 _engines: weakref.WeakSet = weakref.WeakSet()  # every live execution engine
 
 
@@ -269,26 +268,6 @@ def _load_interpreter() -> Interpreter:
         if not _interpreter:
             _interpreter.append(Interpreter(_load(*_interpreter_code())))
         return _interpreter[0]
-
-
-_preloading: list[threading.Thread] = []
-
-
-def preload_interpreter() -> None:
-    """Start loading the interpreter's code in a background thread, once a process: a function
-    made for a loop will want it at its first call, and LLVM's calls (~7 ms) then overlap the
-    caller's own work (parsing, building the gradient); a later :func:`interpreter` waits for it."""
-    if _interpreter or _preloading:
-        return
-
-    def load() -> None:
-        try:
-            if available():
-                _load_interpreter()
-        except Exception:  # noqa: BLE001 - interpreter() tries again, and reports, when called
-            pass
-
-    _preloading.append(background.start(load, name="symad-interpreter"))
 
 
 def _interpreter_code() -> tuple[bytes, int]:
