@@ -95,6 +95,7 @@ def _reset_after_fork() -> None:
 
 forksafe.after_fork_in_child(_reset_after_fork)
 
+
 def _unreachable(*xs: Any) -> Any:
     raise AssertionError("NumPy arithmetic raised under np.errstate(all='ignore')")
 

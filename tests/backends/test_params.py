@@ -4,6 +4,7 @@ import pickle
 
 import numpy as np
 import pytest
+
 import symad
 from symad import Graph, PointError, SymadError, parse
 from symad.backends.llvm import jit

@@ -215,7 +215,8 @@ def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
     from symad.backends import program as program_mod
 
     monkeypatch.setattr(program_mod, "NATIVE_SYNC_OPS", 10)
-    monkeypatch.setattr(program_mod, "compile_seconds", lambda size, opt: 50 * (program_mod.CALL_S + program_mod.QUICK_S_PER_OP * size))
+    monkeypatch.setattr(program_mod, "compile_seconds",
+                        lambda size, opt: 50 * (program_mod.CALL_S + program_mod.QUICK_S_PER_OP * size))
     e = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph())
     p = program_mod.Program(e.graph, [e.id], [e.graph.var(v) for v in e.variables], "auto")
     quick = p.native

@@ -253,7 +253,8 @@ def test_tables_of_another_grammar_are_built_with_lark(monkeypatch):
     never parsed with stale tables."""
     from symad.frontend import tables
 
-    edited = grammar_text().replace('| sum "-" product    -> sub', '| sum "-" product    -> sub\n    | sum "~" product -> sub')
+    rule = '| sum "-" product    -> sub'
+    edited = grammar_text().replace(rule, rule + '\n    | sum "~" product -> sub')
     assert edited != grammar_text()
     assert tables.load_shipped(edited) is None
     monkeypatch.setattr(tables, "grammar_text", lambda: edited)
