@@ -76,10 +76,14 @@ def load_shipped(text: str) -> LarkTables | None:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("grammar") != grammar_digest(text):
         return None
-    states = {int(state): {symbol: (bool(shift), arg if shift else tuple(arg)) for symbol, (shift, arg) in row.items()}
-              for state, row in data["states"].items()}
-    return LarkTables(data["start"], data["end"], states, frozenset(data["ignore"]),
-                      re.compile(data["pattern"], re.ASCII))
+    try:
+        states = {int(state): {symbol: (bool(shift), arg if shift else tuple(arg))
+                               for symbol, (shift, arg) in row.items()}
+                  for state, row in data["states"].items()}
+        return LarkTables(data["start"], data["end"], states, frozenset(data["ignore"]),
+                          re.compile(data["pattern"], re.ASCII))
+    except (KeyError, TypeError, ValueError, re.error):  # a damaged file: Lark builds the tables
+        return None
 
 
 def to_json(t: LarkTables, text: str) -> str:
