@@ -99,8 +99,9 @@ class SecondOrder(Function):
     """
 
     def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
-                 background: bool = True):
-        super().__init__(_as_expr(expr), variables, backend, background=background)
+                 background: bool = True, wrt: Sequence[str] | None = None):
+        super().__init__(_as_expr(expr), variables, backend, background=background, wrt=wrt)
+        self.wrt_nodes = self.inputs[:len(self.variables)]  # differentiated; the parameters follow
         self._hess: Program | None = None
         self._hess_index: np.ndarray = np.zeros((0, 0), dtype=np.intp)
         self._hvp: Program | None = None
@@ -115,31 +116,30 @@ class SecondOrder(Function):
     def _gradient(self) -> list[int]:
         """The gradient's nodes in ``variables`` order, built once (a sweep costs as much again)."""
         if self._grad is None:
-            grad = gradient(self.expr.graph, self.expr.id, self.inputs)
-            self._grad = [grad[v] for v in self.inputs]
+            grad = gradient(self.expr.graph, self.expr.id, self.wrt_nodes)
+            self._grad = [grad[v] for v in self.wrt_nodes]
         return self._grad
 
     def value_grad_hess_program(self) -> Program:
         """One program: the value, every partial, then each distinct Hessian entry once."""
         if self._hess is None:
             g, n = self.expr.graph, len(self.variables)
-            wrt, grad = self.inputs, self._gradient()
+            wrt, grad = self.wrt_nodes, self._gradient()
             rows = hessian_nodes(g, self.expr.id, wrt, grad)
             distinct: dict[int, int] = {}
             index = [1 + n + distinct.setdefault(h, len(distinct)) for row in rows for h in row]
             self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
             outputs = [self.expr.id, *grad, *distinct]
-            self._hess = Program(g, outputs, wrt, self.backend, background=self.background)
+            self._hess = Program(g, outputs, self.inputs, self.backend, background=self.background)
         return self._hess
 
     def hvp_program(self) -> Program:
-        """The forward-over-reverse program: inputs ``(x..., p...)``, outputs ``H·p``."""
+        """The forward-over-reverse program: inputs ``(x..., parameters..., p...)``, outputs ``H·p``."""
         if self._hvp is None:
             g = self.expr.graph
-            wrt = self.inputs
             directions = [g.var(d) for d in direction_names(self.variables)]
-            products = jvp_many(g, self._gradient(), dict(zip(wrt, directions)))
-            self._hvp = Program(g, products, wrt + directions, self.backend, background=self.background)
+            products = jvp_many(g, self._gradient(), dict(zip(self.wrt_nodes, directions)))
+            self._hvp = Program(g, products, self.inputs + directions, self.backend, background=self.background)
         return self._hvp
 
     def operations(self) -> int:
@@ -156,19 +156,23 @@ class SecondOrder(Function):
         return self.operations() > program.NATIVE_MAX_OPS
 
     def hvp_tape(self) -> Tape:
-        """A tape of ``q = ∇f·p`` over inputs ``(x..., p...)``: its gradient in ``x`` is ``H·p``."""
+        """A tape of ``q = ∇f·p`` over inputs ``(x..., parameters..., p...)``: its gradient in
+        ``x`` is ``H·p``."""
         if self._hvp_tape is None:
             g = self.expr.graph
-            wrt = self.inputs
             directions = [g.var(d) for d in direction_names(self.variables)]
             q = g.const(0.0)
             for partial, d in zip(self._gradient(), directions):
                 q = g.make("add", q, g.make("mul", partial, d))
-            self._hvp_tape = Tape(g, q, wrt + directions)
+            self._hvp_tape = Tape(g, q, self.inputs + directions)
         return self._hvp_tape
 
-    def value_grad_hess(self, point: Any = None, /, **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
-        """``(value, gradient, Hessian)`` in one pass of one program."""
+    def value_grad_hess(self, point: Any = None, params: Any = None, /,
+                        **kwargs: Any) -> tuple[Any, np.ndarray, np.ndarray]:
+        """``(value, gradient, Hessian)`` in one pass of one program (in ``variables``; the
+        parameters' values, if any, after the point as for ``value_and_grad``)."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
         program = self.value_grad_hess_program()
         out, shape = self.outputs_at(program, point, kwargs)
         n = len(self.variables)
@@ -177,14 +181,16 @@ class SecondOrder(Function):
         return (out[:, 0].reshape(shape), out[:, 1:1 + n].reshape(*shape, n),
                 out[:, self._hess_index].reshape(*shape, n, n))
 
-    def hessian(self, point: Any = None, /, **kwargs: Any) -> np.ndarray:
+    def hessian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
         """The Hessian matrix at a point (last two axes for a batch)."""
-        return self.value_grad_hess(point, **kwargs)[2]
+        return self.value_grad_hess(point, params, **kwargs)[2]
 
-    def hessp(self, point: Any, p: Any) -> np.ndarray:
+    def hessp(self, point: Any, p: Any, params: Any = None) -> np.ndarray:
         """``∇²f(point)·p`` without forming the Hessian; ``point`` and ``p`` may be batches."""
+        if self.params or params is not None:
+            point, _ = self.with_params(point, params, {})
         x, shape = self.point_array(point, {})
-        n = len(self.variables)
+        n, width = len(self.variables), len(self.inputs)
         try:
             direction = np.asarray(p, dtype=float)
         except (TypeError, ValueError):
@@ -192,21 +198,20 @@ class SecondOrder(Function):
         if direction.ndim == 0 or direction.shape[-1] != n:
             raise PointError(f"a direction needs {n} value(s), got shape {direction.shape}")
         if self.hvp_interpreted():
-            return self._taped_hessp(x.reshape(*(shape or ()), n), direction)
+            return self._taped_hessp(x.reshape(*(shape or ()), width), direction)
         program = self.hvp_program()
         if shape is None and direction.ndim == 1:
             return program.point(np.concatenate([x, direction]))
-        xs = x.reshape(*(shape or ()), n)
-        xs, ps = np.broadcast_arrays(xs, direction)
+        xs, ps = _broadcast_rows(x.reshape(*(shape or ()), width), direction)
         rows = np.concatenate([xs, ps], axis=-1)
-        return program.batch(rows.reshape(-1, 2 * n)).reshape(rows.shape[:-1] + (n,))
+        return program.batch(rows.reshape(-1, width + n)).reshape(rows.shape[:-1] + (n,))
 
     def _taped_hessp(self, x: np.ndarray, direction: np.ndarray) -> np.ndarray:
         tape, n = self.hvp_tape(), len(self.variables)
         if x.ndim == 1 and direction.ndim == 1:
             return np.array(tape.value_and_grad([*map(float, x), *map(float, direction)])[1][:n])
-        xs, ps = np.broadcast_arrays(x, direction)
-        columns = [xs[..., k] for k in range(n)] + [ps[..., k] for k in range(n)]
+        xs, ps = _broadcast_rows(x, direction)
+        columns = [xs[..., k] for k in range(xs.shape[-1])] + [ps[..., k] for k in range(n)]
         grads = tape.value_and_grad(columns)[1][:n]  # an input that q does not use gives a scalar 0
         return np.stack([np.broadcast_to(np.asarray(c, dtype=float), xs.shape[:-1]) for c in grads], axis=-1)
 
@@ -215,3 +220,13 @@ class SecondOrder(Function):
         return {"value_grad": self.value_grad_program().size,
                 "value_grad_hess": self.value_grad_hess_program().size,
                 "hvp": self.hvp_program().size}
+
+
+def _broadcast_rows(xs: np.ndarray, ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points (with their parameters) and directions broadcast over their leading axes; each
+    keeps its own last axis."""
+    try:
+        lead = np.broadcast_shapes(xs.shape[:-1], ps.shape[:-1])
+    except ValueError as err:
+        raise PointError(f"the points and directions do not broadcast together: {err}") from None
+    return np.broadcast_to(xs, lead + xs.shape[-1:]), np.broadcast_to(ps, lead + ps.shape[-1:])

@@ -128,3 +128,102 @@ def test_a_wrt_name_the_expression_does_not_use_has_partial_zero():
     assert fn.params == ("a",)
     value, grad = fn.value_and_grad([2.0, 5.0], [3.0])
     assert value == 6.0 and grad.tolist() == [3.0, 0.0]
+
+
+# ---------------------------------------------------------------- second order
+def test_second_order_differentiates_wrt_only():
+    """Hessian, Hessian-vector products and value_grad_hess in the wrt variables: the wrt block of
+    the Hessian over every variable, the parameters' values given at each call."""
+    from symad.hessian import SecondOrder
+
+    text = "a*x^3*y + b*sin(x*y) + a*b*y^2"
+    full = SecondOrder(parse(text, Graph()))
+    fn = SecondOrder(parse(text, Graph()), wrt=["x", "y"])
+    assert (fn.variables, fn.params) == (("x", "y"), ("a", "b"))
+    x, p = np.array([0.7, -1.3]), {"a": 2.0, "b": 0.5}
+    point = dict(zip(fn.variables, x), **p)
+    names = list(full.variables)
+    block = np.ix_([names.index("x"), names.index("y")], [names.index("x"), names.index("y")])
+    want_h = full.hessian(point)[block]
+    value, grad, hess = fn.value_grad_hess(x, p)
+    assert value == pytest.approx(full.value(point), rel=1e-15)
+    np.testing.assert_allclose(grad, full.grad(point)[[names.index("x"), names.index("y")]], rtol=1e-14)
+    np.testing.assert_allclose(hess, want_h, rtol=1e-14)
+    np.testing.assert_allclose(fn.hessian(x, [2.0, 0.5]), want_h, rtol=1e-14)
+    d = np.array([0.3, -2.0])
+    np.testing.assert_allclose(fn.hessp(x, d, p), want_h @ d, rtol=1e-13)
+    xs, ds = np.array([x, x + 0.1, x - 0.2]), np.array([d, -d, 2 * d])
+    batch = fn.hessp(xs, ds, p)
+    for k in range(3):
+        np.testing.assert_allclose(batch[k], fn.hessian(xs[k], p) @ ds[k], rtol=1e-12)
+
+
+def test_taped_hessp_takes_parameters_too(monkeypatch):
+    from symad.backends import program as program_mod
+    from symad.hessian import SecondOrder
+
+    fn = SecondOrder(parse("a*x^3*y + b*sin(x*y)", Graph()), wrt=["x", "y"])
+    x, d, p = np.array([0.7, -1.3]), np.array([0.3, -2.0]), {"a": 2.0, "b": 0.5}
+    want = fn.hessp(x, d, p)
+    monkeypatch.setattr(program_mod, "NATIVE_MAX_OPS", 0)  # as if too large to compile: a tape
+    assert fn.hvp_interpreted()
+    np.testing.assert_allclose(fn.hessp(x, d, p), want, rtol=1e-14)
+    np.testing.assert_allclose(fn.hessp(np.array([x, x]), d, p), [want, want], rtol=1e-14)
+
+
+# ---------------------------------------------------------------- optimizers
+ROSEN = "b*(y - x^2)^2 + (a - x)^2"
+
+
+def test_minimize_takes_parameters_and_reuses_one_compiled_function():
+    """One SecondOrder compiled with wrt=[x, y] solves for several parameter values: the optimum
+    (a, a^2) each time, nothing compiled again."""
+    from symad.hessian import SecondOrder
+    from symad.optimize import minimize
+
+    fn = SecondOrder(parse(ROSEN, Graph()), wrt=["x", "y"])
+    fn.prepare()
+    programs = (fn.value_grad_program(), fn.value_grad_hess_program())
+    for a, b in ((1.0, 100.0), (2.0, 10.0), (-0.5, 3.0)):
+        for method in ("newton", "trust-ncg"):
+            r = minimize(fn, {"x": -1.2, "y": 1.0}, method, params={"a": a, "b": b})
+            assert r.success, r.message
+            np.testing.assert_allclose(r.x, [a, a * a], rtol=1e-6, atol=1e-9)
+            assert r.variables == ["x", "y"] and (r.point["a"], r.point["b"]) == (a, b)
+            assert r.point["x"] == pytest.approx(a, abs=1e-6) and r.point["y"] == pytest.approx(a * a, abs=1e-6)
+    assert (fn.value_grad_program(), fn.value_grad_hess_program()) == programs
+
+
+def test_minimize_from_text_with_parameters_matches_fixed():
+    from symad.optimize import minimize
+
+    with_params = minimize(ROSEN, {"x": -1.2, "y": 1.0}, params={"a": 2.0, "b": 10.0})
+    with_fixed = minimize(ROSEN, {"x": -1.2, "y": 1.0}, fixed={"a": 2.0, "b": 10.0})
+    np.testing.assert_allclose(with_params.x, with_fixed.x, rtol=1e-12)
+
+
+def test_scipy_functions_take_parameters():
+    scipy_optimize = pytest.importorskip("scipy.optimize")
+    from symad.optimize import scipy_functions
+
+    s = scipy_functions(ROSEN, params={"a": 2.0, "b": 10.0})
+    assert s.variables == ["x", "y"]
+    r = scipy_optimize.minimize(s.fun, s.x0({"x": -1.2, "y": 1.0}), jac=True, hess=s.hess, method="trust-exact",
+                                options={"gtol": 1e-10})
+    np.testing.assert_allclose(r.x, [2.0, 4.0], rtol=1e-8)
+    np.testing.assert_allclose(s.hessp(r.x, [1.0, 0.0]), s.hess(r.x)[:, 0], rtol=1e-12)
+    assert s.point(r.x)["a"] == 2.0
+
+
+def test_optimizer_parameter_errors():
+    from symad import VariableError
+    from symad.hessian import SecondOrder
+    from symad.optimize import minimize
+
+    fn = SecondOrder(parse(ROSEN, Graph()), wrt=["x", "y"])
+    with pytest.raises(VariableError, match="missing value for parameter a, b of the compiled function"):
+        minimize(fn, [0.0, 0.0])
+    with pytest.raises(VariableError, match="cannot give a parameter value for z: not a variable"):
+        minimize(ROSEN, {"x": 0, "y": 0}, params={"a": 1, "b": 1, "z": 3})
+    with pytest.raises(VariableError, match="a is both fixed and a parameter"):
+        minimize(ROSEN, {"x": 0, "y": 0}, params={"a": 1, "b": 1}, fixed={"a": 1})

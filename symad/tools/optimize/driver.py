@@ -111,7 +111,8 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
              fixed: Mapping[str, float] | None = None, bounds: Any = None, tol: float = 1e-8,
              xtol: float = 1e-12, max_iter: int | None = None, max_time: float | None = None,
              callback: Callable[[OptimizeResult], Any] | None = None, keep_path: bool = False,
-             background: bool = True, **options: float) -> OptimizeResult:
+             background: bool = True, params: Mapping[str, float] | None = None,
+             **options: float) -> OptimizeResult:
     """Minimise an expression (or its text) from ``x0`` with exact derivatives.
 
     ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
@@ -120,7 +121,10 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
     ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` or ``trust-ncg``;
     options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as the method takes.
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
-    ``fixed``: ``{name: value}`` held constant; ``bounds``: ``{name: (lo, hi)}`` or one
+    ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
+    ``params``: ``{name: value}`` held constant too, but passed at each call to one
+    compiled function, so a :class:`~symad.hessian.SecondOrder` compiled with ``wrt=`` is
+    reused for new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one
     ``(lo, hi)`` per free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``,
     ``eps`` must be positive and finite, ``max_iter`` a positive integer (default 1000
     for Newton and trust-ncg, 100000 for first-order methods), ``max_time`` positive
@@ -149,15 +153,15 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
     if max_iter is None:
         max_iter = 1000 if name in SECOND_ORDER else 100_000
     t0 = time.perf_counter()
-    p = Problem(fun, variables, fixed, bounds, background=background)
+    p = Problem(fun, variables, fixed, bounds, background=background, params=params)
     x = p.start(x0)
     dense = name == "newton" and p.dense()
     with np.errstate(all="ignore"):  # compile (on first call) before the clock starts
-        p.fn.value_and_grad(x)
+        p.fn.value_and_grad(x, *p.args)
         if dense:
-            p.fn.hessian(x)
+            p.fn.hessian(x, *p.args)
         elif name in SECOND_ORDER:
-            p.fn.hessp(x, x)
+            p.fn.hessp(x, x, *p.args)
     setup, t0 = time.perf_counter() - t0, time.perf_counter()
     with np.errstate(all="ignore"):  # non-finite values are detected and reported, not warned about
         f, g = p.fg(x)

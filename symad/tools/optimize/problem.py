@@ -39,21 +39,47 @@ class Problem:
     """The objective over the free variables: fixed values substituted, box bounds, call counters."""
 
     def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
-                 fixed: Mapping[str, float] | None = None, bounds: Any = None, *, background: bool = True):
+                 fixed: Mapping[str, float] | None = None, bounds: Any = None, *, background: bool = True,
+                 params: Mapping[str, float] | None = None):
         compiled = expr if isinstance(expr, SecondOrder) else None
         if compiled is not None:
-            expr, variables = compiled.expr, compiled.variables if variables is None else variables
+            expr = compiled.expr
+            if variables is None:
+                variables = compiled.variables + compiled.params
         expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
         self.all_names = list(expr.variables if variables is None else variables)
         self.fixed = {k: as_float(v, k) for k, v in (fixed or {}).items()}
-        unknown = [k for k in self.fixed if k not in self.all_names]
-        if unknown:
-            raise VariableError(f"cannot fix {', '.join(unknown)}: not a variable "
-                                f"(the expression uses {', '.join(self.all_names) or 'no variables'})")
-        self.names = [v for v in self.all_names if v not in self.fixed]
+        # Parameters: held at the values given, as fixed ones are, but passed at each call of
+        # one compiled function (a SecondOrder compiled with wrt=...) instead of substituted.
+        self.params = {k: as_float(v, k) for k, v in (params or {}).items()}
+        for what, given in (("fix", self.fixed), ("give a parameter value for", self.params)):
+            unknown = [k for k in given if k not in self.all_names]
+            if unknown:
+                raise VariableError(f"cannot {what} {', '.join(unknown)}: not a variable "
+                                    f"(the expression uses {', '.join(self.all_names) or 'no variables'})")
+        if compiled is not None:
+            missing = [k for k in compiled.params if k not in self.params and k not in self.fixed]
+            if missing:
+                raise VariableError(f"missing value for parameter {', '.join(missing)} of the compiled "
+                                    f"function: pass params={{...}}")
+        both = [k for k in self.params if k in self.fixed]
+        if both:
+            raise VariableError(f"{', '.join(both)} is both fixed and a parameter: give it once")
+        self.names = [v for v in self.all_names if v not in self.fixed and v not in self.params]
         self.expr = substitute(expr, self.fixed) if self.fixed else expr
-        reuse = compiled is not None and not self.fixed and list(compiled.variables) == self.names
-        self.fn = compiled if reuse else SecondOrder(self.expr, self.names, background=background)
+        reuse = (compiled is not None and not self.fixed and list(compiled.variables) == self.names
+                 and set(compiled.params) <= set(self.params))
+        if reuse:
+            self.fn = compiled
+        elif self.params:
+            self.fn = SecondOrder(self.expr, wrt=self.names, background=background)
+        else:
+            self.fn = SecondOrder(self.expr, self.names, background=background)
+        missing = [k for k in self.fn.params if k not in self.params]
+        if missing:
+            raise VariableError(f"missing value for parameter {', '.join(missing)}: pass params={{...}}")
+        # (the values in the compiled function's order; a name it does not use is dropped)
+        self.args = (dict((k, self.params[k]) for k in self.fn.params),) if self.fn.params else ()
         self.lower, self.upper = box(bounds, self.names)
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.nfev = self.njev = self.nhev = 0
@@ -78,13 +104,13 @@ class Problem:
 
     def point(self, x: np.ndarray) -> dict[str, float]:
         """Every variable by name, in ``variables`` order, fixed ones included."""
-        free = dict(zip(self.names, map(float, x)))
-        return {v: self.fixed[v] if v in self.fixed else free[v] for v in self.all_names}
+        free = dict(zip(self.names, map(float, x)), **self.params, **self.fixed)
+        return {v: free[v] for v in self.all_names}
 
     def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         self.nfev += 1
         self.njev += 1
-        return self.fn.value_and_grad(x)
+        return self.fn.value_and_grad(x, *self.args)
 
     def dense(self) -> bool:
         """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
@@ -92,11 +118,11 @@ class Problem:
 
     def hess(self, x: np.ndarray) -> np.ndarray:
         self.nhev += 1
-        return self.fn.hessian(x)
+        return self.fn.hessian(x, *self.args)
 
     def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
         self.nhev += 1
-        return self.fn.hessp(x, p)
+        return self.fn.hessp(x, p, *self.args)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         return np.clip(x, self.lower, self.upper) if self.bounded else x

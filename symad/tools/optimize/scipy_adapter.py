@@ -29,25 +29,26 @@ class ScipyFunctions:
     """
 
     def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
-                 fixed: Mapping[str, float] | None = None):
-        self.problem = Problem(expr, variables, fixed)
+                 fixed: Mapping[str, float] | None = None, params: Mapping[str, float] | None = None):
+        self.problem = Problem(expr, variables, fixed, params=params)
         self.function = self.problem.fn
         self.variables = list(self.problem.names)
+        self._args = self.problem.args  # the parameters' values, passed at every call
 
     def fun(self, x: Any) -> tuple[float, np.ndarray]:
-        return self.function.value_and_grad(np.asarray(x, dtype=float))
+        return self.function.value_and_grad(np.asarray(x, dtype=float), *self._args)
 
     def value(self, x: Any) -> float:
-        return self.function.value(np.asarray(x, dtype=float))
+        return self.function.value(np.asarray(x, dtype=float), *self._args)
 
     def jac(self, x: Any) -> np.ndarray:
-        return self.function.grad(np.asarray(x, dtype=float))
+        return self.function.grad(np.asarray(x, dtype=float), *self._args)
 
     def hess(self, x: Any) -> np.ndarray:
-        return self.function.hessian(np.asarray(x, dtype=float))
+        return self.function.hessian(np.asarray(x, dtype=float), *self._args)
 
     def hessp(self, x: Any, p: Any) -> np.ndarray:
-        return self.function.hessp(np.asarray(x, dtype=float), p)
+        return self.function.hessp(np.asarray(x, dtype=float), p, *self._args)
 
     def x0(self, point: Any) -> np.ndarray:
         """A start point (dict by name, or sequence) as an array in ``variables`` order."""
@@ -65,6 +66,8 @@ class ScipyFunctions:
 
 
 def scipy_functions(expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
-                    fixed: Mapping[str, float] | None = None) -> ScipyFunctions:
-    """The objective's exact value, gradient, Hessian and Hessian-vector product for scipy."""
-    return ScipyFunctions(expr, variables, fixed)
+                    fixed: Mapping[str, float] | None = None,
+                    params: Mapping[str, float] | None = None) -> ScipyFunctions:
+    """The objective's exact value, gradient, Hessian and Hessian-vector product for scipy
+    (``fixed`` values substituted; ``params`` values passed at each call, see ``minimize``)."""
+    return ScipyFunctions(expr, variables, fixed, params)
