@@ -36,7 +36,8 @@ def substitute(expr: Expr, values: Mapping[str, float]) -> Expr:
 
 
 class Problem:
-    """The objective over the free variables: fixed values substituted, box bounds, call counters."""
+    """The objective over the free variables: fixed values substituted, parameters' values passed
+    at each call, box bounds, call counters."""
 
     def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
                  fixed: Mapping[str, float] | None = None, bounds: Any = None, *, background: bool = True,
@@ -103,7 +104,7 @@ class Problem:
         return self.project(x)
 
     def point(self, x: np.ndarray) -> dict[str, float]:
-        """Every variable by name, in ``variables`` order, fixed ones included."""
+        """Every variable by name, in ``variables`` order, fixed ones and parameters included."""
         free = dict(zip(self.names, map(float, x)), **self.params, **self.fixed)
         return {v: free[v] for v in self.all_names}
 
