@@ -52,6 +52,14 @@ class PropertyTally:
     def mismatch(self, example: str) -> None:
         self.mismatches.add(example)
 
+    def compared_with(self, problems: list[str], example: str, where: str | None = None) -> None:
+        """Count one comparison of ``example``; its ``problems``, if any, are a mismatch and fail
+        the check (the message starts with ``where``, by default the example)."""
+        self.compared += 1
+        if problems:
+            self.mismatch(example)
+        assert not problems, f"{example if where is None else where}: " + "; ".join(problems)
+
     def line(self) -> str:
         parts = [f"{self.compared} compared"]
         if self.skipped:

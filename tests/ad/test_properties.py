@@ -339,13 +339,10 @@ def test_gradient_matches_sympy(property_tally):
         want_grad = [sympy_at(sympy.diff(s, _SYMBOLS[n]), point) for n in names]
         if None in want_grad:
             return tally.skip("undefined in SymPy")
-        tally.compared += 1
         bad = [f"value {value!r} vs SymPy {want_value!r}"] if not close(value, want_value) else []
         bad += [f"d/d{n}: {g!r} vs SymPy {w!r}" for n, g, w in zip(names, grad, want_grad)
                 if not close(g, w)]
-        if bad:
-            tally.mismatch(f"{text} at {point}")
-        assert not bad, f"{text} at {point}: " + "; ".join(bad)
+        tally.compared_with(bad, f"{text} at {point}")
 
     check()
     check_compared_enough(tally)
@@ -389,10 +386,7 @@ def test_gradient_matches_finite_differences(property_tally):
                 return tally.skip("finite differences unreliable")
             if not close(g, fd, rel=1e-5, floor=floor):
                 bad.append(f"d/d{name}: {g!r} vs finite difference {fd!r}")
-        tally.compared += 1
-        if bad:
-            tally.mismatch(f"{text} at {point}")
-        assert not bad, f"{text} at {point}: " + "; ".join(bad)
+        tally.compared_with(bad, f"{text} at {point}")
 
     check()
     check_compared_enough(tally)
@@ -508,10 +502,7 @@ def test_hash_consing_invariants(property_tally):
                 problems.append(f"{text}: dag {stats['dag_nodes']}, tree {stats['tree_nodes']}, "
                                 f"postfix bound {postfix_bound(text)}")
         problems += graph_invariants(g)  # including every gradient node stats() built
-        tally.compared += 1
-        if problems:
-            tally.mismatch(f"{a} | {b} | {op}")
-        assert not problems, f"a={a!r}, b={b!r}: " + "; ".join(problems)
+        tally.compared_with(problems, f"{a} | {b} | {op}", f"a={a!r}, b={b!r}")
 
     check()
     check_compared_enough(tally)
@@ -588,10 +579,7 @@ def test_batch_equals_pointwise(property_tally):
                     continue
                 problems.append(f"point {row}: pointwise {value!r}, {grad!r}, "
                                 f"batch {values[i]!r}, {grads[i]!r}")
-        tally.compared += 1
-        if problems:
-            tally.mismatch(text)
-        assert not problems, f"{text}: " + "; ".join(problems)
+        tally.compared_with(problems, text)
 
     check()
     check_compared_enough(tally)

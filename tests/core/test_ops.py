@@ -93,10 +93,7 @@ def test_op_partials_match_finite_differences(name, property_tally):
                 problems.append(f"partial {k}: rule gives {local!r}, finite difference {fd!r}")
             if not same(grad[k], local):
                 problems.append(f"partial {k}: gradient gives {grad[k]!r}, rule {local!r}")
-        tally.compared += 1
-        if problems:
-            tally.mismatch(f"{name} at {point}")
-        assert not problems, f"{name} at {point}: " + "; ".join(problems)
+        tally.compared_with(problems, f"{name} at {point}")
 
 
 def test_an_operation_without_a_lowering_is_an_error_at_definition():
