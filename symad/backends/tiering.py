@@ -131,9 +131,7 @@ class TieredProgram:
         vm = self.vm
         if vm is None:
             return None
-        self.vm_calls += 1
-        if self.vm_calls == self.vm_calls_before_compile and self.background:
-            self.start()
+        self.count_vm_call()
         return vm.call
 
     def count_vm_call(self) -> None:

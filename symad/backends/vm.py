@@ -84,7 +84,6 @@ class VMProgram:
         """Number of instructions."""
         return len(self.code)
 
-
     def point(self, x: np.ndarray) -> np.ndarray:
         """The outputs at one point ``x``."""
         x = np.require(x, np.float64, ("C", "A"))

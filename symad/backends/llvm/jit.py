@@ -185,11 +185,7 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[An
     """An execution engine holding the machine code of the IR ``text``, and whether that code
     came from the disk cache.  With ``remote_ok`` (an abandonable thread) call it without
     ``_compile_lock``: the worker compiles, the lock is taken to load; else with it held."""
-    import llvmlite
-
-    on_disk = None
-    if cache.cache_dir() is not None:
-        on_disk = cache.key(text, f"O{opt}", *codegen.host_cpu(), llvmlite.__version__)
+    on_disk = _disk_name(text, opt) if cache.cache_dir() is not None else None
     stored = cache.load(on_disk) if on_disk else None
     loaded = stored is not None
     if stored is None and remote_ok:
@@ -207,6 +203,13 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[An
         with _compile_lock:
             return _load(stored, opt), loaded
     return _load(stored, opt), loaded
+
+
+def _disk_name(text: str, opt: int) -> str:
+    """The disk cache's name for the object code of IR ``text`` at ``opt`` on this machine."""
+    import llvmlite
+
+    return cache.key(text, f"O{opt}", *codegen.host_cpu(), llvmlite.__version__)
 
 
 def _load(stored: bytes, opt: int) -> Any:
@@ -274,12 +277,10 @@ def _interpreter_code() -> tuple[bytes, int]:
     """The interpreter's object code and its optimisation level.  Optimised (-O2: an instruction
     ~15% faster) when it can be kept in the shared cache: compiled once a machine (~0.1 s) and
     loaded by every later process (~3 ms); else quick code (-O0, ~10 ms) every process."""
-    import llvmlite
-
     text = ir.interpreter_ir(array_data_offset())
     folder = cache.shared_dir()
     if folder is not None:
-        name = cache.key(text, "O2", *codegen.host_cpu(), llvmlite.__version__)
+        name = _disk_name(text, 2)
         stored = cache.load(name, folder)
         if stored is not None:
             with _lock:
