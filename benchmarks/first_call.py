@@ -394,6 +394,16 @@ def failure_text(m: dict[str, Any] | None, timeout: float) -> str:
     return str(status)
 
 
+def _workloads(records: list[dict[str, Any]]) -> Any:
+    """Per workload, in first-seen order: ``(key, its records, symad's record or None, symad's
+    median total, the fastest other peer's record or None, that peer's median total)``."""
+    for key in dict.fromkeys(m["key"] for m in records):
+        ms = [m for m in records if m["key"] == key]
+        sm = next((m for m in ms if m["peer"] == "symad"), None)
+        mine = median_of((sm or {}).get("samples") or [], "total_s")
+        yield (key, ms, sm, mine, *_best_other(ms, "total_s"))
+
+
 def _best_other(ms: list[dict[str, Any]], figure: str) -> tuple[dict[str, Any] | None, float | None]:
     found = [(median_of(m.get("samples") or [], figure), m) for m in ms
              if not m["peer"].startswith("symad") and m.get("status") == "ok"]
@@ -414,11 +424,7 @@ def targets(data: dict[str, Any]) -> list[list[str]]:
         rows.append([target, where, measured, fr(ratio), _verdict(ok), note])
 
     solve = data.get("solve", [])
-    for key in dict.fromkeys(m["key"] for m in solve):
-        ms = [m for m in solve if m["key"] == key]
-        sm = next((m for m in ms if m["peer"] == "symad"), None)
-        mine = median_of((sm or {}).get("samples") or [], "total_s")
-        bm, theirs = _best_other(ms, "total_s")
+    for key, ms, sm, mine, bm, theirs in _workloads(solve):
         timeouts = [m for m in ms if not m["peer"].startswith("symad") and m.get("status") == "timeout"]
         where = title(key) + (f" (vs {bm['label']})" if bm else "")
         if mine is None:
@@ -456,11 +462,7 @@ def targets(data: dict[str, Any]) -> list[list[str]]:
             f"{fmt_s(ex)} (median; slowest of {len((sm or {}).get('samples') or [])}: {fmt_s(worst)})" if ex is not None
             else "—", None, ok, f"last call served by: {tier}" if tier else "")
     calls = data.get("calls", [])
-    for key in dict.fromkeys(m["key"] for m in calls):
-        ms = [m for m in calls if m["key"] == key]
-        sm = next((m for m in ms if m["peer"] == "symad"), None)
-        mine = median_of((sm or {}).get("samples") or [], "total_s")
-        bm, theirs = _best_other(ms, "total_s")
+    for key, _, sm, mine, bm, theirs in _workloads(calls):
         n = ((sm or {}).get("samples") or [{}])[0].get("calls", 1000)
         target = f"build + first {n:,} calls ≤ fastest peer"
         if mine is None or bm is None:
