@@ -79,8 +79,9 @@ class Problem:
         missing = [k for k in self.fn.params if k not in self.params]
         if missing:
             raise VariableError(f"missing value for parameter {', '.join(missing)}: pass params={{...}}")
-        # (the values in the compiled function's order; a name it does not use is dropped)
-        self.args = (dict((k, self.params[k]) for k in self.fn.params),) if self.fn.params else ()
+        # The values as the vector each call takes, in the compiled function's order, checked
+        # once here rather than by name at every call (a name it does not use is dropped).
+        self.args = (np.array([self.params[k] for k in self.fn.params]),) if self.fn.params else ()
         self.lower, self.upper = box(bounds, self.names)
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.nfev = self.njev = self.nhev = 0
