@@ -26,17 +26,17 @@ _threads_lock = threading.Lock()  # compiles start from several threads (a calle
 forksafe.hold_across_fork(_threads_lock)
 
 
-# Modules a compile imports on first use.  The compile thread imports them (loading LLVM
-# takes tens of milliseconds the caller need not wait for), holding a lock that a fork
-# waits for: a child forked half-way through an import would keep a half-initialised
-# module for ever.
+# Modules a compile imports on first use (only to compile: code from the disk cache or the
+# compile worker loads without them), held by a lock that a fork waits for: a child forked
+# half-way through an import in a compile thread would keep a half-initialised module for ever.
 _COMPILE_IMPORTS = ("llvmlite", "llvmlite.binding")  # symad's own modules are imported at its import
 _imported: list[bool] = []
 _import_lock = threading.Lock()
 forksafe.hold_across_fork(_import_lock)
 
 
-def _import_compile_modules() -> None:
+def import_compile_modules() -> None:
+    """Import llvmlite's binding to LLVM (where installed), fork-safely; once."""
     if _imported:
         return
     with _import_lock:
@@ -55,7 +55,6 @@ def start(target: Callable[[], Any], name: str = "symad-compile", *, abandonable
 
     def run() -> None:
         _local.abandonable = abandonable
-        _import_compile_modules()
         target()
 
     thread = threading.Thread(target=run, daemon=True, name=name)

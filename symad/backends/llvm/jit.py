@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from symad.backends import background
-from symad.backends.llvm import cache, codegen, ir, remote
+from symad.backends.llvm import cache, codegen, elf, ir, remote
 from symad.backends.schedule import Schedule
 from symad.core import forksafe
 
@@ -65,13 +65,16 @@ BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
 
 
+@functools.lru_cache(maxsize=1)
 def available() -> bool:
-    """Whether llvmlite can be imported (the native backend is optional)."""
+    """Whether llvmlite is installed (the native backend is optional).  Found, not imported:
+    code loaded from the disk cache runs without it (:mod:`symad.backends.llvm.elf`)."""
+    import importlib.util
+
     try:
-        import llvmlite.binding  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("llvmlite") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,6 +113,7 @@ class NativeProgram:
 
 def _target_machine_for(opt: int) -> Any:
     """The target machine of IR passes and object emission at ``opt`` (one per level, kept)."""
+    background.import_compile_modules()
     with _lock:
         if opt not in _machines:
             _machines[opt] = codegen.new_target_machine(opt)
@@ -206,13 +210,23 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[An
 
 
 def _disk_name(text: str, opt: int) -> str:
-    """The disk cache's name for the object code of IR ``text`` at ``opt`` on this machine."""
+    """The disk cache's name for the object code of IR ``text`` at ``opt`` on this machine.
+    The CPU as Linux describes it where it can be read (without loading LLVM), else as LLVM does."""
     import llvmlite
 
-    return cache.key(text, f"O{opt}", *codegen.host_cpu(), llvmlite.__version__)
+    cpu = elf.cpu_identity() if elf.supported() else ""
+    if not cpu:
+        background.import_compile_modules()
+    return cache.key(text, f"O{opt}", *((cpu,) if cpu else codegen.host_cpu()), llvmlite.__version__)
 
 
 def _load(stored: bytes, opt: int) -> Any:
+    """The object code ``stored`` loaded: by symad's own loader where it can, else by MCJIT
+    (either answers ``get_function_address``)."""
+    image = elf.load(stored)
+    if image is not None:
+        return image
+    background.import_compile_modules()
     import llvmlite.binding as llvm
 
     # An engine owns (and frees with itself) the target machine it is given: its own one.
