@@ -17,7 +17,8 @@ __version__ = "0.1.0"
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
     "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "core.graph",
-    "minimize": "optimize", "to_postfix": "frontend.parser", "clear_caches": "caches",
+    "minimize": "optimize", "objective": "objective", "Objective": "objective",
+    "to_postfix": "frontend.parser", "clear_caches": "caches",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
     "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
 }
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from symad.expr import Expr, parse, var
     from symad.frontend.parser import to_postfix
     from symad.function import Function
+    from symad.objective import Objective, objective
     from symad.optimize import minimize
 
 
@@ -65,7 +67,7 @@ def compile(expr: Expr | str, variables: list[str] | None = None, backend: str =
 
 
 __all__ = [
-    "Expr", "Function", "Graph", "LimitError", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "clear_caches", "compile", "minimize", "parse",
+    "Expr", "Function", "Graph", "LimitError", "Objective", "ParseError", "PointError", "SymadError",
+    "UnknownFunctionError", "VariableError", "clear_caches", "compile", "minimize", "objective", "parse",
     "to_postfix", "var",
 ]

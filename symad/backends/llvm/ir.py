@@ -171,6 +171,54 @@ def _call_ir(n_out: int, offset: int | None) -> str:
             "  %value = load double, ptr %v\n  ret double %value\n}\n")
 
 
+# ===================================================================== sums over rows of data
+def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
+    """LLVM IR of ``rows(w, cols, strides, idx, start, end, out)``: the schedule's outputs summed
+    over rows ``start`` … ``end - 1`` of data, in row order, into ``out``.
+
+    ``sources[k]`` says where input ``k`` comes from: ``("w", i)`` is ``w[i]``, the same in
+    every row; ``("col", j)`` is row ``r`` of column ``j``, ``cols[j][r * strides[j]]`` (a
+    column is read in place, at any stride).  With ``idx`` (not null) the rows are
+    ``idx[start]`` … ``idx[end - 1]`` instead: a mini-batch.
+    """
+    declared: dict[str, int] = {}
+    names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
+    entry: list[str] = []
+    row: list[str] = []
+    for node, (kind, i) in zip(schedule.inputs, sources):
+        name = f"%v{node}"
+        names[node] = name
+        if kind == "w":
+            _load(entry, name, "%w", i)
+        else:
+            entry.append(f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}\n  %cp{i} = load ptr, ptr %cp{i}a")
+            entry.append(f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}\n  %cs{i} = load i64, ptr %cs{i}a")
+            row += [f"  %co{node} = mul i64 %r, %cs{i}", f"  {name}a = getelementptr double, ptr %cp{i}, i64 %co{node}",
+                    f"  {name} = load double, ptr {name}a"]
+    row += _steps(schedule, schedule.steps, names, "", declared)
+    n_out = len(schedule.outputs)
+    acc = "".join(f"  %acc{k} = phi double [0.0, %entry], [%sum{k}, %go]\n" for k in range(n_out))
+    add = "".join(f"  %sum{k} = fadd double %acc{k}, {names[node]}\n" for k, node in enumerate(schedule.outputs))
+    done = "".join(f"  %fin{k} = phi double [0.0, %entry], [%sum{k}, %go]\n" for k in range(n_out))
+    store: list[str] = []
+    for k in range(n_out):
+        _store(store, f"%fin{k}", "%out", k, f"o{k}")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
+    return (f"{decls}\n"
+            "define void @rows(ptr noalias %w, ptr noalias %cols, ptr noalias %strides, ptr noalias %idx,"
+            " i64 %start, i64 %end, ptr noalias %out) {\nentry:\n" + "\n".join(entry) + "\n"
+            "  %indexed = icmp ne ptr %idx, null\n"
+            "  %any = icmp slt i64 %start, %end\n  br i1 %any, label %loop, label %done\n"
+            "loop:\n  %i = phi i64 [%start, %entry], [%next, %go]\n" + acc +
+            "  br i1 %indexed, label %pick, label %go\n"
+            "pick:\n  %ip = getelementptr i64, ptr %idx, i64 %i\n  %picked = load i64, ptr %ip\n  br label %go\n"
+            "go:\n  %r = phi i64 [%picked, %pick], [%i, %loop]\n" + "\n".join(row) + "\n" + add +
+            "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %end\n"
+            "  br i1 %more, label %loop, label %done\n"
+            "done:\n" + done + "\n".join(store) + "\n  ret void\n}\n"
+            "\nattributes #0 = { nobuiltin }\n")
+
+
 # ===================================================================== the interpreter
 def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
     """The interpreter's instruction set: ``(op, None)`` for each operation of the op table,

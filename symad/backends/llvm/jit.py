@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +36,7 @@ _compile_lock = threading.Lock()
 # process reuses its code.  At most CACHE_PROGRAMS are kept (the least recently used
 # goes first); a program's code is freed when neither this cache nor a Program holds it.
 CACHE_PROGRAMS = 256
-_cache: dict[str, NativeProgram] = {}  # insertion order: least recently used first
+_cache: dict[str, Any] = {}  # NativeProgram, RowsProgram; insertion order: least recently used first
 _machines: dict[int, Any] = {}
 # A fork waits for a compile in flight: LLVM's state is copied whole, never half-changed.
 forksafe.hold_across_fork(_compile_lock, _lock)
@@ -148,7 +149,7 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     return background.run_interruptibly(work)
 
 
-def _cached(key: str) -> NativeProgram | None:
+def _cached(key: str) -> Any:
     with _lock:
         program = _cache.pop(key, None)
         if program is not None:
@@ -163,8 +164,6 @@ def clear_cache() -> None:
 
 
 def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) -> NativeProgram:
-    import time
-
     started = time.perf_counter()
     # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
     # the values passed between them through memory would cost a third more time.
@@ -175,6 +174,44 @@ def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) ->
                             BATCH(engine.get_function_address("batch")),
                             CALL(call_address) if call_address else None,
                             len(schedule.inputs), len(schedule.outputs), engine)
+    _remember(key, program, loaded, started)
+    return program
+
+
+ROWS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                        ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+
+
+class RowsProgram:
+    """Machine code summing a schedule's outputs over rows of data (:func:`symad.backends.llvm.ir.rows_ir`):
+    ``rows(w, cols, strides, idx, start, end, out)``, which releases the GIL."""
+
+    def __init__(self, rows: Callable[..., None], n_out: int, engine: Any):
+        self.rows, self.n_out = rows, n_out
+        self.engine = engine  # owns the machine code
+
+
+def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram:
+    """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile_native`'s programs)."""
+    key = f"{schedule.key}-rows{sources}-O{opt}"
+
+    def work() -> RowsProgram:
+        with _compile_lock:
+            cached = _cached(key)
+            if cached is not None:
+                return cached
+            started = time.perf_counter()
+            engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size)
+            program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
+            _remember(key, program, loaded, started)
+            return program
+
+    cached = _cached(key)
+    return cached if cached is not None else background.run_interruptibly(work)
+
+
+def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
+    """Keep a compiled program in the in-memory cache, and count its compile."""
     with _lock:
         _cache[key] = program
         while len(_cache) > CACHE_PROGRAMS:
@@ -182,7 +219,6 @@ def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) ->
         _stats["compiles"] += 1
         _stats["loaded"] += loaded
         _stats["seconds"] += time.perf_counter() - started
-    return program
 
 
 def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[Any, bool]:

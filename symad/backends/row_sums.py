@@ -1,0 +1,135 @@
+"""Sums of a schedule's outputs over the rows of data: one fused loop, the cores sharing the rows.
+
+The rows are cut into blocks of :data:`BLOCK_ROWS` (a fixed size, not one that depends on
+the machine); each block's sum is computed in row order, and the blocks' sums are added in
+block order.  The result is therefore the same bits on every run and on any number of
+cores.  The data are read in place: each column is a float64 array at any stride.
+
+Native code (:func:`symad.backends.llvm.jit.compile_rows`) runs the loop; without llvmlite,
+NumPy code does, a block at a time (its inputs gathered into a block-sized array).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from symad.backends.llvm import jit
+from symad.backends.program import Program
+from symad.backends.schedule import Schedule
+from symad.core import forksafe
+
+BLOCK_ROWS = 8192
+"""Rows per block: each block's sum is one call of the loop; blocks are shared among the cores."""
+
+_pool: list[ThreadPoolExecutor] = []
+_pool_lock = threading.Lock()
+
+
+def default_threads() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    with _pool_lock:
+        if not _pool or _pool[0]._max_workers < threads:
+            _pool[:] = [ThreadPoolExecutor(max_workers=threads, thread_name_prefix="symad-rows")]
+        return _pool[0]
+
+
+forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's threads
+
+
+class RowSums:
+    """The sums of ``schedule``'s outputs over rows: ``sums(w, rows)``.
+
+    ``sources[k]`` places input ``k``: ``("w", i)`` (the vector ``w``) or ``("col", j)``
+    (``columns[j]``, one float64 value per row).
+    """
+
+    def __init__(self, schedule: Schedule, sources: list[tuple[str, int]], columns: list[np.ndarray],
+                 n_rows: int, backend: str = "auto", threads: int | None = None):
+        self.schedule, self.sources, self.n_rows = schedule, sources, n_rows
+        self.n_out = len(schedule.outputs)
+        self.columns = columns  # kept alive: the machine code reads them by address
+        self.threads = threads or default_threads()
+        self.native = backend != "python" and jit.available()
+        self._program: Any = None
+        self._lock = threading.Lock()
+        if columns:
+            self._cols = np.array([c.ctypes.data for c in columns], dtype=np.uintp)
+            self._strides = np.array([c.strides[0] // 8 for c in columns], dtype=np.int64)
+        else:
+            self._cols = np.zeros(1, dtype=np.uintp)
+            self._strides = np.zeros(1, dtype=np.int64)
+
+    def program(self) -> Any:
+        """The compiled loop (compiled on first use)."""
+        if self._program is None:
+            with self._lock:
+                if self._program is None:
+                    if self.native:
+                        self._program = jit.compile_rows(self.schedule, self.sources)
+                    else:
+                        self._program = Program.from_schedule(self.schedule, "python", background=False)
+        return self._program
+
+    def sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Each output summed over every row (``rows`` None) or over the rows ``rows`` (int64 indexes)."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        count = self.n_rows if rows is None else len(rows)
+        blocks = max(1, -(-count // BLOCK_ROWS))
+        partial = np.zeros((blocks, self.n_out))
+        program = self.program()
+        if isinstance(program, jit.RowsProgram):
+            run = self._native_block(program, w, rows, count, partial)
+        else:
+            run = self._numpy_block(program, w, rows, count, partial)
+        workers = min(self.threads, blocks)
+        if workers <= 1:
+            for b in range(blocks):
+                run(b)
+        else:
+            share = [range(t, blocks, workers) for t in range(workers)]
+
+            def run_share(bs: range) -> None:
+                for b in bs:
+                    run(b)
+
+            futures = [_executor(workers).submit(run_share, bs) for bs in share[1:]]
+            run_share(share[0])
+            for f in futures:
+                f.result()
+        return partial.sum(axis=0) if blocks > 1 else partial[0]
+
+    def _native_block(self, program: jit.RowsProgram, w: np.ndarray, rows: np.ndarray | None, count: int,
+                      partial: np.ndarray) -> Any:
+        call, wp, cp, sp = program.rows, w.ctypes.data, self._cols.ctypes.data, self._strides.ctypes.data
+        ip = None if rows is None else rows.ctypes.data
+        out, width = partial.ctypes.data, 8 * self.n_out
+
+        def run(b: int) -> None:
+            call(wp, cp, sp, ip, b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS), out + b * width)
+
+        return run
+
+    def _numpy_block(self, program: Program, w: np.ndarray, rows: np.ndarray | None, count: int,
+                     partial: np.ndarray) -> Any:
+        def run(b: int) -> None:
+            start, end = b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS)
+            picked = slice(start, end) if rows is None else rows[start:end]
+            inputs = np.empty((end - start, len(self.sources)))
+            for k, (kind, i) in enumerate(self.sources):
+                inputs[:, k] = w[i] if kind == "w" else self.columns[i][picked]
+            # each output's column summed alike (pairwise), whatever the number of outputs
+            partial[b] = np.ascontiguousarray(program.batch(inputs).T).sum(axis=1)
+
+        return run

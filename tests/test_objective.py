@@ -1,0 +1,242 @@
+"""Objectives over data: sums over rows in one fused loop, mini-batches, second derivatives, fits."""
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import symad
+from symad import PointError, SymadError, VariableError
+from symad.backends import row_sums
+from symad.backends.llvm import jit
+
+D = 5
+LOGISTIC = "log(1 + exp(-y*(" + " + ".join(f"w{j}*x{j}" for j in range(D)) + " + b)))"
+WRT = [f"w{j}" for j in range(D)] + ["b"]
+
+
+def classification(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two overlapping Gaussian classes in D features, labels ±1 (a problem with a finite optimum)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    truth = np.linspace(-1.0, 1.5, D)
+    y = np.where(X @ truth + 0.3 + rng.logistic(size=n) > 0, 1.0, -1.0)
+    return X, y
+
+
+def logistic_numpy(X: np.ndarray, y: np.ndarray, wb: np.ndarray) -> tuple[float, np.ndarray]:
+    m = -y * (X @ wb[:D] + wb[D])
+    s = -y / (1.0 + np.exp(-m))
+    return float(np.sum(np.log1p(np.exp(m)))), np.concatenate([X.T @ s, [s.sum()]])
+
+
+def logistic_newton(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The reference fit: Newton's method (IRLS) on the same loss, to machine precision."""
+    A = np.column_stack([X, np.ones(len(X))])
+    wb = np.zeros(D + 1)
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(y * (A @ wb)))
+        g = A.T @ (-y * p)
+        H = A.T @ (A * (p * (1 - p))[:, None])
+        step = np.linalg.solve(H, g)
+        wb -= step
+        if np.max(np.abs(step)) < 1e-14:
+            break
+    return wb
+
+
+def as_data(X: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    return {**{f"x{j}": X[:, j] for j in range(D)}, "y": y}
+
+
+@pytest.fixture(params=["auto", "python"])
+def backend(request):
+    if request.param == "auto" and not jit.available():
+        pytest.skip("llvmlite not installed")
+    return request.param
+
+
+def test_value_and_gradient_are_numpys_over_every_row(backend):
+    X, y = classification(20_000)  # several blocks of rows
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, backend=backend)
+    assert obj.n_rows == 20_000 and obj.data_names == tuple(f"x{j}" for j in range(D)) + ("y",)
+    for wb in np.random.default_rng(1).normal(size=(3, D + 1)):
+        v, g = obj.value_and_grad(wb)
+        rv, rg = logistic_numpy(X, y, wb)
+        assert v == pytest.approx(rv, rel=1e-12)
+        np.testing.assert_allclose(g, rg, rtol=1e-10, atol=1e-9)
+        assert obj.value(wb) == v and np.array_equal(obj.grad(wb), g)
+
+
+def test_mean_divides_by_the_rows_used():
+    X, y = classification(1000)
+    total = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
+    mean = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, reduce="mean")
+    wb = np.full(D + 1, 0.1)
+    assert mean.value(wb) == total.value(wb) / 1000
+    np.testing.assert_array_equal(mean.grad(wb, rows=slice(0, 10)), total.grad(wb, rows=slice(0, 10)) / 10)
+
+
+def test_the_same_bits_on_one_core_or_several():
+    X, y = classification(3 * row_sums.BLOCK_ROWS + 17)
+    wb = np.random.default_rng(2).normal(size=D + 1)
+    results = []
+    for threads in (1, 2, 3):
+        v, g = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, threads=threads).value_and_grad(wb)
+        results.append(np.concatenate([[v], g]))
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_mini_batches_are_the_objective_of_those_rows(backend):
+    X, y = classification(2000)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, backend=backend)
+    wb = np.random.default_rng(3).normal(size=D + 1)
+    idx = np.random.default_rng(4).choice(2000, size=300, replace=False)
+    sub = symad.objective(LOGISTIC, as_data(X[idx], y[idx]), wrt=WRT, backend=backend)
+    v, g = obj.value_and_grad(wb, rows=idx)
+    sv, sg = sub.value_and_grad(wb)
+    assert v == pytest.approx(sv, rel=1e-13)
+    np.testing.assert_allclose(g, sg, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(obj.grad(wb, rows=slice(100, 400)), obj.grad(wb, rows=np.arange(100, 400)))
+    mask = np.zeros(2000, dtype=bool)
+    mask[idx] = True
+    assert obj.value(wb, rows=mask) == pytest.approx(sv, rel=1e-13)
+    assert obj.value(wb, rows=[-1]) == obj.value(wb, rows=[1999])
+    assert obj.value(wb, rows=np.array([5], dtype=np.int32)) == obj.value(wb, rows=[5])
+
+
+def test_data_in_every_layout_is_read_as_given():
+    X, y = classification(500)
+    wb = np.random.default_rng(5).normal(size=D + 1)
+    expected = symad.objective(LOGISTIC, as_data(np.ascontiguousarray(X), y), wrt=WRT).value_and_grad(wb)
+    table = np.column_stack([X, y])
+    layouts = [
+        dict(data=table, columns=[f"x{j}" for j in range(D)] + ["y"]),  # columns at a stride
+        dict(data=np.asfortranarray(table), columns=[f"x{j}" for j in range(D)] + ["y"]),
+        dict(data=as_data(X[::-1], y[::-1])),  # negative strides: the same rows, reversed
+        dict(data=as_data(X, y.astype(np.int8))),  # labels as integers: converted once
+    ]
+    rec = np.zeros(500, dtype=[*[(f"x{j}", "f8") for j in range(D)], ("y", "f8"), ("note", "i4")])
+    for j in range(D):
+        rec[f"x{j}"] = X[:, j]
+    rec["y"] = y
+    layouts.append(dict(data=rec))  # a structured array (a stride of 52 bytes: copied once, aligned)
+    for kw in layouts:
+        v, g = symad.objective(LOGISTIC, wrt=WRT, **kw).value_and_grad(wb)
+        assert v == pytest.approx(expected[0], rel=1e-12)
+        np.testing.assert_allclose(g, expected[1], rtol=1e-11, atol=1e-11)
+
+
+def test_columns_read_in_place_are_not_copied():
+    X, y = classification(100)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
+    assert all(np.shares_memory(c, X) for c in obj.columns[:D])
+    before = obj.value(np.zeros(D + 1))
+    X[:, 0] += 1.0  # the objective reads the caller's arrays, as documented
+    assert obj.value(np.full(D + 1, 0.5)) != before
+
+
+def test_hessian_and_hessian_vector_products_over_the_sum(backend):
+    X, y = classification(5000)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, backend=backend)
+    wb = np.random.default_rng(6).normal(size=D + 1) * 0.3
+    A = np.column_stack([X, np.ones(len(X))])
+    p = 1.0 / (1.0 + np.exp(y * (A @ wb)))
+    H = A.T @ (A * (p * (1 - p))[:, None])
+    np.testing.assert_allclose(obj.hessian(wb), H, rtol=1e-10, atol=1e-9)
+    assert np.array_equal(obj.hessian(wb), obj.hessian(wb).T)
+    v = np.random.default_rng(7).normal(size=D + 1)
+    np.testing.assert_allclose(obj.hessp(wb, v), H @ v, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(obj.hessian(wb, rows=slice(0, 50)), A[:50].T @ (A[:50] * (p * (1 - p))[:50, None]),
+                               rtol=1e-10, atol=1e-10)
+
+
+def test_scipy_fits_logistic_regression_to_the_reference_coefficients():
+    X, y = classification(4000, seed=11)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, reduce="mean")
+    r = minimize(obj.value_and_grad, np.zeros(D + 1), jac=True, method="L-BFGS-B",
+                 options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 1000})
+    reference = logistic_newton(X, y)
+    np.testing.assert_allclose(r.x, reference, atol=1e-6)
+    newton = minimize(obj.value, np.zeros(D + 1), jac=obj.grad, hess=obj.hessian, method="trust-exact",
+                      options={"gtol": 1e-12})
+    np.testing.assert_allclose(newton.x, reference, atol=1e-8)
+    hessp = minimize(obj.value, np.zeros(D + 1), jac=obj.grad, hessp=obj.hessp, method="trust-ncg",
+                     options={"gtol": 1e-12})
+    np.testing.assert_allclose(hessp.x, reference, atol=1e-8)
+
+
+def test_least_squares_fit_is_lstsq():
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(3000, 3))
+    y = X @ np.array([0.5, -2.0, 3.0]) + 1.25 + rng.normal(scale=0.1, size=3000)
+    obj = symad.objective("(a*p + b*q + c*r + d - y)^2", {"p": X[:, 0], "q": X[:, 1], "r": X[:, 2], "y": y},
+                          wrt=["a", "b", "c", "d"])
+    r = minimize(obj.value_and_grad, np.zeros(4), jac=True, method="L-BFGS-B",
+                 options={"gtol": 1e-10, "ftol": 1e-16})
+    reference, *_ = np.linalg.lstsq(np.column_stack([X, np.ones(3000)]), y, rcond=None)
+    np.testing.assert_allclose(r.x, reference, atol=1e-6)
+    # the normal equations: Newton's step from anywhere lands on the optimum
+    w = np.ones(4)
+    w_newton = w - np.linalg.solve(obj.hessian(w), obj.grad(w))
+    np.testing.assert_allclose(w_newton, reference, atol=1e-9)
+
+
+def test_a_pickled_objective_computes_the_same():
+    X, y = classification(300)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, reduce="mean")
+    wb = np.full(D + 1, 0.2)
+    again = pickle.loads(pickle.dumps(obj))
+    assert again.wrt == obj.wrt and again.reduce == "mean" and again.n_rows == 300
+    v, g = obj.value_and_grad(wb)
+    v2, g2 = again.value_and_grad(wb)
+    assert v == v2 and np.array_equal(g, g2)
+
+
+def test_wrt_defaults_to_the_variables_that_are_not_data():
+    obj = symad.objective("(a*x + b - y)^2", {"x": [0.0, 1.0], "y": [1.0, 3.0], "unused": [5.0, 6.0]})
+    assert obj.wrt == ("a", "b") and obj.data_names == ("x", "y")
+    assert obj.value({"a": 2, "b": 1}) == 0.0
+    assert "2 rows" in repr(obj)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(expr="(a*x - y)^2", data={"x": [1.0]}, wrt=["a"]), VariableError, "y is neither data nor in wrt"),
+    (dict(expr="(a*x - y)^2", data={"x": [1.0], "y": [2.0]}, wrt=["a", "x"]), VariableError, "x is data"),
+    (dict(expr="a*x", data={"x": [1.0, 2.0], "y": [1.0]}), None, None),
+    (dict(expr="a*x - y", data={"x": [1.0, 2.0], "y": [1.0]}), SymadError, "differ in length"),
+    (dict(expr="a*x", data={"x": []}), SymadError, "no rows"),
+    (dict(expr="a*x", data={"x": [[1.0, 2.0]]}), SymadError, "1-D"),
+    (dict(expr="a*x", data={"x": ["one"]}), SymadError, "not numbers"),
+    (dict(expr="a*x", data={"x": [1.0]}, reduce="median"), SymadError, "reduce must be one of sum, mean"),
+    (dict(expr="a*x", data=np.zeros((3, 2))), SymadError, "columns=["),
+    (dict(expr="a*x", data=np.zeros((3, 2)), columns=["x"]), SymadError, "names 1 column"),
+    (dict(expr="a*x", data=[1, 2]), SymadError, "data must be"),
+    (dict(expr="a*x", data={"x": [1.0]}, wrt="a"), SymadError, "list of names"),
+])
+def test_bad_objectives_are_explained(kwargs, error, words):
+    if error is None:
+        assert symad.objective(**kwargs).n_rows == 2  # unused columns may differ: only those read count
+        return
+    with pytest.raises(error, match=words.replace("[", r"\[")):
+        symad.objective(**kwargs)
+
+
+def test_bad_points_and_rows_are_explained():
+    obj = symad.objective("(a*x + b - y)^2", {"x": [0.0, 1.0, 2.0], "y": [1.0, 3.0, 5.0]})
+    with pytest.raises(PointError, match=r"w needs 2 value\(s\) \(a, b\), got shape \(3,\)"):
+        obj.value([1, 2, 3])
+    with pytest.raises(VariableError, match="missing b"):
+        obj.value({"a": 1})
+    with pytest.raises(PointError, match="row 3 is out of range: the data has 3 rows"):
+        obj.value([1, 2], rows=[0, 3])
+    with pytest.raises(PointError, match="selects no row"):
+        obj.value([1, 2], rows=slice(5, 9))
+    with pytest.raises(PointError, match="boolean row mask needs 3"):
+        obj.value([1, 2], rows=np.array([True, False]))
+    with pytest.raises(PointError, match="1-D array of row indexes"):
+        obj.value([1, 2], rows=[0.5])
+    with pytest.raises(PointError, match="not a vector of numbers"):
+        obj.value(["a", "b"])
