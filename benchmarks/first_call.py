@@ -921,9 +921,8 @@ def write(data: dict[str, Any], out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "first_call.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
     (out_dir / "first_call.md").write_text(render(data))
-    bench = out_dir / "benchmarks.json"
-    if bench.exists():
-        (out_dir / "benchmarks.md").write_text(report.render(json.loads(bench.read_text()), first_call=data))
+    if (out_dir / "benchmarks.json").exists():
+        (out_dir / "benchmarks.md").write_text(report.render_beside(out_dir))
     print(f"wrote {out_dir / 'first_call.md'} and first_call.json", file=sys.stderr)
 
 

@@ -460,8 +460,25 @@ def scaling_exponent(points: list[M]) -> tuple[float | None, int, int, str]:
 
 
 # ============================================================================ the page
-def render(data: Data, first_call: Data | None = None) -> str:
-    """The page; with ``first_call`` (first_call.json's data), its targets in a section of their own."""
+def render_beside(out_dir: str | os.PathLike[str]) -> str:
+    """benchmarks.md from the JSON files in ``out_dir``: benchmarks.json, and first_call.json and
+    data_sum.json where present (their targets)."""
+    def load(name: str) -> Data | None:
+        try:
+            with open(os.path.join(out_dir, name)) as fh:
+                return json.load(fh)
+        except (OSError, ValueError):
+            return None
+
+    data = load("benchmarks.json")
+    if data is None:
+        raise FileNotFoundError(os.path.join(out_dir, "benchmarks.json"))
+    return render(data, load("first_call.json"), load("data_sum.json"))
+
+
+def render(data: Data, first_call: Data | None = None, data_sum: Data | None = None) -> str:
+    """The page; with ``first_call`` (first_call.json's data) and ``data_sum`` (data_sum.json's),
+    their targets in sections of their own."""
     r = Results(data)
     meta = r.meta
     out: list[str] = []
@@ -526,6 +543,15 @@ def render(data: Data, first_call: Data | None = None) -> str:
             "[first_call.md](first_call.md).\n\n"
         )
         add(table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], first_call["targets"]))
+
+    if data_sum and data_sum.get("targets"):
+        dm = data_sum["meta"]
+        add("\n## Targets: models over data (issue #16)\n\n")
+        add(f"From `{dm['command']}` ({dm['date']}, symad at commit {dm.get('commit', '?')}"
+            + (", **quick run**, not a measurement" if dm.get("quick") else "")
+            + "): a loss over rows of data, symad's `objective` beside JAX, NumPy and CasADi on the same "
+            "arrays, every figure from fresh processes. The tables and the method: [data_sum.md](data_sum.md).\n\n")
+        add(table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], data_sum["targets"]))
 
     if r.point_keys:
         add("\n## Value and gradient at one new point\n\n")
@@ -703,15 +729,7 @@ def render(data: Data, first_call: Data | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     path = args[0] if args else "docs/benchmarks.json"
-    with open(path) as fh:
-        data = json.load(fh)
-    first_call = None
-    try:  # benchmarks.first_call's results, written beside it
-        with open(os.path.join(os.path.dirname(path), "first_call.json")) as fh:
-            first_call = json.load(fh)
-    except (OSError, ValueError):
-        pass
-    sys.stdout.write(render(data, first_call))
+    sys.stdout.write(render_beside(os.path.dirname(path) or "."))
     return 0
 
 

@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if first is not None:
         first_call.write(first, args.out_dir)  # first_call.md/.json, and benchmarks.md with its targets
     else:
-        (args.out_dir / "benchmarks.md").write_text(report.render(data))
+        (args.out_dir / "benchmarks.md").write_text(report.render_beside(args.out_dir))
     print(f"wrote {args.out_dir / 'benchmarks.md'} and benchmarks.json", file=sys.stderr)
     return 0
 

@@ -17,7 +17,7 @@ __version__ = "0.1.0"
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
     "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "core.graph",
-    "minimize": "optimize", "objective": "objective", "Objective": "objective",
+    "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
     "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from symad.expr import Expr, parse, var
     from symad.frontend.parser import to_postfix
     from symad.function import Function
-    from symad.objective import Objective, objective
+    from symad.objectives import Objective, objective
     from symad.optimize import minimize
 
 

@@ -174,49 +174,87 @@ def _call_ir(n_out: int, offset: int | None) -> str:
 # ===================================================================== sums over rows of data
 def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     """LLVM IR of ``rows(w, cols, strides, idx, start, end, out)``: the schedule's outputs summed
-    over rows ``start`` … ``end - 1`` of data, in row order, into ``out``.
+    over rows ``start`` … ``end - 1`` of data into ``out``.
 
     ``sources[k]`` says where input ``k`` comes from: ``("w", i)`` is ``w[i]``, the same in
     every row; ``("col", j)`` is row ``r`` of column ``j``, ``cols[j][r * strides[j]]`` (a
     column is read in place, at any stride).  With ``idx`` (not null) the rows are
     ``idx[start]`` … ``idx[end - 1]`` instead: a mini-batch.
+
+    Rows go two at a time, their instructions interleaved (one row's chain of dependent
+    operations leaves the processor idle; two independent ones fill it), each lane summing
+    its own rows in order; a last odd row joins the first lane, and the lanes' sums are
+    added at the end: a fixed order, so the same rows give the same bits.
     """
     declared: dict[str, int] = {}
-    names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
+    shared: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
     entry: list[str] = []
-    row: list[str] = []
     for node, (kind, i) in zip(schedule.inputs, sources):
-        name = f"%v{node}"
-        names[node] = name
         if kind == "w":
-            _load(entry, name, "%w", i)
+            shared[node] = f"%w{node}"
+            _load(entry, shared[node], "%w", i)
         else:
-            entry.append(f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}\n  %cp{i} = load ptr, ptr %cp{i}a")
-            entry.append(f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}\n  %cs{i} = load i64, ptr %cs{i}a")
-            row += [f"  %co{node} = mul i64 %r, %cs{i}", f"  {name}a = getelementptr double, ptr %cp{i}, i64 %co{node}",
-                    f"  {name} = load double, ptr {name}a"]
-    row += _steps(schedule, schedule.steps, names, "", declared)
-    n_out = len(schedule.outputs)
-    acc = "".join(f"  %acc{k} = phi double [0.0, %entry], [%sum{k}, %go]\n" for k in range(n_out))
-    add = "".join(f"  %sum{k} = fadd double %acc{k}, {names[node]}\n" for k, node in enumerate(schedule.outputs))
-    done = "".join(f"  %fin{k} = phi double [0.0, %entry], [%sum{k}, %go]\n" for k in range(n_out))
+            entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a",
+                      f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}", f"  %cs{i} = load i64, ptr %cs{i}a"]
+
+    def row(p: str, r: str) -> tuple[list[str], list[str]]:
+        """One row's lines (SSA names prefixed ``p``, the row index in ``r``) and its outputs."""
+        names, lines = dict(shared), []
+        for node, (kind, i) in zip(schedule.inputs, sources):
+            if kind == "col":
+                names[node] = f"%{p}v{node}"
+                lines += [f"  %{p}o{node} = mul i64 {r}, %cs{i}",
+                          f"  %{p}v{node}a = getelementptr double, ptr %cp{i}, i64 %{p}o{node}",
+                          f"  %{p}v{node} = load double, ptr %{p}v{node}a"]
+        lines += _steps(schedule, schedule.steps, names, p, declared)
+        return lines, [names[node] for node in schedule.outputs]
+
+    def pick(label: str, p: str, at: str, then: str, come_from: str) -> str:
+        """Blocks giving ``%{p}r``: ``idx[at]`` for a mini-batch, else ``at``."""
+        return (f"  br i1 %indexed, label %{label}pick, label %{label}go\n"
+                f"{label}pick:\n  %{p}ip = getelementptr i64, ptr %idx, i64 {at}\n"
+                f"  %{p}picked = load i64, ptr %{p}ip\n  br label %{label}go\n"
+                f"{label}go:\n  %{p}r = phi i64 [%{p}picked, %{label}pick], [{at}, %{come_from}]\n" + then)
+
+    n = range(len(schedule.outputs))
+    a_lines, a_out = row("a", "%ar")
+    b_lines, b_out = row("b", "%br")
+    t_lines, t_out = row("t", "%tr")
+    pair = [line for both in zip(a_lines, b_lines) for line in both]  # the same shape: interleave them
+    text = (
+        "define void @rows(ptr noalias %w, ptr noalias %cols, ptr noalias %strides, ptr noalias %idx,"
+        " i64 %start, i64 %end, ptr noalias %out) {\nentry:\n" + "\n".join(entry) + "\n"
+        "  %indexed = icmp ne ptr %idx, null\n"
+        "  %s1 = add i64 %start, 1\n  %twomore = icmp slt i64 %s1, %end\n"
+        "  br i1 %twomore, label %pairs, label %last\n"
+        "pairs:\n  %i = phi i64 [%start, %entry], [%i2, %pgo]\n"
+        + "".join(f"  %aacc{k} = phi double [0.0, %entry], [%asum{k}, %pgo]\n"
+                  f"  %bacc{k} = phi double [0.0, %entry], [%bsum{k}, %pgo]\n" for k in n)
+        + "  %i1 = add i64 %i, 1\n"
+        "  br i1 %indexed, label %ppick, label %pgo\n"
+        "ppick:\n  %aip = getelementptr i64, ptr %idx, i64 %i\n  %apicked = load i64, ptr %aip\n"
+        "  %bip = getelementptr i64, ptr %idx, i64 %i1\n  %bpicked = load i64, ptr %bip\n  br label %pgo\n"
+        "pgo:\n  %ar = phi i64 [%apicked, %ppick], [%i, %pairs]\n"
+        "  %br = phi i64 [%bpicked, %ppick], [%i1, %pairs]\n" + "\n".join(pair) + "\n"
+        + "".join(f"  %asum{k} = fadd double %aacc{k}, {a_out[k]}\n"
+                  f"  %bsum{k} = fadd double %bacc{k}, {b_out[k]}\n" for k in n)
+        + "  %i2 = add i64 %i, 2\n  %i3 = add i64 %i, 3\n  %again = icmp slt i64 %i3, %end\n"
+        "  br i1 %again, label %pairs, label %last\n"
+        "last:\n  %j = phi i64 [%start, %entry], [%i2, %pgo]\n"
+        + "".join(f"  %la{k} = phi double [0.0, %entry], [%asum{k}, %pgo]\n"
+                  f"  %lb{k} = phi double [0.0, %entry], [%bsum{k}, %pgo]\n" for k in n)
+        + "  %odd = icmp slt i64 %j, %end\n  br i1 %odd, label %tail, label %done\n"
+        "tail:\n" + pick("t", "t", "%j", "\n".join(t_lines) + "\n", "tail")
+        + "".join(f"  %tsum{k} = fadd double %la{k}, {t_out[k]}\n" for k in n)
+        + "  br label %done\n"
+        "done:\n"
+        + "".join(f"  %fa{k} = phi double [%la{k}, %last], [%tsum{k}, %tgo]\n" for k in n)
+        + "".join(f"  %fin{k} = fadd double %fa{k}, %lb{k}\n" for k in n))
     store: list[str] = []
-    for k in range(n_out):
+    for k in n:
         _store(store, f"%fin{k}", "%out", k, f"o{k}")
-    decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
-    return (f"{decls}\n"
-            "define void @rows(ptr noalias %w, ptr noalias %cols, ptr noalias %strides, ptr noalias %idx,"
-            " i64 %start, i64 %end, ptr noalias %out) {\nentry:\n" + "\n".join(entry) + "\n"
-            "  %indexed = icmp ne ptr %idx, null\n"
-            "  %any = icmp slt i64 %start, %end\n  br i1 %any, label %loop, label %done\n"
-            "loop:\n  %i = phi i64 [%start, %entry], [%next, %go]\n" + acc +
-            "  br i1 %indexed, label %pick, label %go\n"
-            "pick:\n  %ip = getelementptr i64, ptr %idx, i64 %i\n  %picked = load i64, ptr %ip\n  br label %go\n"
-            "go:\n  %r = phi i64 [%picked, %pick], [%i, %loop]\n" + "\n".join(row) + "\n" + add +
-            "  %next = add i64 %i, 1\n  %more = icmp slt i64 %next, %end\n"
-            "  br i1 %more, label %loop, label %done\n"
-            "done:\n" + done + "\n".join(store) + "\n  ret void\n}\n"
-            "\nattributes #0 = { nobuiltin }\n")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+    return decls + "\n" + text + "\n".join(store) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n"
 
 
 # ===================================================================== the interpreter

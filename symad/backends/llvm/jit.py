@@ -23,6 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from symad.backends import background
@@ -178,6 +179,7 @@ def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) ->
     return program
 
 
+SHARED_ROWS_OPS = 20_000  # loops over rows up to this size (~0.5 MB of code) are kept in the shared cache
 ROWS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                         ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
@@ -201,7 +203,10 @@ def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 
             if cached is not None:
                 return cached
             started = time.perf_counter()
-            engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size)
+            # A loop over rows is small and its compile is most of an objective's build: kept in
+            # the shared cache (as the interpreter is), a script run again starts at once.
+            folder = cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else None
+            engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=folder)
             program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
             _remember(key, program, loaded, started)
             return program
@@ -221,12 +226,14 @@ def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
         _stats["seconds"] += time.perf_counter() - started
 
 
-def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[Any, bool]:
+def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Path | None = None) -> tuple[Any, bool]:
     """An execution engine holding the machine code of the IR ``text``, and whether that code
-    came from the disk cache.  With ``remote_ok`` (an abandonable thread) call it without
-    ``_compile_lock``: the worker compiles, the lock is taken to load; else with it held."""
-    on_disk = _disk_name(text, opt) if cache.cache_dir() is not None else None
-    stored = cache.load(on_disk) if on_disk else None
+    came from the disk cache (``folder``, by default the cache directory when one is set).
+    With ``remote_ok`` (an abandonable thread) call it without ``_compile_lock``: the worker
+    compiles, the lock is taken to load; else with it held."""
+    folder = folder if folder is not None else cache.cache_dir()
+    on_disk = _disk_name(text, opt) if folder is not None else None
+    stored = cache.load(on_disk, folder) if on_disk else None
     loaded = stored is not None
     if stored is None and remote_ok:
         stored = remote.object_code(text, opt, size)
@@ -238,7 +245,7 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False) -> tuple[An
         # (~0.7 MB a small program) for as long as the code lives.
         stored = codegen.object_code(text, _target_machine_for(opt), opt, size)
     if on_disk and not loaded:
-        cache.store(on_disk, stored)
+        cache.store(on_disk, stored, folder)
     if remote_ok:
         with _compile_lock:
             return _load(stored, opt), loaded

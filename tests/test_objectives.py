@@ -129,6 +129,29 @@ def test_data_in_every_layout_is_read_as_given():
         np.testing.assert_allclose(g, expected[1], rtol=1e-11, atol=1e-11)
 
 
+class FakeFrame:
+    """What objective() reads of a pandas DataFrame: ``columns`` and ``frame[name].to_numpy()``."""
+
+    class Series:
+        def __init__(self, values):
+            self.values = values
+
+        def to_numpy(self):
+            return self.values
+
+    def __init__(self, **columns):
+        self._columns = columns
+        self.columns = list(columns)
+
+    def __getitem__(self, name):
+        return self.Series(self._columns[name])
+
+
+def test_a_data_frame_is_read_by_its_columns():
+    obj = symad.objective("(a*x + b - y)^2", FakeFrame(x=np.array([0.0, 1.0, 2.0]), y=np.array([1.0, 3.0, 5.0])))
+    assert obj.wrt == ("a", "b") and obj.value([2, 1]) == 0.0
+
+
 def test_columns_read_in_place_are_not_copied():
     X, y = classification(100)
     obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
@@ -240,3 +263,9 @@ def test_bad_points_and_rows_are_explained():
         obj.value([1, 2], rows=[0.5])
     with pytest.raises(PointError, match="not a vector of numbers"):
         obj.value(["a", "b"])
+
+
+def test_importing_the_module_leaves_the_function_in_place():
+    import symad.objectives  # noqa: F401
+
+    assert callable(symad.objective) and symad.objective is symad.objectives.objective
