@@ -26,7 +26,7 @@ from symad.core import forksafe
 BLOCK_ROWS = 8192
 """Rows per block: each block's sum is one call of the loop; blocks are shared among the cores."""
 
-_pool: list[ThreadPoolExecutor] = []
+_pool: list[tuple[int, ThreadPoolExecutor]] = []  # (its threads, the pool)
 _pool_lock = threading.Lock()
 
 
@@ -40,9 +40,9 @@ def default_threads() -> int:
 
 def _executor(threads: int) -> ThreadPoolExecutor:
     with _pool_lock:
-        if not _pool or _pool[0]._max_workers < threads:
-            _pool[:] = [ThreadPoolExecutor(max_workers=threads, thread_name_prefix="symad-rows")]
-        return _pool[0]
+        if not _pool or _pool[0][0] < threads:
+            _pool[:] = [(threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="symad-rows"))]
+        return _pool[0][1]
 
 
 forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's threads
