@@ -269,3 +269,37 @@ def test_importing_the_module_leaves_the_function_in_place():
     import symad.objectives  # noqa: F401
 
     assert callable(symad.objective) and symad.objective is symad.objectives.objective
+
+
+ROW_LOSSES = [
+    "(a*x + b - y)^2",
+    "sin(a*x)^2/sqrt(1 + b^2*y^2) + cos(x*b) - tan(a/3)",
+    "asin(x/4) * atan(a*y) + acos(b/4) + atan2(y, a)",
+    "sinh(a/2) * cosh(x/3) + tanh(b*y) + exp(-a^2*x^2) + log(1 + b^2) + log(x^2 + 1, 3)",
+    "abs(a - x) + sign(b)*y + step(a) + min(a, x) + max(b, 2*y) + x^-2 + a^3 + b^4 + (x^2 + 1)^a",
+]
+
+
+@pytest.mark.parametrize("text", ROW_LOSSES)
+def test_sums_over_rows_are_the_rows_values_added(text):
+    """Property: for random data and points, the objective's value and gradient are those of the
+    compiled per-row function at every row, added (the function is itself checked against SymPy)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    fn = symad.compile(text, wrt=["a", "b"], backend="python")
+
+    @settings(max_examples=15, deadline=None)
+    @given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.sampled_from(["sum", "mean"]))
+    def check(n, seed, reduce):
+        rng = np.random.default_rng(seed)
+        x, y = rng.uniform(0.5, 2.0, size=n), rng.uniform(-1.5, 1.5, size=n)
+        w = rng.uniform(0.2, 1.2, size=2)
+        obj = symad.objective(text, {"x": x, "y": y}, wrt=["a", "b"], reduce=reduce)
+        values, grads = fn.value_and_grad({"a": np.full(n, w[0]), "b": np.full(n, w[1]), "x": x, "y": y})
+        scale = n if reduce == "mean" else 1
+        v, g = obj.value_and_grad(w)
+        assert v == pytest.approx(values.sum() / scale, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(g, grads.sum(axis=0) / scale, rtol=1e-11, atol=1e-11)
+
+    check()
