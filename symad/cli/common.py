@@ -136,17 +136,17 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def parse_point(specs: Sequence[str]) -> dict[str, float]:
-    """``['x=1,y=pi/2']`` → ``{'x': 1.0, 'y': 1.5707963267948966}``."""
+def parse_point(specs: Sequence[str], flag: str = "--at") -> dict[str, float]:
+    """``['x=1,y=pi/2']`` → ``{'x': 1.0, 'y': 1.5707963267948966}`` (``flag`` names the option in errors)."""
     point: dict[str, float] = {}
     for spec in specs:
         for item in _split_top_level(spec):
             name, eq, text = item.partition("=")
             name = name.strip()
             if not eq or not name:
-                raise PointError(f"--at expects name=value pairs, got {item!r}")
+                raise PointError(f"{flag} expects name=value pairs, got {item!r}")
             if name in point:
-                raise PointError(f"--at gives {name} twice")
+                raise PointError(f"{flag} gives {name} twice")
             try:
                 value = parse(text, Graph())
             except SymadError:
@@ -163,6 +163,28 @@ def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]
     point = parse_point(specs)
     check_variables(tuple(variables), point)
     return {v: point[v] for v in variables}
+
+
+def add_params_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--params``: variables held at values and not differentiated (``what`` they are left out of)."""
+    parser.add_argument("--params", action="append", default=[], metavar="a=2,b=1",
+                        help=f"parameters: variables held at these values, {what} (repeatable)")
+
+
+def point_and_params(args: Any, variables: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """The ``--at`` point over the variables that are not ``--params``, and the parameters'
+    values (``--params``), each in the expression's order."""
+    params = parse_point(getattr(args, "params", []), "--params")
+    unknown = [k for k in params if k not in variables]
+    if unknown:
+        raise VariableError(f"--params names {', '.join(unknown)}, which the expression does not use "
+                            f"(it uses {name_list(variables) or 'no variables'})", tuple(unknown))
+    point = parse_point(args.at)
+    both = [k for k in point if k in params]
+    if both:
+        raise VariableError(f"{name_list(both)} is given by both --at and --params: give it once")
+    point = point_of(args.at, [v for v in variables if v not in params])
+    return point, {v: params[v] for v in variables if v in params}
 
 
 def tape_of(expr: Expr) -> Tape:

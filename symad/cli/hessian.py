@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli.common import emit, format_number, nonfinite_warnings, point_of
+from symad.cli.common import add_params_option, emit, format_number, nonfinite_warnings, point_and_params
+from symad.core.errors import PointError
 from symad.expr import Expr
 from symad.hessian import SecondOrder, hessian
 
@@ -18,7 +19,8 @@ examples:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """``symad hessian`` takes only the common options (EXPR, --at, --json)."""
+    """``--params`` beside the common options."""
+    add_params_option(p, "not differentiated (no partials, no Hessian rows or columns)")
     p.epilog = EPILOG
 
 
@@ -29,6 +31,9 @@ def _label(names: list[str], i: int, j: int) -> str:
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Print the Hessian: a matrix of numbers with --at, else the upper triangle as expressions."""
     names = list(expr.variables)
+    if args.params and not args.at:
+        raise PointError("--params gives values, which the Hessian as expressions (no --at) does not use: "
+                         "add --at for the other variables")
     if not args.at and names:
         entries = hessian(expr, names)
         n = len(names)
@@ -38,15 +43,21 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
                "hessian": [[str(e) for e in row] for row in entries]}
         emit(args, obj, [f"{k.ljust(width)} = {v}" for k, v in rows], [])
         return
-    point = point_of(args.at, names)
-    value, grad, hess = SecondOrder(expr, names, background=False).value_grad_hess(point)
+    point, params = point_and_params(args, names)
+    names = [v for v in names if v not in params]
+    if params:
+        fn = SecondOrder(expr, background=False, wrt=names)
+        value, grad, hess = fn.value_grad_hess([point[v] for v in names], params)
+    else:
+        value, grad, hess = SecondOrder(expr, names, background=False).value_grad_hess(point)
     outputs = {"f": (value, expr)}
     if not (math.isfinite(value) and all(map(math.isfinite, grad)) and all(map(math.isfinite, hess.flat))):
         symbolic_grad, symbolic_hess = expr.grad(names), hessian(expr, names)
         outputs.update({f"df/d{v}": (float(g), symbolic_grad[v]) for v, g in zip(names, grad)})
         outputs.update({_label(names, i, j): (float(hess[i, j]), symbolic_hess[i][j])
                         for i in range(len(names)) for j in range(i, len(names))})
-    obj = {"expr": text.strip(), "at": point, "variables": names, "value": _json(value),
+    obj = {"expr": text.strip(), "at": point, **({"params": params} if params else {}),
+           "variables": names, "value": _json(value),
            "grad": {v: _json(g) for v, g in zip(names, grad)},
            "hessian": [[_json(h) for h in row] for row in hess]}
     labels = ["f", *(f"df/d{v}" for v in names)]
@@ -54,7 +65,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     lines = [f"{k.ljust(width)} = {format_number(float(v))}" for k, v in zip(labels, [value, *grad])]
     if names:
         lines += ["hessian:", *_matrix(names, hess)]
-    emit(args, obj, lines, nonfinite_warnings(outputs, point))
+    emit(args, obj, lines, nonfinite_warnings(outputs, {**point, **params}))
 
 
 def _matrix(names: list[str], hess) -> list[str]:

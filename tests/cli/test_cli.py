@@ -24,6 +24,18 @@ def test_grad_seed_json():
     assert p.stdout.count("\n") == 1  # exactly one JSON object
 
 
+def test_params_are_held_and_not_differentiated():
+    p = run("grad", "(x-a)^2 + b*(y-x^2)^2", "--at", "x=0,y=1", "--params", "a=1,b=100", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == {"expr": "(x-a)^2 + b*(y-x^2)^2", "at": {"x": 0.0, "y": 1.0},
+                                    "params": {"a": 1.0, "b": 100.0}, "value": 101.0,
+                                    "grad": {"x": -2.0, "y": 200.0}}
+    p = run("hessian", "x*a*x", "--at", "x=2", "--params", "a=3", "--json")
+    assert json.loads(p.stdout)["hessian"] == [[6.0]] and json.loads(p.stdout)["variables"] == ["x"]
+    p = run("eval", "x*a", "--at", "x=2", "--params", "a=3")
+    assert p.stdout.strip() == "6"
+
+
 def test_grad_text():
     p = run("grad", "(x+y)+x*(x+y)", "--at", "x=1,y=2")
     assert p.returncode == 0
@@ -77,6 +89,11 @@ def test_expression_from_stdin_and_file(tmp_path):
     (["grad", "x*y", "--at", "x=1,y="], "value for y is not a number"),
     (["grad", "x*y", "--at", "x1"], "expects name=value"),
     (["grad", "x*y", "--at", "x=1,x=2"], "gives x twice"),
+    (["grad", "x*a", "--at", "x=1,a=2", "--params", "a=3"], "a is given by both --at and --params"),
+    (["grad", "x*a", "--at", "x=1", "--params", "c=3"], "--params names c, which the expression does not use"),
+    (["grad", "x*a", "--at", "x=1", "--params", "a"], "--params expects name=value pairs"),
+    (["hessian", "x*a", "--params", "a=3"], "add --at for the other variables"),
+    (["explain", "x*a", "--at", "x=1", "--params", "a=3"], "unrecognized arguments: --params"),
     (["eval", "@/nonexistent/file"], "cannot read /nonexistent/file"),
     (["diff", "x", "--wrt", "1x"], "not a variable name"),
     (["frobnicate", "x"], "invalid choice"),
