@@ -11,7 +11,7 @@ from symad.backends.llvm import jit
 from symad.backends.program import BACKENDS, Program
 from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
-from symad.core.errors import PointError, SymadError, check_variables, name_list
+from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 
 _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
@@ -218,7 +218,7 @@ class Function:
         if kwargs:
             raise PointError("give a point either as a sequence or as keywords, not both")
         if params is None:
-            raise PointError(f"missing value for parameter {name_list(self.params)}: "
+            raise VariableError(f"missing value for parameter {name_list(self.params)}: "
                              f"pass them after the point, e.g. value_and_grad(x, {{{self.params[0]!r}: ...}})")
         p = self._params_vector(params)
         x = _array(point, None)
@@ -235,7 +235,7 @@ class Function:
         if isinstance(params, Mapping):
             unknown = [k for k in params if k not in self.params]
             if unknown:
-                raise PointError(f"unknown parameter {', '.join(map(str, unknown))} "
+                raise VariableError(f"unknown parameter {', '.join(map(str, unknown))} "
                                  f"(the parameters are {name_list(self.params) or 'none'})")
             return dict(params)
         return dict(zip(self.params, self._params_vector(params).tolist()))
@@ -245,7 +245,7 @@ class Function:
         if isinstance(params, Mapping):
             missing = [k for k in self.params if k not in params]
             if missing:
-                raise PointError(f"missing value for parameter {name_list(missing)} "
+                raise VariableError(f"missing value for parameter {name_list(missing)} "
                                  f"(the parameters are {name_list(self.params)})")
             self._params_dict(params)  # (unknown names)
             return np.array([float(_array(params[k], k)) for k in self.params])

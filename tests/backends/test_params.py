@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symad
-from symad import Graph, PointError, SymadError, parse
+from symad import Graph, PointError, SymadError, VariableError, parse
 from symad.backends.llvm import jit
 
 LOSS = "log(1 + exp(-y*(w1*x1 + w2*x2 + b)))"
@@ -97,17 +97,18 @@ def test_pickled_function_keeps_its_parameters():
     assert copy.value_and_grad(W, DATA)[0] == fn.value_and_grad(W, DATA)[0]
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda f: f.value_and_grad(W), r"missing value for parameter x1, x2, y: pass them after the point"),
-    (lambda f: f.value_and_grad(W, {"x1": 1.0, "x2": 2.0}), r"missing value for parameter y"),
-    (lambda f: f.value_and_grad(W, dict(DATA, z=1.0)), r"unknown parameter z"),
-    (lambda f: f.value_and_grad(W, [1.0, 2.0]), r"the parameters need 3 value\(s\) \(x1, x2, y\)"),
-    (lambda f: f.value_and_grad([1.0, 2.0], DATA), r"a point needs 3 value\(s\) \(w1, w2, b\)"),
-    (lambda f: f.value_and_grad(W, {"x1": "one", "x2": 0, "y": 1}), r"value for x1 is not a number"),
+@pytest.mark.parametrize("call, error, message", [
+    (lambda f: f.value_and_grad(W), VariableError, r"missing value for parameter x1, x2, y: pass them after"),
+    (lambda f: f.value_and_grad(W, {"x1": 1.0, "x2": 2.0}), VariableError, r"missing value for parameter y"),
+    (lambda f: f.value_and_grad(W, dict(DATA, z=1.0)), VariableError, r"unknown parameter z"),
+    (lambda f: f.value_and_grad(W, [1.0, 2.0]), PointError, r"the parameters need 3 value\(s\) \(x1, x2, y\)"),
+    (lambda f: f.value_and_grad([1.0, 2.0], DATA), PointError, r"a point needs 3 value\(s\) \(w1, w2, b\)"),
+    (lambda f: f.value_and_grad(W, {"x1": "one", "x2": 0, "y": 1}), PointError, r"value for x1 is not a number"),
 ])
-def test_bad_parameters_are_point_errors(call, message):
+def test_bad_parameters_are_explained(call, error, message):
+    """A missing or unknown name is a VariableError, as for variables; a bad value or shape a PointError."""
     fn = parse(LOSS, Graph()).compile(wrt=["w1", "w2", "b"])
-    with pytest.raises(PointError, match=message):
+    with pytest.raises(error, match=message):
         call(fn)
 
 
