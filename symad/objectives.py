@@ -128,6 +128,10 @@ class Objective:
                                               self.threads)
         return sums
 
+    def operations(self) -> int:
+        """Operations of one row's value and gradient."""
+        return self._row_sums("value_grad").schedule.size
+
     def prepare(self) -> Objective:
         """Compile the value-and-gradient loop now (else on the first call)."""
         self._row_sums("value_grad").program()

@@ -303,3 +303,35 @@ def test_sums_over_rows_are_the_rows_values_added(text):
         np.testing.assert_allclose(g, grads.sum(axis=0) / scale, rtol=1e-11, atol=1e-11)
 
     check()
+
+
+def test_symad_minimize_takes_an_objective_and_mini_batches():
+    from symad.optimize import minimize as symad_minimize
+
+    X, y = classification(6000, seed=13)
+    obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, reduce="mean")
+    reference = logistic_newton(X, y)
+    for method in ("newton", "trust-ncg"):
+        r = symad_minimize(obj, np.zeros(D + 1), method, tol=1e-10)
+        assert r.success and r.variables == WRT
+        np.testing.assert_allclose(r.x, reference, atol=1e-7)
+    runs = [symad_minimize(obj, np.zeros(D + 1), "adam", batch_size=128, max_iter=400, lr=0.02, seed=seed)
+            for seed in (1, 1, 2)]
+    assert np.array_equal(runs[0].x, runs[1].x)  # the same seed, the same mini-batches
+    assert not np.array_equal(runs[0].x, runs[2].x)
+    assert np.max(np.abs(runs[0].x - reference)) < 0.2  # near the optimum, as SGD gets
+    assert obj.value(runs[0].x) < obj.value(np.zeros(D + 1))
+
+
+@pytest.mark.parametrize("fun, kwargs, words", [
+    ("objective", dict(method="newton", batch_size=10), "batch_size is for the stochastic methods"),
+    ("objective", dict(method="adam", batch_size=0), "batch_size must be a positive integer"),
+    ("objective", dict(method="adam", fixed={"b": 0.0}), "takes no fixed"),
+    ("text", dict(method="adam", batch_size=10), "batch_size is for an objective over data"),
+])
+def test_bad_stochastic_settings_are_explained(fun, kwargs, words):
+    from symad.optimize import minimize as symad_minimize
+
+    obj = symad.objective("(a*x + b - y)^2", {"x": [0.0, 1.0, 2.0], "y": [1.0, 3.0, 5.0]})
+    with pytest.raises(SymadError, match=words):
+        symad_minimize(obj if fun == "objective" else "(a-1)^2 + b^2", [0.0, 0.0], **kwargs)

@@ -34,8 +34,9 @@ import numpy as np
 from symad.core.errors import SymadError
 from symad.expr import Expr
 from symad.hessian import SecondOrder
+from symad.objectives import Objective
 from symad.tools.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
-from symad.tools.optimize.problem import Problem
+from symad.tools.optimize.problem import DataProblem, Problem
 
 
 class OptimizeResult(dict):
@@ -106,17 +107,22 @@ def check_settings(settings: Mapping[str, Any], spell: Callable[[str], str] = st
             raise SymadError(f"{spell(name)} must be {what}, got {shown:.60}")
 
 
-def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
+def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str = "newton", *,
              variables: Sequence[str] | None = None,
              fixed: Mapping[str, float] | None = None, bounds: Any = None, tol: float = 1e-8,
              xtol: float = 1e-12, max_iter: int | None = None, max_time: float | None = None,
              callback: Callable[[OptimizeResult], Any] | None = None, keep_path: bool = False,
              background: bool = True, params: Mapping[str, float] | None = None,
-             **options: float) -> OptimizeResult:
+             batch_size: int | None = None, seed: int = 0, **options: float) -> OptimizeResult:
     """Minimise an expression (or its text) from ``x0`` with exact derivatives.
 
     ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
-    are then reused (no compilation per call, e.g. for many starts).
+    are then reused (no compilation per call, e.g. for many starts), or an
+    :class:`~symad.objectives.Objective` (a loss summed over data), minimised over its
+    ``wrt``.  With an objective, ``batch_size`` makes ``momentum``, ``nesterov`` and ``adam``
+    stochastic: each step's gradient is over a fresh mini-batch of that many rows (the rows
+    shuffled with ``seed`` and taken in turn, an epoch at a time), so ``success`` judges the
+    mini-batch's gradient; bound the run with ``max_iter`` or ``max_time``.
 
     ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` or ``trust-ncg``;
     options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as the method takes.
@@ -153,7 +159,7 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
     if max_iter is None:
         max_iter = 1000 if name in SECOND_ORDER else 100_000
     t0 = time.perf_counter()
-    p = Problem(fun, variables, fixed, bounds, background=background, params=params)
+    p = _problem(fun, name, variables, fixed, bounds, background, params, batch_size, seed)
     x = p.start(x0)
     dense = name == "newton" and p.dense()
     with np.errstate(all="ignore"):  # compile (on first call) before the clock starts
@@ -217,3 +223,25 @@ def minimize(fun: Expr | str | SecondOrder, x0: Any, method: str = "newton", *,
         result.path_fun = np.array([row[1] for row in path])
         result.path_grad_norm = np.array([row[2] for row in path])
     return result
+
+
+STOCHASTIC = ("momentum", "nesterov", "adam")  # one gradient a step: a mini-batch each
+
+
+def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapping[str, float] | None,
+             bounds: Any, background: bool, params: Mapping[str, float] | None, batch_size: int | None,
+             seed: int) -> Problem:
+    if not isinstance(fun, Objective):
+        if batch_size is not None:
+            raise SymadError("batch_size is for an objective over data (symad.objective(...)), not an expression")
+        return Problem(fun, variables, fixed, bounds, background=background, params=params)
+    given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
+    if given:
+        raise SymadError(f"an objective's wrt and data name its variables: it takes no {', '.join(given)}")
+    if batch_size is not None:
+        if not (isinstance(batch_size, numbers.Integral) and batch_size >= 1):
+            raise SymadError(f"batch_size must be a positive integer, got {batch_size!r:.60}")
+        if method not in STOCHASTIC:
+            raise SymadError(f"batch_size is for the stochastic methods {', '.join(STOCHASTIC)} (one gradient "
+                             f"a step); {method} needs the whole sum")
+    return DataProblem(fun, bounds, batch_size, seed)

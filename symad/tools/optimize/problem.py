@@ -12,6 +12,7 @@ from symad.core.errors import PointError, VariableError, check_variables
 from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
+from symad.objectives import Objective
 
 # Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
 # rows are n reverse sweeps through the gradient, so its DAG and code can be n times the
@@ -170,3 +171,52 @@ def box(bounds: Any, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if not lower[i] <= upper[i]:
             raise PointError(f"empty bounds for {name}: {lower[i]:g} > {upper[i]:g}")
     return lower, upper
+
+
+class DataProblem(Problem):
+    """An :class:`~symad.objectives.Objective` as the optimiser sees it: over its ``wrt``, every row
+    or (``batch_size``) a fresh mini-batch at each evaluation."""
+
+    def __init__(self, objective: Objective, bounds: Any = None, batch_size: int | None = None, seed: int = 0):
+        self.all_names = self.names = list(objective.wrt)
+        self.fixed, self.params, self.args = {}, {}, ()
+        self.expr = objective.expr
+        self.fn = _Batches(objective, batch_size, seed)
+        self.lower, self.upper = box(bounds, self.names)
+        self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self.nfev = self.njev = self.nhev = 0
+
+
+class _Batches:
+    """An objective's calls, the value and gradient over a mini-batch of ``batch_size`` rows at
+    each call (every row when None): the rows shuffled (seeded) and taken in turn, an epoch at a time."""
+
+    params: tuple[str, ...] = ()
+
+    def __init__(self, objective: Objective, batch_size: int | None, seed: int):
+        self.objective, self.batch_size = objective, batch_size
+        self._rng = np.random.default_rng(seed)
+        self._order: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._at = 0
+
+    def _rows(self) -> np.ndarray | None:
+        if self.batch_size is None or self.batch_size >= self.objective.n_rows:
+            return None
+        if self._at + self.batch_size > len(self._order):
+            self._order, self._at = self._rng.permutation(self.objective.n_rows), 0
+        rows = self._order[self._at:self._at + self.batch_size]
+        self._at += self.batch_size
+        return np.sort(rows)  # the same rows, read in memory order
+
+    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        return self.objective.value_and_grad(x, self._rows())
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        return self.objective.hessian(x)
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        return self.objective.hessp(x, p)
+
+    def operations(self) -> int:
+        """Operations of one row's value and gradient."""
+        return self.objective.operations()
