@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import sys
 import time
@@ -128,29 +127,17 @@ IMPORTS = {"symad": ("symad", "symad.objectives"), "numpy": (), "jax": ("jax", "
 
 
 def reset_peak() -> float:
-    """Reset the peak resident memory (Linux: /proc/self/clear_refs) and return the memory held now, MB."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    return _status("VmRSS")
+    """Reset the peak resident memory (Linux's VmHWM) and return the memory held now, MB."""
+    from benchmarks import worker
+
+    return worker.reset_peak() / 1024.0
 
 
 def peak_mb() -> float:
     """The peak resident memory since :func:`reset_peak`, MB."""
-    return _status("VmHWM")
+    from benchmarks import worker
 
-
-def _status(field: str) -> float:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return float(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return worker.proc_status()["VmHWM"] / 1024.0
 
 
 def task_pass(args: argparse.Namespace) -> int:
