@@ -72,6 +72,9 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("Points (`--at`)", "A pair without `=`", "", 'symad eval "x" --at x'),
     ("Points (`--at`)", "A variable given twice", "", 'symad eval "x" --at x=1 --at x=2'),
     ("Points (`--at`)", "`--wrt` with something that is not a name", "", 'symad diff "x*y" --wrt 1x'),
+    ("Points (`--at`)", "A parameter also given by `--at`", "",
+     'symad grad "a*x" --at x=1,a=2 --params a=3'),
+    ("Points (`--at`)", "A parameter the expression does not use", "", 'symad grad "a*x" --at x=1 --params b=3'),
     # ------------------------------------------------------------ input files
     ("Reading the expression", "A missing file", "`@FILE` reads the expression from a file.",
      "symad eval @missing.txt --at x=1"),
