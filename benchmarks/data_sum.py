@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import report, run  # noqa: E402
+from benchmarks.first_call import median_of  # noqa: E402
 
 # CasADi's map runs serially here: its "thread" form starts a thread per row (seconds a pass at 20,000 rows).
 PEERS = [("symad", ""), ("jax", ""), ("numpy", ""), ("casadi", "serial"), ("torch", "")]
@@ -37,19 +37,11 @@ BUILD_TARGET_S = 0.05
 TIMEOUT_S = 300.0
 
 
+fmt_s = report.fmt_time  # the benchmark pages' one time format
+
+
 def label(peer: str, variant: str) -> str:
     return f"{peer} ({variant})" if variant else peer
-
-
-def fmt_s(s: float | None) -> str:
-    if s is None:
-        return "—"
-    return f"{s * 1e3:.3g} ms" if s < 1 else f"{s:.3g} s"
-
-
-def median(samples: list[dict[str, Any]], key: str) -> float | None:
-    vals = [s[key] for s in samples if isinstance(s.get(key), (int, float))]
-    return statistics.median(vals) if vals else None
 
 
 class Suite:
@@ -132,7 +124,8 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         first = samples[0] if samples else {}
         return {"status": first.get("status", "missing"), "error": first.get("error", "")[:200]}
     keys = ("build_s", "first_s", "pass_s", "memory_mb", "data_mb", "solve_s", "nit", "nfev", "fun", "value")
-    out = {k: median(ok, k) for k in keys if median(ok, k) is not None}
+    medians = {k: median_of(ok, k) for k in keys}
+    out = {k: v for k, v in medians.items() if v is not None}
     out["processes"] = len(ok)
     out["status"] = "ok"
     if "x" in ok[0]:

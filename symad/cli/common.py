@@ -160,7 +160,11 @@ def parse_point(specs: Sequence[str], flag: str = "--at") -> dict[str, float]:
 def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]:
     """The ``--at`` point for exactly ``variables``, in their order (a VariableError if it
     misses or adds one)."""
-    point = parse_point(specs)
+    return _exactly(parse_point(specs), variables)
+
+
+def _exactly(point: dict[str, float], variables: Sequence[str]) -> dict[str, float]:
+    """``point`` over exactly ``variables``, in their order (a VariableError if it misses or adds one)."""
     check_variables(tuple(variables), point)
     return {v: point[v] for v in variables}
 
@@ -183,8 +187,7 @@ def point_and_params(args: Any, variables: Sequence[str]) -> tuple[dict[str, flo
     both = [k for k in point if k in params]
     if both:
         raise VariableError(f"{name_list(both)} is given by both --at and --params: give it once")
-    point = point_of(args.at, [v for v in variables if v not in params])
-    return point, {v: params[v] for v in variables if v in params}
+    return _exactly(point, [v for v in variables if v not in params]), {v: params[v] for v in variables if v in params}
 
 
 def tape_of(expr: Expr) -> Tape:

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Compute and print the value at ``--at``."""
     point, params = point_and_params(args, expr.variables)
-    point = {v: {**point, **params}[v] for v in expr.variables}  # parameters are values here too
+    merged = {**point, **params}  # parameters are values here too
+    point = {v: merged[v] for v in expr.variables}
     value = float(tape_of(expr).value(list(point.values())))  # as `grad` computes it
     obj = {"expr": text.strip(), "at": point, "value": json_number(value)}
     emit(args, obj, [format_number(value)], nonfinite_warnings({"f": (value, expr)}, point, text))

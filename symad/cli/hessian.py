@@ -45,11 +45,8 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         return
     point, params = point_and_params(args, names)
     names = [v for v in names if v not in params]
-    if params:
-        fn = SecondOrder(expr, background=False, wrt=names)
-        value, grad, hess = fn.value_grad_hess([point[v] for v in names], params)
-    else:
-        value, grad, hess = SecondOrder(expr, names, background=False).value_grad_hess(point)
+    fn = SecondOrder(expr, background=False, wrt=names)
+    value, grad, hess = fn.value_grad_hess([point[v] for v in names], params or None)
     outputs = {"f": (value, expr)}
     if not (math.isfinite(value) and all(map(math.isfinite, grad)) and all(map(math.isfinite, hess.flat))):
         symbolic_grad, symbolic_hess = expr.grad(names), hessian(expr, names)

@@ -141,7 +141,7 @@ def _load(data: memoryview) -> Image | None:
         functions = _relocate(data, sections, place, base, image)
         if functions is None:
             raise ValueError
-        ctypes.memmove(base, bytes(image), size)
+        ctypes.memmove(base, (ctypes.c_char * size).from_buffer(image), size)
         if libc.mprotect(base, size, _PROT_READ | _PROT_EXEC) != 0:
             raise ValueError
     except BaseException:

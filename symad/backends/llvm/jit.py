@@ -139,13 +139,19 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
         return cached
     if background.in_abandonable_thread():
         return _compile(schedule, opt, key, remote_ok=True)  # takes _compile_lock only to load the code
+    return _compiled_once(key, lambda: _compile(schedule, opt, key))
 
-    def work() -> NativeProgram:
+
+def _compiled_once(key: str, build: Callable[[], Any]) -> Any:
+    """``build()`` under ``_compile_lock`` (from the main thread, interruptibly), unless a compile
+    that held the lock meanwhile left ``key`` in the cache."""
+
+    def work() -> Any:
         # llvmlite works in LLVM's one global context, which is not thread-safe: one
         # compile at a time (a background -O2 compile and a foreground one would crash).
         with _compile_lock:
             cached = _cached(key)
-            return cached if cached is not None else _compile(schedule, opt, key)
+            return cached if cached is not None else build()
 
     return background.run_interruptibly(work)
 
@@ -196,23 +202,19 @@ class RowsProgram:
 def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram:
     """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile_native`'s programs)."""
     key = f"{schedule.key}-rows{sources}-O{opt}"
-
-    def work() -> RowsProgram:
-        with _compile_lock:
-            cached = _cached(key)
-            if cached is not None:
-                return cached
-            started = time.perf_counter()
-            # A loop over rows is small and its compile is most of an objective's build: kept in
-            # the shared cache (as the interpreter is), a script run again starts at once.
-            folder = cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else None
-            engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=folder)
-            program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
-            _remember(key, program, loaded, started)
-            return program
-
     cached = _cached(key)
-    return cached if cached is not None else background.run_interruptibly(work)
+    return cached if cached is not None else _compiled_once(key, lambda: _compile_rows(schedule, sources, opt, key))
+
+
+def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str) -> RowsProgram:
+    started = time.perf_counter()
+    # A loop over rows is small and its compile is most of an objective's build: kept in the
+    # shared cache (as the interpreter is), a script run again starts at once.
+    folder = cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else None
+    engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=folder)
+    program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
+    _remember(key, program, loaded, started)
+    return program
 
 
 def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
