@@ -51,13 +51,14 @@ class Suite:
         self.rows = (2_000, 20_000) if args.quick else ROWS
         self.fit_rows = 20_000 if args.quick else 100_000
         self.warm_cache = tempfile.mkdtemp(prefix="symad-bench-cache-")
+        self.base_env = run.bytecode_env(dict(os.environ))  # every peer uses the machine's cores, as by default
 
     def sample(self, wargs: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
         task = wargs[wargs.index("--task") + 1]
         return run.run_worker(wargs, TIMEOUT_S, last_phase=PHASES[task], script="data_sum_worker.py", env=env)
 
     def env(self, cold: bool) -> dict[str, str]:
-        env = dict(os.environ)  # every peer uses the machine's cores as it does by default
+        env = dict(self.base_env)
         env["SYMAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="symad-cold-") if cold else self.warm_cache
         return env
 

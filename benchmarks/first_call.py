@@ -108,8 +108,9 @@ def available(c: Config) -> str | None:
 def child_env() -> dict[str, str]:
     """The workers' environment: one BLAS thread (as benchmarks/bench_optimize.py; L-BFGS-B's
     small vector work only waits for a thread pool), and symad's default caches: programs are
-    compiled in every process, the interpreter's code comes from the user's cache directory."""
-    env = dict(os.environ)
+    compiled in every process, the interpreter's code comes from the user's cache directory;
+    bytecode caches as a user's install has them."""
+    env = run.bytecode_env(dict(os.environ))
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = "1"
     env.pop("SYMAD_CACHE_DIR", None)
@@ -730,7 +731,9 @@ def render(data: dict[str, Any]) -> str:
         "`Function.buffer`, JAX `jit(value_and_grad)` in float64.\n"
         "- Workers run with one BLAS thread (`OPENBLAS_NUM_THREADS=1` etc.) and with symad's default caches "
         "(`SYMAD_CACHE_DIR` unset): every process compiles the programs it needs; the instruction interpreter's "
-        "code, kept in the user's cache directory, was compiled once, by an earlier process on this machine.\n"
+        "code, kept in the user's cache directory, was compiled once, by an earlier process on this machine. "
+        "Python's bytecode caches are there for every module, symad's included (compiled once before the "
+        "first worker, as `pip install` does; a developer's `PYTHONDONTWRITEBYTECODE` is dropped).\n"
         "- The logistic regression's text: `benchmarks.workloads.logistic_text(rows)`, 8 features of "
         "seeded standard-normal data (three decimals) and labels drawn from the model, the label folded into "
         "the sign of each term.\n")
