@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -16,7 +17,8 @@ __version__ = "0.1.0"
 # Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
-    "Expr": "expr", "parse": "expr", "var": "expr", "Function": "function", "Graph": "core.graph",
+    "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "Function": "function",
+    "VectorFunction": "vector", "Graph": "core.graph",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
@@ -27,11 +29,12 @@ if TYPE_CHECKING:
     from symad.caches import clear_caches
     from symad.core.errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
     from symad.core.graph import Graph
-    from symad.expr import Expr, parse, var
+    from symad.expr import Expr, parse, parse_outputs, var
     from symad.frontend.parser import to_postfix
     from symad.function import Function
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
+    from symad.vector import VectorFunction
 
 
 def __getattr__(name: str) -> Any:
@@ -47,8 +50,9 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *_EXPORTS])
 
 
-def compile(expr: Expr | str, variables: list[str] | None = None, backend: str = "auto", *,  # noqa: A001
-            background: bool = True, wrt: list[str] | None = None) -> Function:
+def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None = None,  # noqa: A001
+            backend: str = "auto", *, background: bool = True,
+            wrt: list[str] | None = None) -> Function | VectorFunction:
     """Compile an expression (or its text) into a :class:`Function` of value and gradient.
 
     ``wrt`` names the variables differentiated; the expression's other variables are then
@@ -61,13 +65,25 @@ def compile(expr: Expr | str, variables: list[str] | None = None, backend: str =
     (21.0, array([13.]))
     >>> f.value_and_grad([3.0], [1, 0])
     (9.0, array([6.]))
+
+    Several outputs (a list of expressions or texts, or text with outputs separated by ``;``)
+    give a :class:`VectorFunction`, with Jacobians:
+
+    >>> compile("x*y; x + y").jacobian([2, 3])
+    array([[3., 2.],
+           [1., 1.]])
     """
-    expr = __getattr__("parse")(expr) if isinstance(expr, str) else expr
+    if isinstance(expr, str):
+        outputs = __getattr__("parse_outputs")(expr)
+        expr = outputs[0] if len(outputs) == 1 else outputs
+    if isinstance(expr, (list, tuple)):
+        return __getattr__("VectorFunction")(expr, variables=variables, backend=backend, background=background,
+                                             wrt=wrt)
     return __getattr__("Function")(expr, variables=variables, backend=backend, background=background, wrt=wrt)
 
 
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "Objective", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "clear_caches", "compile", "minimize", "objective", "parse",
-    "to_postfix", "var",
+    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "minimize", "objective",
+    "parse", "parse_outputs", "to_postfix", "var",
 ]

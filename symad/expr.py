@@ -12,7 +12,7 @@ from symad.ad.reverse import gradient
 from symad.core.graph import Graph, export, rebuild
 from symad.core.ops import OPS
 from symad.core.term import Term, as_node
-from symad.frontend.parser import parse_into
+from symad.frontend.parser import parse_into, parse_outputs_into
 
 if TYPE_CHECKING:
     from symad.function import Function
@@ -120,6 +120,17 @@ def parse(text: str, graph: Graph | None = None) -> Expr:
     """
     g = default_graph() if graph is None else graph
     return Expr(g, parse_into(text, g))
+
+
+def parse_outputs(text: str, graph: Graph | None = None) -> list[Expr]:
+    """Parse one or more expressions separated by ``;`` (after any definitions, which they
+    share) into ``graph``, as :func:`parse` does one.
+
+    >>> [str(e) for e in parse_outputs("t = x*y; t + 1; t^2")]
+    ['x*y + 1', '(x*y)^2']
+    """
+    g = default_graph() if graph is None else graph
+    return [Expr(g, root) for root in parse_outputs_into(text, g)]
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:

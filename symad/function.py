@@ -17,7 +17,162 @@ _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
 
 
-class Function:
+def check_backend(backend: str) -> None:
+    """A SymadError unless ``backend`` is one this machine runs."""
+    if backend not in BACKENDS:
+        raise SymadError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    if backend == "native" and not jit.available():
+        raise SymadError("the native backend needs llvmlite: pip install llvmlite")
+
+
+class Inputs:
+    """The inputs of a compiled function: its ``variables`` (differentiated), then its
+    ``params`` (given at each call, never differentiated); and how a point (a dict, keywords,
+    a sequence or a batch) becomes the programs' input vector or rows."""
+
+    def __init__(self, graph: Any, used: Sequence[str], variables: Sequence[str] | None,
+                 wrt: Sequence[str] | None):
+        if variables is not None and wrt is not None:
+            raise SymadError("give variables (every one differentiated) or wrt (the others are parameters), "
+                             "not both")
+        listed = variables if wrt is None else wrt
+        if isinstance(listed, str):
+            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} is a list of names, not the string "
+                             f"{listed!r}")
+        self.variables: tuple[str, ...] = tuple(used if listed is None else listed)
+        if len(set(self.variables)) != len(self.variables):
+            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")
+        # Parameters: the expression's other variables, given at each call, never differentiated.
+        self.params: tuple[str, ...] = tuple(v for v in used if v not in set(self.variables)) if wrt is not None else ()
+        missing = [v for v in used if v not in set(self.variables) | set(self.params)]
+        if missing:
+            raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
+        self._names = self.variables + self.params  # the programs' inputs, in order
+        # the variables' nodes, then the parameters': the programs' inputs, in order
+        self.inputs = [graph.var(v) for v in self._names]
+        self._shape = (len(self._names),)
+
+    def with_params(self, point: Any, params: Any, kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The point extended by the parameters' values (as :meth:`point_array` reads it), and
+        the keywords left.  With a dict or keywords, parameters may be among the names."""
+        if not self.params:
+            raise PointError("this function has no parameters (compile it with wrt=[...] to make some)")
+        if point is None or isinstance(point, Mapping):
+            given = dict(point or {}, **kwargs)
+            if params is not None:
+                given.update(self._params_dict(params))
+            return given, {}
+        if kwargs:
+            raise PointError("give a point either as a sequence or as keywords, not both")
+        if params is None:
+            raise VariableError(f"missing value for parameter {name_list(self.params)}: "
+                             f"pass them after the point, e.g. value_and_grad(x, {{{self.params[0]!r}: ...}})")
+        p = self._params_vector(params)
+        x = _array(point, None)
+        n = len(self.variables)
+        if x.ndim == 0 and n == 1:
+            x = x.reshape(1)
+        if x.ndim == 0 or x.shape[-1] != n:
+            raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {x.shape}")
+        if x.ndim == 1:
+            return np.concatenate((x, p)), {}
+        return np.concatenate((x, np.broadcast_to(p, (*x.shape[:-1], len(p)))), axis=-1), {}
+
+    def _params_dict(self, params: Any) -> dict[str, Any]:
+        if isinstance(params, Mapping):
+            unknown = [k for k in params if k not in self.params]
+            if unknown:
+                raise VariableError(f"unknown parameter {', '.join(map(str, unknown))} "
+                                 f"(the parameters are {name_list(self.params) or 'none'})")
+            return dict(params)
+        return dict(zip(self.params, self._params_vector(params).tolist()))
+
+    def _params_vector(self, params: Any) -> np.ndarray:
+        """The parameters' values in ``params`` order, from a dict or a sequence."""
+        if isinstance(params, Mapping):
+            missing = [k for k in self.params if k not in params]
+            if missing:
+                raise VariableError(f"missing value for parameter {name_list(missing)} "
+                                 f"(the parameters are {name_list(self.params)})")
+            self._params_dict(params)  # (unknown names)
+            return np.array([float(_array(params[k], k)) for k in self.params])
+        p = _array(params, None).reshape(-1) if np.ndim(params) <= 1 else None
+        if p is None or len(p) != len(self.params):
+            raise PointError(f"the parameters need {len(self.params)} value(s) ({name_list(self.params)}), "
+                             f"got {np.shape(params)}")
+        return p
+
+    def with_direction(self, point: Any, direction: Any, params: Any, size: int,
+                       what: str = "a direction") -> tuple[np.ndarray, np.ndarray]:
+        """The point's inputs (parameters included) and ``direction`` (``size`` numbers), as
+        arrays whose leading axes (none for one point and one direction) are broadcast together."""
+        if self.params or params is not None:
+            point, _ = self.with_params(point, params, {})
+        x, shape = self.point_array(point, {})
+        x = x.reshape(*(shape or ()), len(self._names))
+        try:
+            d = np.asarray(direction, dtype=float)
+        except (TypeError, ValueError):
+            raise PointError(f"{what} is not numbers: {direction!r:.60}") from None
+        if d.ndim == 0 or d.shape[-1] != size:
+            raise PointError(f"{what} needs {size} value(s), got shape {d.shape}")
+        if x.ndim == 1 and d.ndim == 1:
+            return x, d
+        try:
+            lead = np.broadcast_shapes(x.shape[:-1], d.shape[:-1])
+        except ValueError as err:
+            raise PointError(f"the points and directions do not broadcast together: {err}") from None
+        return np.broadcast_to(x, lead + x.shape[-1:]), np.broadcast_to(d, lead + d.shape[-1:])
+
+    @staticmethod
+    def outputs_with(tiers: TieredProgram | Program, x: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """The outputs of a program whose inputs are the point's, then the direction's
+        (``x`` and ``d`` from :meth:`with_direction`), with their leading axes."""
+        if x.ndim == 1:
+            return tiers.outputs(np.concatenate([x, d]), False)
+        rows = np.concatenate([x, d], axis=-1)
+        out = tiers.outputs(rows.reshape(-1, rows.shape[-1]), True)
+        return out.reshape(*rows.shape[:-1], out.shape[-1])
+
+    def outputs_at(self, tiers: TieredProgram | Program, point: Any,
+                   kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+        """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
+        n = len(self._names)
+        if type(point) is np.ndarray and point.dtype == np.float64 and point.shape == (n,) and not kwargs:
+            return tiers.outputs(np.ascontiguousarray(point), False), None  # the optimizer's fast path
+        x, shape = self.point_array(point, kwargs)
+        return tiers.outputs(x, shape is not None), shape
+
+    def point_array(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
+        """A point (dict, keywords, number or sequence) as a vector, shape None; or a batch as
+        rows, with the batch's shape."""
+        names = self._names
+        n = len(names)
+        if point is None or isinstance(point, Mapping):
+            given = dict(point or {}, **kwargs)
+            check_variables(names, given)
+            values = [_array(given[v], v) for v in names]
+            if all(v.ndim == 0 for v in values):
+                return np.array(values, dtype=float).reshape(n), None
+            try:
+                arrays = np.broadcast_arrays(*values)
+            except ValueError as err:
+                raise PointError(f"the point's arrays do not broadcast together: {err}") from None
+            shape = arrays[0].shape
+            return np.stack(arrays, axis=-1).reshape(int(np.prod(shape)), n), shape
+        if kwargs:
+            raise PointError("give a point either as a sequence or as keywords, not both")
+        arr = _array(point, None)
+        if arr.ndim == 0 and n == 1:  # a function of one variable takes a plain number
+            return arr.reshape(1), None
+        if arr.ndim == 0 or arr.shape[-1] != n:
+            raise PointError(f"a point needs {n} value(s) ({name_list(names)}), got shape {arr.shape}")
+        if arr.ndim == 1:
+            return np.ascontiguousarray(arr), None
+        return arr.reshape(int(np.prod(arr.shape[:-1])), n), arr.shape[:-1]
+
+
+class Function(Inputs):
     """A compiled expression: ``value``, ``grad`` and ``value_and_grad`` at any point.
 
     A point is a dict or keyword arguments ``{name: value}``, or a sequence in
@@ -38,32 +193,10 @@ class Function:
 
     def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
                  background: bool = True, wrt: Sequence[str] | None = None):
-        if backend not in BACKENDS:
-            raise SymadError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-        if backend == "native" and not jit.available():
-            raise SymadError("the native backend needs llvmlite: pip install llvmlite")
-        if variables is not None and wrt is not None:
-            raise SymadError("give variables (every one differentiated) or wrt (the others are parameters), "
-                             "not both")
+        check_backend(backend)
+        super().__init__(expr.graph, expr.variables, variables, wrt)
         self.expr = expr
         self.backend = backend
-        used = expr.variables
-        listed = variables if wrt is None else wrt
-        if isinstance(listed, str):
-            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} is a list of names, not the string "
-                             f"{listed!r}")
-        self.variables: tuple[str, ...] = tuple(used if listed is None else listed)
-        if len(set(self.variables)) != len(self.variables):
-            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")
-        # Parameters: the expression's other variables, given at each call, never differentiated.
-        self.params: tuple[str, ...] = tuple(v for v in used if v not in set(self.variables)) if wrt is not None else ()
-        missing = [v for v in used if v not in set(self.variables) | set(self.params)]
-        if missing:
-            raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
-        self._names = self.variables + self.params  # the programs' inputs, in order
-        # the variables' nodes, then the parameters': the programs' inputs, in order
-        self.inputs = [expr.graph.var(v) for v in self._names]
-        self._shape = (len(self._names),)
         self.background = background
         graph = expr.graph
         self._value = TieredProgram(graph, lambda: [expr.id], self.inputs, backend, tape=self.shared_tape,
@@ -204,94 +337,6 @@ class Function:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
         result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (program.check_out)
         return result[:, 0], result[:, 1:]
-
-    def with_params(self, point: Any, params: Any, kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """The point extended by the parameters' values (as :meth:`point_array` reads it), and
-        the keywords left.  With a dict or keywords, parameters may be among the names."""
-        if not self.params:
-            raise PointError("this function has no parameters (compile it with wrt=[...] to make some)")
-        if point is None or isinstance(point, Mapping):
-            given = dict(point or {}, **kwargs)
-            if params is not None:
-                given.update(self._params_dict(params))
-            return given, {}
-        if kwargs:
-            raise PointError("give a point either as a sequence or as keywords, not both")
-        if params is None:
-            raise VariableError(f"missing value for parameter {name_list(self.params)}: "
-                             f"pass them after the point, e.g. value_and_grad(x, {{{self.params[0]!r}: ...}})")
-        p = self._params_vector(params)
-        x = _array(point, None)
-        n = len(self.variables)
-        if x.ndim == 0 and n == 1:
-            x = x.reshape(1)
-        if x.ndim == 0 or x.shape[-1] != n:
-            raise PointError(f"a point needs {n} value(s) ({name_list(self.variables)}), got shape {x.shape}")
-        if x.ndim == 1:
-            return np.concatenate((x, p)), {}
-        return np.concatenate((x, np.broadcast_to(p, (*x.shape[:-1], len(p)))), axis=-1), {}
-
-    def _params_dict(self, params: Any) -> dict[str, Any]:
-        if isinstance(params, Mapping):
-            unknown = [k for k in params if k not in self.params]
-            if unknown:
-                raise VariableError(f"unknown parameter {', '.join(map(str, unknown))} "
-                                 f"(the parameters are {name_list(self.params) or 'none'})")
-            return dict(params)
-        return dict(zip(self.params, self._params_vector(params).tolist()))
-
-    def _params_vector(self, params: Any) -> np.ndarray:
-        """The parameters' values in ``params`` order, from a dict or a sequence."""
-        if isinstance(params, Mapping):
-            missing = [k for k in self.params if k not in params]
-            if missing:
-                raise VariableError(f"missing value for parameter {name_list(missing)} "
-                                 f"(the parameters are {name_list(self.params)})")
-            self._params_dict(params)  # (unknown names)
-            return np.array([float(_array(params[k], k)) for k in self.params])
-        p = _array(params, None).reshape(-1) if np.ndim(params) <= 1 else None
-        if p is None or len(p) != len(self.params):
-            raise PointError(f"the parameters need {len(self.params)} value(s) ({name_list(self.params)}), "
-                             f"got {np.shape(params)}")
-        return p
-
-    def outputs_at(self, tiers: TieredProgram | Program, point: Any,
-                   kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
-        """Outputs as a vector (one point; shape None) or rows (a batch of the given shape)."""
-        n = len(self._names)
-        if type(point) is np.ndarray and point.dtype == np.float64 and point.shape == (n,) and not kwargs:
-            return tiers.outputs(np.ascontiguousarray(point), False), None  # the optimizer's fast path
-        x, shape = self.point_array(point, kwargs)
-        return tiers.outputs(x, shape is not None), shape
-
-    def point_array(self, point: Any, kwargs: Mapping[str, Any]) -> tuple[np.ndarray, Any]:
-        """A point (dict, keywords, number or sequence) as a vector, shape None; or a batch as
-        rows, with the batch's shape."""
-        names = self._names
-        n = len(names)
-        if point is None or isinstance(point, Mapping):
-            given = dict(point or {}, **kwargs)
-            check_variables(names, given)
-            values = [_array(given[v], v) for v in names]
-            if all(v.ndim == 0 for v in values):
-                return np.array(values, dtype=float).reshape(n), None
-            try:
-                arrays = np.broadcast_arrays(*values)
-            except ValueError as err:
-                raise PointError(f"the point's arrays do not broadcast together: {err}") from None
-            shape = arrays[0].shape
-            return np.stack(arrays, axis=-1).reshape(int(np.prod(shape)), n), shape
-        if kwargs:
-            raise PointError("give a point either as a sequence or as keywords, not both")
-        arr = _array(point, None)
-        if arr.ndim == 0 and n == 1:  # a function of one variable takes a plain number
-            return arr.reshape(1), None
-        if arr.ndim == 0 or arr.shape[-1] != n:
-            raise PointError(f"a point needs {n} value(s) ({name_list(names)}), got shape {arr.shape}")
-        if arr.ndim == 1:
-            return np.ascontiguousarray(arr), None
-        return arr.reshape(int(np.prod(arr.shape[:-1])), n), arr.shape[:-1]
-
 
 def _rebuilt(cls: type, expr: Any, variables: tuple[str, ...], backend: str, parameters: bool) -> Function:
     """A pickled function compiled again (its parameters are the expression's other variables)."""

@@ -37,7 +37,6 @@ from symad.ad.reverse import gradient
 from symad.backends import program
 from symad.backends.program import Program
 from symad.backends.tape import Tape
-from symad.core.errors import PointError
 from symad.core.graph import Graph
 from symad.core.term import as_node
 from symad.expr import Expr, parse
@@ -187,30 +186,15 @@ class SecondOrder(Function):
 
     def hessp(self, point: Any, p: Any, params: Any = None) -> np.ndarray:
         """``∇²f(point)·p`` without forming the Hessian; ``point`` and ``p`` may be batches."""
-        if self.params or params is not None:
-            point, _ = self.with_params(point, params, {})
-        x, shape = self.point_array(point, {})
-        n, width = len(self.variables), len(self.inputs)
-        try:
-            direction = np.asarray(p, dtype=float)
-        except (TypeError, ValueError):
-            raise PointError(f"a direction is not numbers: {p!r:.60}") from None
-        if direction.ndim == 0 or direction.shape[-1] != n:
-            raise PointError(f"a direction needs {n} value(s), got shape {direction.shape}")
+        x, direction = self.with_direction(point, p, params, len(self.variables))
         if self.hvp_interpreted():
-            return self._taped_hessp(x.reshape(*(shape or ()), width), direction)
-        program = self.hvp_program()
-        if shape is None and direction.ndim == 1:
-            return program.point(np.concatenate([x, direction]))
-        xs, ps = _broadcast_rows(x.reshape(*(shape or ()), width), direction)
-        rows = np.concatenate([xs, ps], axis=-1)
-        return program.batch(rows.reshape(-1, width + n)).reshape(rows.shape[:-1] + (n,))
+            return self._taped_hessp(x, direction)
+        return self.outputs_with(self.hvp_program(), x, direction)
 
-    def _taped_hessp(self, x: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    def _taped_hessp(self, xs: np.ndarray, ps: np.ndarray) -> np.ndarray:
         tape, n = self.hvp_tape(), len(self.variables)
-        if x.ndim == 1 and direction.ndim == 1:
-            return np.array(tape.value_and_grad([*map(float, x), *map(float, direction)])[1][:n])
-        xs, ps = _broadcast_rows(x, direction)
+        if xs.ndim == 1:
+            return np.array(tape.value_and_grad([*map(float, xs), *map(float, ps)])[1][:n])
         columns = [xs[..., k] for k in range(xs.shape[-1])] + [ps[..., k] for k in range(n)]
         grads = tape.value_and_grad(columns)[1][:n]  # an input that q does not use gives a scalar 0
         return np.stack([np.broadcast_to(np.asarray(c, dtype=float), xs.shape[:-1]) for c in grads], axis=-1)
@@ -220,13 +204,3 @@ class SecondOrder(Function):
         return {"value_grad": self.value_grad_program().size,
                 "value_grad_hess": self.value_grad_hess_program().size,
                 "hvp": self.hvp_program().size}
-
-
-def _broadcast_rows(xs: np.ndarray, ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Points (with their parameters) and directions broadcast over their leading axes; each
-    keeps its own last axis."""
-    try:
-        lead = np.broadcast_shapes(xs.shape[:-1], ps.shape[:-1])
-    except ValueError as err:
-        raise PointError(f"the points and directions do not broadcast together: {err}") from None
-    return np.broadcast_to(xs, lead + xs.shape[-1:]), np.broadcast_to(ps, lead + ps.shape[-1:])

@@ -49,13 +49,15 @@ class TieredProgram:
 
     ``outputs()`` gives the output nodes (built once, for the schedule the instructions
     and compiled code share); ``tape()`` the shared interpreter, whose sweep gives the
-    value and, if ``with_grad``, the partials; ``compiled_hook`` runs once the program is
-    ready.  ``background=False`` (one-shot callers such as the command line): the tape,
-    then instructions, and nothing compiled in the background.
+    value and, if ``with_grad``, the partials (None for outputs a tape does not give, such
+    as several values: then small programs are compiled at once, as Python code);
+    ``compiled_hook`` runs once the program is ready.  ``background=False`` (one-shot
+    callers such as the command line): the tape, then instructions, and nothing compiled
+    in the background.
     """
 
     def __init__(self, graph: Graph, outputs: Callable[[], list[int]], inputs: Sequence[int], backend: str, *,
-                 tape: Callable[[], Tape], with_grad: bool, background: bool = True,
+                 tape: Callable[[], Tape] | None, with_grad: bool, background: bool = True,
                  compiled_hook: Callable[[], None] | None = None, n_grads: int | None = None):
         self.graph, self.inputs, self.backend = graph, list(inputs), backend
         self.output_nodes, self.tape, self.with_grad = outputs, tape, with_grad
@@ -146,8 +148,10 @@ class TieredProgram:
         # A function kept for a loop (background compiles allowed) runs on instructions from its
         # first call; a one-shot caller's (background=False) first call runs on the tape, which
         # builds no gradient expression.
-        if (self.background or self.calls > COMPILE_AFTER_CALLS) and self._start_vm():
+        if (self.background or self.calls > COMPILE_AFTER_CALLS or self.tape is None) and self._start_vm():
             return self.outputs(x, batch)
+        if self.tape is None:
+            return self.compiled().outputs(x, batch)
         if self.background and self.calls > COMPILE_AFTER_CALLS:
             self.start()
         tape = self.tape()

@@ -47,6 +47,8 @@ COMMANDS: dict[str, Command] = {
                               ".png, .svg, .pdf or .dot", True),
     "minimize": Command("minimize", "minimize the expression from a start point (--from) with exact derivatives",
                         False),
+    "jacobian": Command("jacobian", "print several outputs (separated by ';') and their Jacobian at a point, "
+                                    "or as expressions", True),
     "hessian": Command("hessian", "print the Hessian (every second partial derivative) at a point, "
                                   "or as expressions", True),
     "explain": Command("explain", "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, "

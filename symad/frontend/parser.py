@@ -27,9 +27,10 @@ from symad.frontend.tables import tables as lalr_tables
 
 
 class Token(NamedTuple):
-    """One postfix token: a number, a name, an operator, a call with its arity, or a definition."""
+    """One postfix token: a number, a name, an operator, a call with its arity, a definition,
+    or the separator of two outputs."""
 
-    kind: str  # "number", "name", "op", "call", or "define" (binds the name to the value on top)
+    kind: str  # "number", "name", "op", "call", "define" (binds the name to the value on top) or "output"
     text: str  # the number as typed, the name, or the op/function name
     arity: int = 0
     pos: int = 0  # offset in the source text
@@ -41,7 +42,7 @@ class Token(NamedTuple):
             return f"{self.text}/{self.arity}"
         if self.kind == "define":
             return f"={self.text}"
-        return self.text
+        return self.text  # (an output separator prints as ";")
 
 
 def line_column(text: str, pos: int) -> tuple[int, int]:
@@ -182,6 +183,10 @@ def _call(children: list, emit: Emit, text: str) -> None:
     emit(Token("call", word, arity, pos))
 
 
+def _output(children: list, emit: Emit, text: str) -> None:
+    emit(Token("output", ";", 2, children[1][1]))  # after both outputs' tokens: the two stay apart
+
+
 def _define(children: list, emit: Emit, text: str) -> None:
     word, pos = children[0]
     if word in FUNCTIONS or word in CONSTANTS:
@@ -190,7 +195,7 @@ def _define(children: list, emit: Emit, text: str) -> None:
 
 
 _REDUCE: dict[str, Callable[[list, Emit, str], object]] = {
-    "number": _number, "name": _name, "call": _call, "define": _define,
+    "number": _number, "name": _name, "call": _call, "define": _define, "output": _output,
     "first_arg": lambda c, e, t: 1,
     "next_arg": lambda c, e, t: c[0] + 1,
     "pos": lambda c, e, t: None,  # unary plus is the identity: no token
@@ -297,6 +302,7 @@ class Folder:
         self.graph, self.text = graph, text
         self.stack: list[int] = []
         self.defined: dict[str, int] = {}
+        self.separators: list[int] = []  # where each `;` between two outputs is
 
     def push(self, tok: Token) -> None:
         """Apply one token to the stack."""
@@ -310,6 +316,8 @@ class Folder:
                 value = CONSTANTS.get(tok.text)
                 node = graph.var(tok.text) if value is None else graph.const(value)
             stack.append(node)
+        elif kind == "output":
+            self.separators.append(tok.pos)
         elif kind == "define":
             if tok.text in self.defined:
                 raise ParseError(f"{tok.text} is defined twice", self.text, *line_column(self.text, tok.pos))
@@ -326,10 +334,18 @@ class Folder:
                 stack.append(FUNCTIONS[tok.text][n](*(Term(graph, a) for a in args)).id)
 
     def result(self) -> int:
-        """The root node, once every token has been pushed."""
-        if len(self.stack) != 1:
+        """The root node, once every token has been pushed (the text must have one output)."""
+        if self.separators:
+            line, column = line_column(self.text, self.separators[0])
+            raise ParseError(f"expected one expression, got {len(self.separators) + 1} separated by ';' "
+                             "(several outputs are for symad.compile and `symad jacobian`)", self.text, line, column)
+        return self.results()[0]
+
+    def results(self) -> list[int]:
+        """The outputs' root nodes, once every token has been pushed."""
+        if len(self.stack) != len(self.separators) + 1:
             raise ParseError("malformed postfix", self.text, 1, 1)
-        return self.stack[0]
+        return list(self.stack)
 
 
 def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:
@@ -347,3 +363,11 @@ def parse_into(text: str, graph: Graph) -> int:
     folder = Folder(graph, text)
     parse_postfix(text, folder.push)
     return folder.result()
+
+
+def parse_outputs_into(text: str, graph: Graph) -> list[int]:
+    """Parse ``text``, one or more expressions separated by ``;`` (after any definitions,
+    which they share), into ``graph``; the outputs' root ids."""
+    folder = Folder(graph, text)
+    parse_postfix(text, folder.push)
+    return folder.results()

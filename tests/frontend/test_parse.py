@@ -34,6 +34,8 @@ def postfix(text: str) -> str:
     ("log(x, 2)", "x 2 log/2"),
     ("min(a, max(b, c))", "a b c max min"),
     ("sin(x)^2/sqrt(1+y)", "x sin 2 ^ 1 y + sqrt /"),
+    ("x*y; x+y; -x", "x y * x y + ; x neg ;"),  # several outputs: ';' after each next one
+    ("t = x*y; t+1; t", "x y * =t t 1 + t ;"),
 ])
 def test_postfix(text, expected):
     assert postfix(text) == expected
@@ -153,7 +155,7 @@ def test_lark_tables_extract_from_the_installed_lark():
     shifts = {symbol for row in tables.states.values() for symbol, (shift, _) in row.items() if shift}
     reductions = {arg[2] for row in tables.states.values() for shift, arg in row.values() if not shift}
     assert {"NUMBER", "NAME", "sum"} <= shifts
-    assert {"add", "neg", "pow", "call", "number", "name", "define", "program"} <= reductions
+    assert {"add", "neg", "pow", "call", "number", "name", "define", "program", "output"} <= reductions
     assert any("$END" in row for row in tables.states.values())
 
 

@@ -35,6 +35,7 @@ from symad.core.errors import SymadError
 from symad.expr import Expr
 from symad.hessian import SecondOrder
 from symad.objectives import Objective
+from symad.tools.optimize.constrained import SCIPY_METHODS, minimize_scipy
 from symad.tools.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
 from symad.tools.optimize.problem import DataProblem, Problem
 
@@ -107,13 +108,14 @@ def check_settings(settings: Mapping[str, Any], spell: Callable[[str], str] = st
             raise SymadError(f"{spell(name)} must be {what}, got {shown:.60}")
 
 
-def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str = "newton", *,
+def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | None = None, *,
              variables: Sequence[str] | None = None,
              fixed: Mapping[str, float] | None = None, bounds: Any = None, tol: float = 1e-8,
              xtol: float = 1e-12, max_iter: int | None = None, max_time: float | None = None,
              callback: Callable[[OptimizeResult], Any] | None = None, keep_path: bool = False,
              background: bool = True, params: Mapping[str, float] | None = None,
-             batch_size: int | None = None, seed: int = 0, **options: float) -> OptimizeResult:
+             batch_size: int | None = None, seed: int = 0, constraints: Any = None,
+             **options: float) -> OptimizeResult:
     """Minimise an expression (or its text) from ``x0`` with exact derivatives.
 
     ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
@@ -124,8 +126,14 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str = "
     shuffled with ``seed`` and taken in turn, an epoch at a time), so ``success`` judges the
     mini-batch's gradient; bound the run with ``max_iter`` or ``max_time``.
 
-    ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` or ``trust-ncg``;
-    options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as the method takes.
+    ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` (the default) or
+    ``trust-ncg``, with options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as
+    the method takes; or scipy's ``slsqp`` or ``trust-constr`` given exact derivatives, which
+    take ``constraints``: ``[("eq", "x + y - 1"), ("ineq", "1 - x^2 - y^2")]`` (``eq``: the
+    expression is 0; ``ineq``: it is ≥ 0, scipy's convention), ``slsqp`` by default when there
+    are constraints.  Their result also has ``constraints`` (kinds, values, ``violation``: the
+    most any constraint or bound is missed by) and ``multipliers`` where scipy gives them;
+    ``success`` needs scipy's success and a violation of at most 1e-6.
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
     ``params``: ``{name: value}`` held constant too, but passed at each call to one
@@ -148,9 +156,24 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str = "
     ``background=False`` interprets calls instead of compiling code in a background
     thread for later ones (for one-shot runs, such as the command line's).
     """
+    if method is None:
+        method = "newton" if constraints is None else "slsqp"
     name = ALIASES.get(method, method)
+    if name in SCIPY_METHODS:
+        if options:
+            raise SymadError(f"method {name} does not take {', '.join(options)}")
+        if isinstance(fun, Objective) or batch_size is not None:
+            raise SymadError(f"method {name} is for an expression; an objective over data takes "
+                             f"{', '.join(METHODS)}")
+        check_settings({"max_iter": max_iter, "tol": tol, "xtol": xtol, "max_time": max_time})
+        return OptimizeResult(minimize_scipy(
+            fun, x0, name, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol, xtol=xtol,
+            max_iter=1000 if max_iter is None else max_iter, max_time=max_time, callback=callback,
+            background=background, params=params))
     if name not in METHODS:
-        raise SymadError(f"unknown method {method!r} (known: {', '.join(METHODS)})")
+        raise SymadError(f"unknown method {method!r} (known: {', '.join([*METHODS, *SCIPY_METHODS])})")
+    if constraints is not None:
+        raise SymadError(f"method {name} takes no constraints: use method='slsqp' or 'trust-constr'")
     extra = [k for k in options if k not in OPTIONS[name]]
     if extra:
         takes = ", ".join(OPTIONS[name]) or "no options"

@@ -10,6 +10,7 @@ import numpy as np
 
 from symad.expr import Expr
 from symad.hessian import SecondOrder
+from symad.tools.optimize.constraints import Constraints
 from symad.tools.optimize.problem import Problem, box
 
 
@@ -63,6 +64,28 @@ class ScipyFunctions:
     def point(self, x: Any) -> dict[str, float]:
         """A solution by name, fixed variables included."""
         return self.problem.point(np.asarray(x, dtype=float))
+
+    def constraints(self, specs: Any) -> list[Any]:
+        """``[("eq", text), ("ineq", text), ...]`` (``eq``: text = 0; ``ineq``: text ≥ 0) as one
+        ``scipy.optimize.NonlinearConstraint`` with the exact Jacobian and ``hess(x, v)``, the
+        exact Hessian of ``Σ v_i c_i`` (for ``trust-constr``).
+
+        >>> import scipy.optimize
+        >>> s = scipy_functions("x^2 + y^2")
+        >>> r = scipy.optimize.minimize(s.fun, [2, 0], jac=True, hess=s.hess, method="trust-constr",
+        ...                             constraints=s.constraints([("eq", "x + y - 1")]))
+        >>> r.x.round(6).tolist()
+        [0.5, 0.5]
+        """
+        return self._constraints(specs).nonlinear()
+
+    def constraint_dicts(self, specs: Any) -> list[dict[str, Any]]:
+        """The same constraints in scipy's dict form, with exact ``jac`` (for ``SLSQP`` and ``COBYLA``)."""
+        return self._constraints(specs).dicts()
+
+    def _constraints(self, specs: Any) -> Constraints:
+        p = self.problem
+        return Constraints(specs, p.expr.graph, p.names, p.fixed, p.params)
 
 
 def scipy_functions(expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,

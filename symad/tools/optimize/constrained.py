@@ -1,0 +1,131 @@
+"""Constrained minimisation: scipy's ``SLSQP`` and ``trust-constr`` given symad's exact derivatives.
+
+The objective's value and gradient come from one compiled program per point, its Hessian
+(``trust-constr``) from another; the constraints' values and Jacobian from one program of
+them all (:class:`~symad.tools.optimize.constraints.Constraints`), and ``trust-constr``
+also gets the exact Hessian of ``Σ v_i c_i``.  scipy's iterations, symad's result.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core.errors import SymadError
+from symad.core.graph import Graph
+from symad.expr import Expr, parse
+from symad.hessian import SecondOrder
+from symad.tools.optimize.constraints import Constraints, read_constraints
+from symad.tools.optimize.problem import Problem
+
+SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
+FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
+
+
+def minimize_scipy(fun: Expr | str | SecondOrder, x0: Any, method: str, constraints: Any, *,
+                   variables: Sequence[str] | None, fixed: Mapping[str, float] | None, bounds: Any, tol: float,
+                   xtol: float, max_iter: int, max_time: float | None, callback: Callable[[Any], Any] | None,
+                   background: bool, params: Mapping[str, float] | None) -> dict[str, Any]:
+    """The fields of symad's ``OptimizeResult`` for a scipy-backed run (see ``minimize``)."""
+    try:
+        import scipy.optimize as so
+    except ImportError:
+        raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
+    t0 = time.perf_counter()
+    expr = parse(fun, Graph()) if isinstance(fun, str) else fun
+    graph = (expr.expr if isinstance(expr, SecondOrder) else expr).graph
+    pairs = read_constraints(constraints, graph) if constraints is not None else []
+    if variables is None and not isinstance(expr, SecondOrder) and pairs:
+        # the constraints' variables are the problem's too, though the objective may not use them
+        variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
+    problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
+    cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
+                       background=background) if pairs else None
+    x = problem.start(x0)
+    box = so.Bounds(problem.lower, problem.upper) if problem.bounded else None
+    dense = problem.dense()
+    with np.errstate(all="ignore"):  # compile before the clock starts, as minimize does
+        problem.fn.value_and_grad(x, *problem.args)
+        if cons is not None:
+            cons.function.value_and_jacobian(x, *cons.args)
+    setup, t1 = time.perf_counter() - t0, time.perf_counter()
+    stopped: list[str] = []
+
+    def check(intermediate_result: Any) -> None:
+        if max_time is not None and time.perf_counter() - t1 >= max_time:
+            stopped.append("time limit reached")
+            raise StopIteration
+        if callback is not None:
+            try:
+                stop = callback(intermediate_result)
+            except StopIteration:
+                stop = True
+            if stop is True:
+                stopped.append("stopped by the callback")
+                raise StopIteration
+
+    kwargs: dict[str, Any] = {"jac": True, "bounds": box, "callback": check}
+    if method == "slsqp":
+        kwargs.update(constraints=cons.dicts() if cons else (), options={"maxiter": max_iter, "ftol": tol})
+    else:
+        kwargs.update(constraints=cons.nonlinear() if cons else (),
+                      options={"maxiter": max_iter, "gtol": tol, "xtol": xtol})
+        if dense:
+            kwargs["hess"] = lambda x: problem.hess(x)
+        else:
+            kwargs["hessp"] = lambda x, p: problem.hessp(x, p)
+    with np.errstate(all="ignore"):
+        r = so.minimize(problem.fg, x, method=SCIPY_METHODS[method], **kwargs)
+        x = np.asarray(r.x, dtype=float)
+        f, g = problem.fn.value_and_grad(x, *problem.args)
+        values = cons.values(x) if cons is not None else np.zeros(0)
+    violation = _violation(values, cons, x, problem)
+    success = bool(r.success) and not stopped and violation <= FEASIBLE
+    message = stopped[0] if stopped else str(r.message)
+    if r.success and violation > FEASIBLE:
+        message += f" (but a constraint is violated by {violation:.3g})"
+    out = {
+        "x": x, "fun": float(f), "jac": g, "nit": int(r.get("nit", 0)),
+        "nfev": problem.nfev, "njev": problem.njev, "nhev": problem.nhev + (cons.nhev if cons else 0),
+        "success": success, "status": int(r.status), "message": message,
+        "variables": list(problem.names), "point": problem.point(x), "method": method,
+        "hessian": None if method == "slsqp" else "matrix" if dense else "products",
+        "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
+        "time": time.perf_counter() - t1, "setup_time": setup,
+    }
+    if cons is not None:
+        multipliers = _multipliers(r, method, cons)
+        if multipliers is not None:
+            out["multipliers"] = multipliers
+    optimality = r.get("optimality")
+    out["grad_norm"] = float(optimality) if optimality is not None else float(np.linalg.norm(g))
+    return out
+
+
+def _multipliers(r: Any, method: str, cons: Constraints) -> np.ndarray | None:
+    """The constraints' Lagrange multipliers in their given order, with ``∇f = Σ λ_i ∇c_i`` at a
+    solution (so ``λ_i ≥ 0`` for an active inequality); None where scipy gives none."""
+    if method == "trust-constr":
+        v = r.get("v")  # the one NonlinearConstraint's first; scipy's sign is the opposite
+        return None if not v else -np.asarray(v[0], dtype=float)
+    given = r.get("multipliers")  # SLSQP: the equalities', then the inequalities' (cons.dicts())
+    if given is None or len(given) != len(cons):
+        return None
+    out = np.empty(len(cons))
+    out[np.concatenate([np.flatnonzero(cons.eq), np.flatnonzero(~cons.eq)])] = given
+    return out
+
+
+def _violation(values: np.ndarray, cons: Constraints | None, x: np.ndarray, problem: Problem) -> float:
+    """The largest amount by which a constraint or a bound is not met at ``x`` (0 if all are)."""
+    worst = 0.0
+    if cons is not None and len(values):
+        worst = float(np.max(np.where(cons.eq, np.abs(values), np.maximum(-values, 0.0))))
+    if problem.bounded:
+        worst = max(worst, float(np.max(np.maximum(problem.lower - x, 0.0), initial=0.0)),
+                    float(np.max(np.maximum(x - problem.upper, 0.0), initial=0.0)))
+    return worst if math.isfinite(worst) else math.inf
