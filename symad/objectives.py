@@ -18,6 +18,7 @@ import numpy as np
 
 from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
+from symad.backends.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
 from symad.backends.row_sums import RowSums
 from symad.backends.schedule import Schedule
 from symad.core.errors import PointError, SymadError, VariableError, name_list
@@ -57,6 +58,10 @@ class Objective:
         self.reduce, self.backend, self.threads = reduce, backend, threads
         used = self.expr.variables
         table = _columns(data, columns)
+        # Dask arrays: summed chunk by chunk on Dask's workers (symad.backends.dask_sums)
+        self.dask = any(is_dask_array(c) for c in table.values())
+        if self.dask:
+            table = dask_columns(table)
         if isinstance(wrt, str):
             raise SymadError(f"wrt is a list of names, not the string {wrt!r}")
         self.wrt: tuple[str, ...] = tuple(v for v in used if v not in table) if wrt is None else tuple(wrt)
@@ -71,8 +76,8 @@ class Objective:
         if missing:
             raise VariableError(f"{name_list(missing)} is neither data nor in wrt (wrt: "
                                 f"{name_list(self.wrt) or 'none'}; data: {name_list(sorted(table)) or 'none'})")
-        self.columns = [_column(table[v], v) for v in self.data_names]
-        lengths = {len(c) for c in self.columns}
+        self.columns = [table[v] if self.dask else _column(table[v], v) for v in self.data_names]
+        lengths = {c.shape[0] for c in self.columns}
         if len(lengths) > 1:
             sizes = ", ".join(f"{v}: {len(c)}" for v, c in zip(self.data_names, self.columns))
             raise SymadError(f"the data columns differ in length ({sizes})")
@@ -102,7 +107,7 @@ class Objective:
             self._grad = [partials[v] for v in self._w]
         return self._grad
 
-    def _row_sums(self, what: str) -> RowSums:
+    def _row_sums(self, what: str) -> RowSums | DaskSums:
         sums = self._sums.get(what)
         if sums is None:
             g, n = self.expr.graph, len(self._w)
@@ -124,8 +129,12 @@ class Objective:
             schedule = Schedule.build(g, outputs, inputs)
             n_w = len(inputs) - len(self._d)
             sources = [("w", k) for k in range(n_w)] + [("col", j) for j in range(len(self._d))]
-            sums = self._sums[what] = RowSums(schedule, sources, self.columns, self.n_rows, self.backend,
-                                              self.threads)
+            if self.dask:
+                recipe = RowsRecipe(g, outputs, inputs, sources, self.backend)
+                sums = self._sums[what] = DaskSums(recipe, schedule, self.columns)
+            else:
+                sums = self._sums[what] = RowSums(schedule, sources, self.columns, self.n_rows, self.backend,
+                                                  self.threads)
         return sums
 
     def operations(self) -> int:
@@ -254,7 +263,7 @@ def _column(values: Any, name: str) -> np.ndarray:
 
 def _rows_of(table: Mapping[str, Any]) -> int:
     """The rows of data none of whose columns the expression reads."""
-    lengths = {len(np.asarray(c)) for c in table.values()}
+    lengths = {np.shape(c)[0] if np.ndim(c) else 0 for c in table.values()}
     if len(lengths) != 1:
         raise SymadError("the data's columns differ in length" if lengths else "the data has no columns")
     return lengths.pop()

@@ -48,6 +48,12 @@ def _executor(threads: int) -> ThreadPoolExecutor:
 forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's threads
 
 
+def add_blocks(partial: np.ndarray) -> np.ndarray:
+    """Blocks' sums added in block order (NumPy's pairwise sum: the same bits for the same blocks,
+    however they were computed)."""
+    return partial.sum(axis=0) if len(partial) > 1 else partial[0]
+
+
 class RowSums:
     """The sums of ``schedule``'s outputs over rows: ``sums(w, rows)``.
 
@@ -84,6 +90,10 @@ class RowSums:
 
     def sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Each output summed over every row (``rows`` None) or over the rows ``rows`` (int64 indexes)."""
+        return add_blocks(self.block_sums(w, rows))
+
+    def block_sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Each block's sums, in block order (shape ``(blocks, outputs)``): what :meth:`sums` adds."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         count = self.n_rows if rows is None else len(rows)
         blocks = max(1, -(-count // BLOCK_ROWS))
@@ -108,7 +118,7 @@ class RowSums:
             run_share(share[0])
             for f in futures:
                 f.result()
-        return partial.sum(axis=0) if blocks > 1 else partial[0]
+        return partial
 
     def _native_block(self, program: jit.RowsProgram, w: np.ndarray, rows: np.ndarray | None, count: int,
                       partial: np.ndarray) -> Any:

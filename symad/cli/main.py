@@ -68,6 +68,7 @@ examples:
   symad grad "sin(x)^2/sqrt(1+y)" --at x=pi/4,y=3 --json
   symad eval "atan2(y, x)" --at x=-1,y=0
   symad diff "x^3*y" --wrt x                      the derivative as an expression
+  symad jacobian "x*y; x + y" --at x=1,y=2        several outputs (';') and their Jacobian
   symad postfix "(x+y)+x*(x+y)"                   the parser's postfix output
   symad stats "(x+y)+x*(x+y)"                     tree size vs hash-consed DAG size
   symad explain "(x+y)+x*(x+y)" --at x=1,y=2      reverse-mode AD step by step
@@ -78,6 +79,7 @@ language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,
   + - * / ^ (or **), unary -, parentheses, and the functions
 {functions}.
   ^ binds tighter than unary minus and is right-associative: -x^2 = -(x^2), 2^3^2 = 512.
+  Definitions come first: "r = sqrt(x^2 + y^2); x/r".
 
 exit status: 0 success, 1 not converged (minimize --strict), 2 bad input (syntax,
   unknown function or variable, bad value), 130 interrupted (Ctrl-C).
