@@ -228,6 +228,11 @@ class Objective:
 
 def _columns(data: Any, columns: Sequence[str] | None) -> dict[str, Any]:
     """``data`` as ``{name: column}``."""
+    if columns is not None and is_dask_array(data):  # a 2-D Dask array: its columns, not computed here
+        if data.ndim != 2 or data.shape[1] != len(columns):
+            raise SymadError(f"columns=[...] names {len(columns)} column(s), but the data array has shape "
+                             f"{data.shape}: give a 2-D array with one column per name")
+        return {name: data[:, k] for k, name in enumerate(columns)}
     if columns is not None:
         table = np.asarray(data)
         if table.ndim != 2 or table.shape[1] != len(columns):

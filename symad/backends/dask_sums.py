@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends.row_sums import RowSums, add_blocks
+from symad.backends.row_sums import BLOCK_ROWS, RowSums, add_blocks
 from symad.backends.schedule import Schedule
 from symad.core.errors import SymadError
 from symad.core.graph import Graph, export, rebuild
@@ -70,13 +70,9 @@ def chunk_block_sums(recipe: RowsRecipe, w: np.ndarray, *columns: np.ndarray) ->
     cols = [c if c.strides[0] % 8 == 0 and c.ctypes.data % 8 == 0 else np.ascontiguousarray(c) for c in cols]
     n_rows = len(cols[0]) if cols else 0
     if n_rows == 0:
-        return np.zeros((0, recipe.n_out))
+        return np.zeros((1, recipe.n_out))  # (a chunk has at least one block: see DaskSums.sums)
     sums = RowSums(compiled_on_worker(recipe), recipe.sources, cols, n_rows, recipe.backend, threads=1)
     return sums.block_sums(w)
-
-
-def _in_order(parts: list[np.ndarray]) -> np.ndarray:
-    return add_blocks(np.concatenate(parts))
 
 
 class DaskSums:
@@ -93,14 +89,19 @@ class DaskSums:
         if rows is not None:
             raise SymadError("rows= (a mini-batch) is for data in memory: select the rows of the Dask arrays "
                              "and make an objective of them")
-        import dask
+        import dask.array as da
 
         w = np.ascontiguousarray(w, dtype=np.float64)
-        recipe = dask.delayed(self.recipe, pure=True)
-        chunks = self.columns[0].numblocks[0]
-        parts = [dask.delayed(chunk_block_sums, pure=True)(recipe, w, *(c.blocks[k] for c in self.columns))
-                 for k in range(chunks)]
-        return dask.delayed(_in_order, pure=True)(parts).compute()
+        # One task per chunk, placed by Dask where the chunk's columns are; each returns its
+        # blocks' sums (a chunk of n rows has ceil(n / BLOCK_ROWS) blocks).
+        blocks = tuple(max(1, -(-n // BLOCK_ROWS)) for n in self.columns[0].chunks[0])
+        parts = da.map_blocks(_chunk_task, *self.columns, recipe=self.recipe, w=w, dtype=np.float64,
+                              chunks=(blocks, (self.recipe.n_out,)), new_axis=1, meta=np.zeros((0, 0)))
+        return add_blocks(parts.compute())
+
+
+def _chunk_task(*columns: np.ndarray, recipe: RowsRecipe, w: np.ndarray) -> np.ndarray:
+    return chunk_block_sums(recipe, w, *columns)
 
 
 def dask_columns(columns: dict[str, Any]) -> dict[str, Any]:
