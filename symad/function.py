@@ -238,9 +238,7 @@ class Function(Inputs):
         """Compile both programs now and wait for them (and for optimised native code, also
         that of batches where single points run in Python)."""
         for tiers in (self._value, self._value_grad):
-            program = tiers.compiled()
-            program.wait_native()
-            program.prepare_batches()
+            tiers.prepare()
         return self
 
     # ------------------------------------------------------------------ calling

@@ -137,9 +137,7 @@ class VectorFunction(Inputs):
         """Compile the value and Jacobian programs now and wait for them (``vjp`` and ``jvp``
         compile on first use)."""
         for kind in ("value", "jacobian"):
-            program = self._program(kind).compiled()
-            program.wait_native()
-            program.prepare_batches()
+            self._program(kind).prepare()
         return self
 
     # ------------------------------------------------------------------ calling

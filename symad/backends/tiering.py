@@ -86,6 +86,13 @@ class TieredProgram:
                 raise self.error
         return self.program
 
+    def prepare(self) -> Program:
+        """The compiled program, with its optimised native code and its batches' code ready."""
+        program = self.compiled()
+        program.wait_native()
+        program.prepare_batches()
+        return program
+
     def start(self, abandonable: bool = True) -> threading.Thread:
         """Start compiling in a thread (once); the compile thread.  An ``abandonable`` compile
         (nobody waits for it) runs its LLVM part in the worker process and is dropped at exit."""

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli.common import add_params_option, emit, format_number, json_number, nonfinite_warnings, point_and_params
+from symad.cli.common import (
+    add_params_option,
+    emit,
+    format_number,
+    json_number,
+    nonfinite_warnings,
+    point_and_params,
+    table,
+)
 from symad.core.errors import PointError
 from symad.core.graph import Graph
 from symad.expr import parse_outputs
@@ -33,23 +41,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, text: str, expr: None) -> None:
     """Print each output's value and partials at ``--at``, or the partials as expressions."""
     outputs = parse_outputs(text, Graph())
-    fn = VectorFunction(outputs, background=False)
-    names = list(fn.variables)
+    names = outputs[0].graph.variables([e.id for e in outputs])
     labels = [f"f{i + 1}" for i in range(len(outputs))]
     if args.params and not args.at:
         raise PointError("--params gives values, which the Jacobian as expressions (no --at) does not use: "
                          "add --at for the other variables")
     if not args.at:
-        entries = fn.jacobian_exprs()
-        lines = [f"{label} = {e}" for label, e in zip(labels, outputs)]
-        lines += [f"d{label}/d{v} = {entries[i][j]}" for i, label in enumerate(labels) for j, v in enumerate(names)]
+        entries = VectorFunction(outputs, background=False).jacobian_exprs()
+        rows = [(label, str(e)) for label, e in zip(labels, outputs)]
+        rows += [(f"d{label}/d{v}", str(entries[i][j])) for i, label in enumerate(labels) for j, v in enumerate(names)]
         emit(args, {"exprs": [str(e) for e in outputs], "variables": names,
-                    "jacobian": [[str(e) for e in row] for row in entries]}, _aligned(lines), [])
+                    "jacobian": [[str(e) for e in row] for row in entries]}, table(rows), [])
         return
     point, params = point_and_params(args, names)
     free = [v for v in names if v not in params]
-    if params:
-        fn = VectorFunction(outputs, background=False, wrt=free)
+    fn = VectorFunction(outputs, background=False, wrt=free)  # the others (--params) are parameters
     values, jac = fn.value_and_jacobian([point[v] for v in free], params or None)
     obj = {"exprs": [str(e) for e in outputs], "at": point, **({"params": params} if params else {}),
            "variables": free, "values": [json_number(v) for v in values],
@@ -65,12 +71,6 @@ def run(args: argparse.Namespace, text: str, expr: None) -> None:
             checked.update({k: (v, symbolic[i][j]) for j, (k, v) in enumerate(row[1:])})
         warnings = nonfinite_warnings(checked, {**point, **params})
     emit(args, obj, _cells(rows), warnings)
-
-
-def _aligned(lines: list[str]) -> list[str]:
-    """``name = text`` lines with the ``=`` signs in one column."""
-    width = max((line.index(" = ") for line in lines), default=0)
-    return [line[:line.index(" = ")].ljust(width) + line[line.index(" = "):] for line in lines]
 
 
 def _cells(rows: list[list[tuple[str, float]]]) -> list[str]:

@@ -109,7 +109,8 @@ class Constraints:
                 total = g.make("add", total, g.make("mul", g.var(multiplier_name(i)), e.id))
             fn = SecondOrder(Expr(g, total), wrt=self.names, background=self.function.background)
             # its parameters' order: where each takes its value from (multipliers, or params)
-            self._where = [("v", int(k[1:-1])) if k.endswith("'") else ("p", k) for k in fn.params]
+            multiplier = {multiplier_name(i): i for i in range(len(exprs))}
+            self._where = [("v", multiplier[k]) if k in multiplier else ("p", k) for k in fn.params]
             self._lagrangian = fn
         return self._lagrangian
 
