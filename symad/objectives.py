@@ -141,9 +141,16 @@ class Objective:
         """Operations of one row's value and gradient."""
         return self._row_sums("value_grad").schedule.size
 
-    def prepare(self) -> Objective:
-        """Compile the value-and-gradient loop now (else on the first call)."""
-        self._row_sums("value_grad").program()
+    def prepare(self, optimised: bool = True) -> Objective:
+        """Compile the value-and-gradient loop now (else on the first call).
+
+        When neither this process nor the disk cache has the loop's optimised code, the first
+        passes run on quick code while the optimised loop compiles in the background; with
+        ``optimised=False`` return as soon as the quick code is ready (what a first call
+        waits for), else once the optimised loop is.
+        """
+        sums = self._row_sums("value_grad")
+        sums.optimised_program() if optimised else sums.program()
         return self
 
     # ------------------------------------------------------------------ calling

@@ -89,6 +89,36 @@ def test_the_same_bits_on_one_core_or_several():
     np.testing.assert_array_equal(results[0], results[2])
 
 
+@pytest.mark.skipif(not jit.available(), reason="llvmlite not installed")
+def test_quick_code_serves_until_the_optimised_loop_arrives_with_the_same_bits(tmp_path, monkeypatch):
+    from symad.backends.llvm import cache
+
+    monkeypatch.setattr(cache, "_dir", [tmp_path])  # an empty code cache: nothing compiled yet
+    jit.clear_cache()
+    compiled = []
+    compile_rows = jit.compile_rows
+    monkeypatch.setattr(jit, "compile_rows", lambda s, src, opt=2: compiled.append(opt) or compile_rows(s, src, opt))
+    X, y = classification(2 * row_sums.BLOCK_ROWS + 3)  # blocks of both parities
+    wb = np.random.default_rng(5).normal(size=D + 1)
+    idx = np.random.default_rng(6).choice(len(y), size=999)
+
+    def passes(obj: symad.Objective) -> list[np.ndarray]:
+        return [np.concatenate([[v], g]) for v, g in (obj.value_and_grad(wb), obj.value_and_grad(wb, rows=idx))]
+
+    cold = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
+    first = passes(cold)  # on quick code (-O0), the optimised loop compiling meanwhile
+    assert compiled[0] == 0
+    assert cold.prepare()._sums["value_grad"].optimised and compiled == [0, 2]
+    for a, b in zip(first, passes(cold)):
+        np.testing.assert_array_equal(a, b)
+
+    jit.clear_cache()  # a script run again: the optimised loop comes from the disk cache
+    warm = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
+    for a, b in zip(first, passes(warm)):
+        np.testing.assert_array_equal(a, b)
+    assert warm._sums["value_grad"].optimised and compiled == [0, 2]
+
+
 def test_mini_batches_are_the_objective_of_those_rows(backend):
     X, y = classification(2000)
     obj = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT, backend=backend)

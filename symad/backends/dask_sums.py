@@ -71,7 +71,8 @@ def chunk_block_sums(recipe: RowsRecipe, w: np.ndarray, *columns: np.ndarray) ->
     n_rows = len(cols[0]) if cols else 0
     if n_rows == 0:
         return np.zeros((1, recipe.n_out))  # (a chunk has at least one block: see DaskSums.sums)
-    sums = RowSums(compiled_on_worker(recipe), recipe.sources, cols, n_rows, recipe.backend, threads=1)
+    sums = RowSums(compiled_on_worker(recipe), recipe.sources, cols, n_rows, recipe.backend, threads=1,
+                   tiered=False)  # every chunk a RowSums of its own: they wait for the one compile
     return sums.block_sums(w)
 
 
@@ -83,6 +84,8 @@ class DaskSums:
 
     def program(self) -> None:
         """Nothing to compile here: each worker compiles the loop on its first chunk."""
+
+    optimised_program = program
 
     def sums(self, w: np.ndarray, rows: Any = None) -> np.ndarray:
         """Each output summed over every row, computed by Dask."""

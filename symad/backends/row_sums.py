@@ -5,8 +5,12 @@ the machine); each block's sum is computed in row order, and the blocks' sums ar
 block order.  The result is therefore the same bits on every run and on any number of
 cores.  The data are read in place: each column is a float64 array at any stride.
 
-Native code (:func:`symad.backends.llvm.jit.compile_rows`) runs the loop; without llvmlite,
-NumPy code does, a block at a time (its inputs gathered into a block-sized array).
+Native code (:func:`symad.backends.llvm.jit.compile_rows`) runs the loop.  Under the ``auto``
+backend, when the optimised loop is neither compiled in this process nor on disk, quick code
+(``-O0``: a few milliseconds to build, about 1.6x slower to run) serves the first passes while
+the optimised loop compiles in a background thread and then replaces it; both give the same
+bits.  Without llvmlite, NumPy code runs the loop, a block at a time (its inputs gathered
+into a block-sized array).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.backends import background
 from symad.backends.llvm import jit
 from symad.backends.program import Program
 from symad.backends.schedule import Schedule
@@ -62,14 +67,19 @@ class RowSums:
     """
 
     def __init__(self, schedule: Schedule, sources: list[tuple[str, int]], columns: list[np.ndarray],
-                 n_rows: int, backend: str = "auto", threads: int | None = None):
+                 n_rows: int, backend: str = "auto", threads: int | None = None, tiered: bool = True):
         self.schedule, self.sources, self.n_rows = schedule, sources, n_rows
         self.n_out = len(schedule.outputs)
         self.columns = columns  # kept alive: the machine code reads them by address
         self.threads = threads or default_threads()
         self.native = backend != "python" and jit.available()
+        # quick code first, the optimised loop in the background (backend auto; not on Dask's workers)
+        self.tiered = tiered and self.native and backend == "auto"
         self._program: Any = None
+        self._optimised = False  # whether _program is the optimised loop (or the only one there is)
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        forksafe.register(self)
         if columns:
             self._cols = np.array([c.ctypes.data for c in columns], dtype=np.uintp)
             self._strides = np.array([c.strides[0] // 8 for c in columns], dtype=np.int64)
@@ -77,16 +87,52 @@ class RowSums:
             self._cols = np.zeros(1, dtype=np.uintp)
             self._strides = np.zeros(1, dtype=np.int64)
 
+    @property
+    def optimised(self) -> bool:
+        """Whether the passes run on the optimised loop (or on the only code there is)."""
+        return self._optimised
+
     def program(self) -> Any:
-        """The compiled loop (compiled on first use)."""
+        """The loop that serves passes now: built on first use (see the module's notes)."""
         if self._program is None:
             with self._lock:
                 if self._program is None:
-                    if self.native:
-                        self._program = jit.compile_rows(self.schedule, self.sources)
-                    else:
-                        self._program = Program.from_schedule(self.schedule, "python", background=False)
+                    self._program = self._first_program()
         return self._program
+
+    def optimised_program(self) -> Any:
+        """The optimised loop, compiled now (or awaited, if a background compile is under way)."""
+        program = self.program()
+        thread = self._thread
+        if not self._optimised and thread is not None:
+            thread.join()
+        if not self._optimised:  # its compile failed, or ran in the parent of this forked process
+            with self._lock:
+                if not self._optimised:
+                    self._program, self._optimised = jit.compile_rows(self.schedule, self.sources), True
+        return self._program if self._optimised else program
+
+    def _first_program(self) -> Any:
+        if not self.native:
+            self._optimised = True
+            return Program.from_schedule(self.schedule, "python", background=False)
+        best = jit.rows_if_cached(self.schedule, self.sources) if self.tiered else None
+        if best is not None or not self.tiered:
+            self._optimised = True
+            return best if best is not None else jit.compile_rows(self.schedule, self.sources)
+        quick = jit.compile_rows(self.schedule, self.sources, opt=0)
+        # Not abandonable: the exit waits for it (tens of milliseconds), so that it reaches the
+        # disk cache and a script run again starts on it.
+        self._thread = background.start(self._optimise, name="symad-rows")
+        return quick
+
+    def _optimise(self) -> None:
+        try:
+            program = jit.compile_rows(self.schedule, self.sources)
+        except Exception:  # noqa: BLE001 - the quick loop keeps serving; optimised_program() compiles again
+            return
+        with self._lock:
+            self._program, self._optimised = program, True
 
     def sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Each output summed over every row (``rows`` None) or over the rows ``rows`` (int64 indexes)."""

@@ -201,17 +201,45 @@ class RowsProgram:
 
 def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram:
     """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile_native`'s programs)."""
-    key = f"{schedule.key}-rows{sources}-O{opt}"
+    key = _rows_key(schedule, sources, opt)
     cached = _cached(key)
     return cached if cached is not None else _compiled_once(key, lambda: _compile_rows(schedule, sources, opt, key))
 
 
-def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str) -> RowsProgram:
+def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram | None:
+    """The loop of :func:`compile_rows` if it needs no compile (in memory, or its object code
+    on disk: loaded, milliseconds), else None."""
+    key = _rows_key(schedule, sources, opt)
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+    folder = _rows_folder(schedule)
+    if folder is None:
+        return None
     started = time.perf_counter()
+    stored = cache.load(_disk_name(ir.rows_ir(schedule, sources), opt), folder)
+    if stored is None:
+        return None
+    with _compile_lock:
+        engine = _load(stored, opt)
+    program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
+    _remember(key, program, True, started)
+    return program
+
+
+def _rows_key(schedule: Schedule, sources: list[tuple[str, int]], opt: int) -> str:
+    return f"{schedule.key}-rows{sources}-O{opt}"
+
+
+def _rows_folder(schedule: Schedule) -> Path | None:
     # A loop over rows is small and its compile is most of an objective's build: kept in the
     # shared cache (as the interpreter is), a script run again starts at once.
-    folder = cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else None
-    engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=folder)
+    return cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else cache.cache_dir()
+
+
+def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str) -> RowsProgram:
+    started = time.perf_counter()
+    engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
     program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
     _remember(key, program, loaded, started)
     return program
