@@ -201,8 +201,29 @@ def _selected(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+def attach_expression_values(argv: Sequence[str], options: Sequence[str]) -> list[str]:
+    """``--eq -x+1`` as ``--eq=-x+1`` for each of ``options`` (whose values are expressions):
+    argparse would take a value starting with '-' for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + list(argv[i:])
+        if arg in options and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(arg)
+            i += 1
+    return out
+
+
 def _main(argv: Sequence[str]) -> int:
-    parser = build_parser(_selected(argv))
+    selected = _selected(argv)
+    parser = build_parser(selected)
+    if selected in COMMANDS:
+        argv = attach_expression_values(argv, getattr(command_module(selected), "EXPRESSION_OPTIONS", ()))
     argv, shielded = shield_expr(argv, parser)
     try:
         args = parser.parse_args(argv)

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 
 from symad.cli.common import emit, format_number, parse_point
-from symad.core.errors import PointError, SymadError, VariableError, name_list
-from symad.expr import Expr
+from symad.core.errors import ParseError, PointError, SymadError, VariableError, name_list
+from symad.expr import Expr, parse
+from symad.tools.optimize.constrained import SCIPY_METHODS
 from symad.tools.optimize.driver import OptimizeResult, check_settings, minimize
-from symad.tools.optimize.methods import METHODS
+from symad.tools.optimize.methods import METHODS, SECOND_ORDER
 from symad.tools.optimize.problem import Problem
 
 EPILOG = """\
@@ -25,11 +26,19 @@ examples:
   symad minimize "(x-a)^2+(y-2*a)^2" --from x=0,y=0 --fix a=3 --json
   symad minimize "(x-3)^2+y^2" --from x=0,y=1 --bounds x=-1:1,y=:
   symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1 --trace path.csv --plot path.png
+  symad minimize "x^2+y^2" --from x=0,y=0 --eq "x+y-1"
+  symad minimize "(x-2)^2+(y-1)^2" --from x=0,y=0 --ineq "1-x^2-y^2" --method trust-constr
 
 methods: newton (exact Hessian, line search, shifted where not positive definite; default;
   with many variables or a large expression, Newton-CG on Hessian-vector products instead),
   trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
-  backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr).
+  backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr);
+  slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives.
+
+constraints: --eq EXPR (EXPR = 0) and --ineq EXPR (EXPR >= 0), repeatable; their variables
+  are the problem's too. The summary gives each constraint's value and Lagrange multiplier
+  (grad f = sum of multiplier * grad constraint); "converged" also needs every constraint
+  met to 1e-6.
 
 status: "converged" only at a stationary point: the (projected) gradient norm <= --tol.
   Otherwise "not converged" with a warning on stderr (in --json: "warnings"), and exit
@@ -42,12 +51,16 @@ status: "converged" only at a stationary point: the (projected) gradient norm <=
 """
 
 
+EXPRESSION_OPTIONS = ("--eq", "--ineq")  # their values may start with '-' (see cli.main)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``symad minimize``."""
     p.epilog = EPILOG
     p.add_argument("--from", dest="start", action="append", default=[], metavar="x=-1.2,y=1",
                    help="the start point: name=value pairs, one per free variable (repeatable)")
-    p.add_argument("--method", default="newton", choices=list(METHODS), help="default: newton")
+    p.add_argument("--method", choices=[*METHODS, *SCIPY_METHODS],
+                   help="default: newton, or slsqp with constraints")
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="iteration limit (default 1000 for newton and trust-ncg, else 100000)")
     p.add_argument("--max-time", type=float, metavar="SECONDS", help="time limit")
@@ -62,9 +75,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="hold variables at these values (repeatable)")
     p.add_argument("--bounds", action="append", default=[], metavar="x=-2:2",
                    help="box bounds name=lo:hi; either side may be empty (repeatable)")
+    p.add_argument("--eq", dest="constraints", action=_Constraint, default=[], metavar="EXPR",
+                   help="an equality constraint: EXPR = 0 (repeatable)")
+    p.add_argument("--ineq", dest="constraints", action=_Constraint, default=[], metavar="EXPR",
+                   help="an inequality constraint: EXPR >= 0 (repeatable)")
     p.add_argument("--trace", metavar="FILE.csv", help="write every iterate to a CSV file")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the path on a contour plot (two free variables)")
+
+
+class _Constraint(argparse.Action):
+    """``--eq``/``--ineq``: ``(kind, text)`` appended in the order given."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        kind = "eq" if option == "--eq" else "ineq"
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), (kind, values)])
+
+
+def read_cli_constraints(specs: list[tuple[str, str]], expr: Expr) -> list[tuple[str, Expr]]:
+    """``--eq``/``--ineq`` texts parsed into ``expr``'s graph (an error names the flag)."""
+    out = []
+    for kind, text in specs:
+        try:
+            out.append((kind, parse(text, expr.graph)))
+        except ParseError as err:
+            raise SymadError(f"in --{kind} {text!r}: {err}") from None
+    return out
 
 
 def parse_bounds(specs: list[str]) -> dict[str, tuple[float | None, float | None]]:
@@ -90,7 +126,14 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     check_settings({"max_iter": args.max_iter, "tol": args.tol, "xtol": args.xtol,
                     "max_time": args.max_time, "lr": args.lr}, lambda name: "--" + name.replace("_", "-"))
     start, fixed, bounds = parse_point(args.start), parse_point(args.fix), parse_bounds(args.bounds)
-    names = list(expr.variables)
+    constraints = read_cli_constraints(args.constraints, expr)
+    method = args.method or ("slsqp" if constraints else "newton")
+    if constraints and method not in SCIPY_METHODS:
+        raise SymadError(f"--method {method} takes no constraints: use slsqp (the default with constraints) "
+                         f"or trust-constr")
+    if method in SCIPY_METHODS and (args.trace or args.plot):
+        raise SymadError(f"--trace and --plot follow symad's own methods; scipy's {method} keeps no path")
+    names = expr.graph.variables([expr.id, *(c.id for _, c in constraints)])
     free = [v for v in names if v not in fixed]
     missing = [v for v in free if v not in start]
     unknown = [v for v in start if v not in names]
@@ -103,9 +146,11 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         raise SymadError(f"--plot draws functions of two free variables; this one has {len(free)}")
     options = {} if args.lr is None else {"lr": args.lr}
     bar = _progress_bar(args)
-    result = minimize(expr, {v: start[v] for v in free}, method=args.method, fixed=fixed, bounds=bounds,
+    extra: dict[str, Any] = {"variables": names, "constraints": constraints} if method in SCIPY_METHODS else {
+        "keep_path": bool(args.trace or args.plot)}
+    result = minimize(expr, {v: start[v] for v in free}, method=method, fixed=fixed, bounds=bounds,
                       tol=args.tol, xtol=args.xtol, max_iter=args.max_iter, max_time=args.max_time,
-                      callback=bar, keep_path=bool(args.trace or args.plot), background=False, **options)
+                      callback=bar, background=False, **extra, **options)
     if bar is not None:
         bar.close()
     if args.trace:
@@ -113,13 +158,13 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if args.plot:
         problem = Problem(expr, names, fixed, background=False)
         plot_path(args.plot, problem, result, title=text.strip(), bounds=bounds)
-    _report(args, text, result, start, fixed, bounds)
+    _report(args, text, result, start, fixed, bounds, args.constraints)
     if args.strict and not result.success:
         raise SystemExit(1)  # after the report: the output and warning are printed as usual
 
 
 def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[str, float],
-            fixed: dict[str, float], bounds: dict[str, Any]) -> None:
+            fixed: dict[str, float], bounds: dict[str, Any], constraints: list[tuple[str, str]]) -> None:
     evaluations = f"{r.nfev} value+gradient" + (f", {r.nhev} Hessian" if r.nhev else "")
     if r.hessian == "products":
         evaluations = f"{r.nfev} value+gradient, {r.nhev} Hessian-vector products"
@@ -130,6 +175,12 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
     rows += [("f", format_number(r.fun)), ("grad norm", f"{r.grad_norm:.3g}"),
              ("iterations", str(r.nit)), ("evaluations", evaluations),
              ("time", f"{_duration(r.time)} (+ {_duration(r.setup_time)} compiling)")]
+    cons = _constraints(r, constraints)
+    for c in cons:
+        shown = f"{c['expr']} = {format_number(c['value'])}" + (" (must be 0)" if c["kind"] == "eq" else " (>= 0)")
+        if "multiplier" in c:
+            shown += f", multiplier {format_number(c['multiplier'])}"
+        rows.insert(-4, (c["kind"], shown))
     obj = {"expr": text.strip(), "method": r.method, "from": start, "fixed": fixed,
            "bounds": {k: list(v) for k, v in bounds.items()},
            "x": {v: _json(x) for v, x in zip(r.variables, r.x)}, "value": _json(r.fun),
@@ -137,8 +188,26 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
            "iterations": r.nit, "evaluations": r.nfev, "hessian_evaluations": r.nhev,
            "success": bool(r.success), "status": r.status, "message": r.message, "time": r.time,
            "setup_time": r.setup_time}
+    if cons:
+        obj["constraints"] = [{k: _json(v) if k in ("value", "multiplier") else v for k, v in c.items()}
+                              for c in cons]
+        obj["violation"] = _json(r.constraints["violation"])
     warnings = [] if r.success else [f"did not converge: {r.message}"]
     emit(args, obj, [f"{k.ljust(width)}  {v}" for k, v in rows], warnings)
+
+
+def _constraints(r: OptimizeResult, given: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Each constraint's kind, text, value at the result and, where known, multiplier."""
+    if not given:
+        return []
+    values, multipliers = r.constraints["values"], r.get("multipliers")
+    out = []
+    for k, (kind, text) in enumerate(given):
+        c = {"kind": kind, "expr": text.strip(), "value": float(values[k])}
+        if multipliers is not None:
+            c["multiplier"] = float(multipliers[k])
+        out.append(c)
+    return out
 
 
 def _json(v: float) -> float | str:
@@ -163,7 +232,9 @@ class _Bar:
         now = time.monotonic()
         if now - self.shown > 0.2:  # formatting every iteration would cost more than the step
             self.shown = now
-            self.bar.set_postfix_str(f"f={r.fun:.6g} |grad|={r.grad_norm:.2g}", refresh=False)
+            grad = getattr(r, "grad_norm", None)  # (scipy's methods report no gradient norm)
+            self.bar.set_postfix_str(f"f={r.fun:.6g}" + ("" if grad is None else f" |grad|={grad:.2g}"),
+                                     refresh=False)
 
     def close(self) -> None:
         self.bar.close()
@@ -174,8 +245,9 @@ def _progress_bar(args: argparse.Namespace) -> _Bar | None:
         return None
     from tqdm import tqdm
 
-    total = args.max_iter or (1000 if args.method in ("newton", "trust-ncg") else 100_000)
-    return _Bar(tqdm, total, args.method)
+    method = args.method or ("slsqp" if args.constraints else "newton")
+    total = args.max_iter or (100_000 if method in METHODS and method not in SECOND_ORDER else 1000)
+    return _Bar(tqdm, total, method)
 
 
 def write_trace(path: str, r: OptimizeResult) -> None:

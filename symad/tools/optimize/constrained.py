@@ -97,12 +97,13 @@ def minimize_scipy(fun: Expr | str | SecondOrder, x0: Any, method: str, constrai
         "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
         "time": time.perf_counter() - t1, "setup_time": setup,
     }
-    if cons is not None:
-        multipliers = _multipliers(r, method, cons)
-        if multipliers is not None:
-            out["multipliers"] = multipliers
-    optimality = r.get("optimality")
-    out["grad_norm"] = float(optimality) if optimality is not None else float(np.linalg.norm(g))
+    multipliers = _multipliers(r, method, cons) if cons is not None else None
+    if multipliers is not None:
+        out["multipliers"] = multipliers
+        # the Lagrangian's (projected) gradient, ∇f - Σ λ_i ∇c_i: zero at a KKT point
+        with np.errstate(all="ignore"):
+            g = g - cons.jacobian(x).T @ multipliers
+    out["grad_norm"] = float(np.linalg.norm(problem.pgrad(x, g)))
     return out
 
 
