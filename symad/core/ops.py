@@ -84,8 +84,9 @@ def _call(name: str) -> Callable[..., Any]:
     return build
 
 
-sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax = map(
-    _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max"])
+sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid = map(
+    _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "exp", "hypot",
+            "sigmoid"])
 
 
 def _atan2_partial(k: int) -> Callable[..., Any]:
@@ -106,9 +107,11 @@ def _atan2_partial(k: int) -> Callable[..., Any]:
 @dataclass(frozen=True)
 class Inline:
     """LLVM IR lines computing the op in place: ``{0}``, ``{1}`` the arguments, ``{r}`` the
-    result, ``{t}`` a prefix for temporaries."""
+    result, ``{t}`` a prefix for temporaries; ``calls``: the functions on doubles the lines
+    call, as ``(symbol, number of arguments)``."""
 
     template: str
+    calls: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,17 +222,102 @@ define("step", 1, sem.py_step, sem.np_step, (0.0,),
        llvm=Inline(_THREE_WAY.replace("ZERO", "0.5").replace("NEGATIVE", "0.0")),
        domain=((0.7,), (-1.3,)), doc="Heaviside step with step(0) = 0.5; the derivative of max")
 
+# ===================================================================== numerically stable functions
+# Stable in value and in derivative: each derivative is itself a stable op (softplus' is
+# sigmoid, not e^x/(1 + e^x)).  The composite ones compute, step for step, what
+# symad.core.semantics computes on floats and arrays.
+_EXP, _LOG1P, _FABS = ("llvm.exp.f64", 1), ("log1p", 1), ("llvm.fabs.f64", 1)
+_E_ABS = ("{t}a = call double @llvm.fabs.f64(double {0})\n{t}n = fneg double {t}a\n"
+          "{t}e = call double @llvm.exp.f64(double {t}n)\n{t}l = call double @log1p(double {t}e)\n")
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+define("log1p", 1, math.log1p, _np("log1p"), (lambda a, out: 1.0 / (1.0 + a),), llvm=Call("log1p"),
+       domain=((0.4,), (-0.6,)), doc="log(1 + x), accurate for small x")
+define("expm1", 1, math.expm1, _np("expm1"), (lambda a, out: out + 1.0,), llvm=Call("expm1"),
+       doc="exp(x) - 1, accurate for small x")
+define("sigmoid", 1, sem.py_sigmoid, sem.np_sigmoid, (lambda a, out: out * sigmoid(-a),),
+       llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n{t}n = fneg double {0}\n"
+                   "{t}z = select i1 {t}p, double {t}n, double {0}\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
+                   "{t}d = fadd double 1.0, {t}e\n{t}q = fdiv double 1.0, {t}d\n{t}s = fdiv double {t}e, {t}d\n"
+                   "{r} = select i1 {t}p, double {t}q, double {t}s", calls=(_EXP,)),
+       doc="the logistic function 1/(1 + exp(-x)), without overflow")
+define("softplus", 1, sem.py_softplus, sem.np_softplus, (lambda a, out: sigmoid(a),),
+       llvm=Inline("{t}p = fcmp ogt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n" + _E_ABS
+                   + "{r} = fadd double {t}m, {t}l", calls=(_FABS, _EXP, _LOG1P)),
+       doc="log(1 + exp(x)), stable: max(x, 0) + log1p(exp(-|x|)); its derivative is sigmoid")
+define("log_sigmoid", 1, sem.py_log_sigmoid, sem.np_log_sigmoid, (lambda a, out: sigmoid(-a),),
+       llvm=Inline("{t}p = fcmp olt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n" + _E_ABS
+                   + "{r} = fsub double {t}m, {t}l", calls=(_FABS, _EXP, _LOG1P)),
+       doc="log(sigmoid(x)) = -softplus(-x)")
+define("logaddexp", 2, sem.py_logaddexp, sem.np_logaddexp,
+       (lambda a, b, out: sigmoid(a - b), lambda a, b, out: sigmoid(b - a)),
+       llvm=Inline("{t}q = fcmp oeq double {0}, {1}\n{t}d = fsub double {0}, {1}\n"
+                   "{t}g = fcmp ogt double {t}d, 0.0\n{t}n = fneg double {t}d\n"
+                   "{t}z = select i1 {t}g, double {t}n, double {t}d\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
+                   "{t}l = call double @log1p(double {t}e)\n{t}m = select i1 {t}g, double {0}, double {1}\n"
+                   "{t}s = fadd double {t}m, {t}l\n{t}w = fadd double {0}, 0x3FE62E42FEFA39EF\n"
+                   "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_EXP, _LOG1P)),
+       commutative=True, domain=((0.4, -1.1), (-0.6, 0.8), (3.0, 3.5)),
+       doc="log(exp(a) + exp(b)) without overflow; logsumexp(a, b, ...) folds it")
+define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQRT_PI * exp(-(a * a)),),
+       llvm=Call("erf"), doc="the error function")
+define("erfc", 1, math.erfc, sem.each_libm(math.erfc), (lambda a, out: -TWO_OVER_SQRT_PI * exp(-(a * a)),),
+       llvm=Call("erfc"), doc="1 - erf(x), accurate where erf(x) is near 1")
+define("hypot", 2, sem.py_hypot, _np("hypot"), (lambda a, b, out: a / out, lambda a, b, out: b / out),
+       llvm=Call("hypot"), commutative=True, doc="sqrt(a^2 + b^2) without overflow or underflow")
+define("cbrt", 1, math.cbrt, _np("cbrt"), (lambda a, out: 1.0 / (3.0 * (out * out)),), llvm=Call("cbrt"),
+       doc="the real cube root (negative for negative x)")
+define("asinh", 1, math.asinh, _np("arcsinh"), (lambda a, out: 1.0 / hypot(a, 1.0),), llvm=Call("asinh"))
+define("acosh", 1, math.acosh, _np("arccosh"), (lambda a, out: 1.0 / (sqrt(a - 1.0) * sqrt(a + 1.0)),),
+       llvm=Call("acosh"), domain=((1.4,), (2.5,)))
+define("atanh", 1, math.atanh, _np("arctanh"), (lambda a, out: 1.0 / ((1.0 - a) * (1.0 + a)),),
+       llvm=Call("atanh"), domain=((0.4,), (-0.6,)))
+define("floor", 1, sem.py_floor, _np("floor"), (0.0,), llvm=Call("llvm.floor.f64"),
+       domain=((0.4,), (-1.3,)), doc="the largest integer ≤ x; derivative 0")
+define("ceil", 1, sem.py_ceil, _np("ceil"), (0.0,), llvm=Call("llvm.ceil.f64"),
+       domain=((0.4,), (-1.3,)), doc="the smallest integer ≥ x; derivative 0")
+define("round", 1, sem.py_round, sem.np_round, (0.0,), llvm=Call("llvm.round.f64"),
+       domain=((0.4,), (-1.3,)), doc="the nearest integer, halfway cases away from zero (C's round); derivative 0")
+
 # Derived forms, rewritten into primitives.
 FUNCTIONS["pow"] = {2: _call("pow")}
 FUNCTIONS["log"][2] = lambda x, base: log(x) / log(base)
-_PARAMETERS = {("atan2", 2): "y, x", ("log", 2): "x, base"}
+FUNCTIONS["clip"] = {3: lambda x, lo, hi: _call("min")(fmax(x, lo), hi)}
+
+
+class AnyArity(dict):
+    """The arities of a function taking ``least`` or more arguments: one builder for them all."""
+
+    def __init__(self, least: int, build: Callable[..., Any]):
+        super().__init__({least: build})
+        self.least, self.build = least, build
+
+    def __contains__(self, arity: object) -> bool:
+        return isinstance(arity, int) and arity >= self.least
+
+    def __getitem__(self, arity: int) -> Callable[..., Any]:
+        if arity not in self:
+            raise KeyError(arity)
+        return self.build
+
+
+def _logsumexp(first: Any, *rest: Any) -> Any:
+    out = first
+    for x in rest:
+        out = _call("logaddexp")(out, x)
+    return out
+
+
+FUNCTIONS["logsumexp"] = AnyArity(1, _logsumexp)
+_PARAMETERS = {("atan2", 2): "y, x", ("log", 2): "x, base", ("clip", 3): "x, lo, hi",
+               ("logsumexp", 1): "a, b, ..."}
 
 
 def signatures() -> list[str]:
     """How each function is called, for help texts: ``sin``, …, ``atan2(y, x)``, ``log(x, base)``."""
-    one = [name for name, forms in FUNCTIONS.items() if 1 in forms]
+    one = [name for name, forms in FUNCTIONS.items() if 1 in forms and not isinstance(forms, AnyArity)]
     more = [f"{name}({_PARAMETERS.get((name, n), ', '.join('abcd'[:n]))})"
-            for name, forms in FUNCTIONS.items() for n in sorted(forms) if n != 1]
+            for name, forms in FUNCTIONS.items() for n in sorted(forms) if n != 1 or isinstance(forms, AnyArity)]
     return one + more
 
 # Names that denote numbers, not variables.

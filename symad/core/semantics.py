@@ -149,3 +149,116 @@ def each_libm(fn: Callable[[float], float]) -> Callable[[Any], Any]:
     return each
 
 
+
+
+# ===================================================================== numerically stable functions
+# Each written once as the operations every evaluator performs, in the same order (the
+# LLVM lowering in symad.core.ops has the same steps), so that every backend gives the
+# same bits; each stays finite where its value is (no exp of a positive argument).
+LN2 = math.log(2.0)
+
+
+def py_sigmoid(x: float) -> float:
+    """1/(1 + e^-x), from e^-|x| ≤ 1: no overflow; ``sigmoid(-800) = 0``."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def np_sigmoid(x: Any) -> Any:
+    np = numpy()
+    p = x >= 0
+    e = np.exp(np.where(p, np.negative(x), x))
+    d = 1.0 + e
+    return np.where(p, 1.0 / d, e / d)[()]
+
+
+def py_softplus(x: float) -> float:
+    """log(1 + e^x) as max(x, 0) + log1p(e^-|x|): ``softplus(800) = 800``, ``softplus(-40) ≈ 4.2e-18``."""
+    return (x if x > 0 else 0.0) + math.log1p(math.exp(-abs(x)))
+
+
+def np_softplus(x: Any) -> Any:
+    np = numpy()
+    return (np.where(x > 0, x, 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))[()]
+
+
+def py_log_sigmoid(x: float) -> float:
+    """log(sigmoid(x)) = min(x, 0) - log1p(e^-|x|)."""
+    return (x if x < 0 else 0.0) - math.log1p(math.exp(-abs(x)))
+
+
+def np_log_sigmoid(x: Any) -> Any:
+    np = numpy()
+    return (np.where(x < 0, x, 0.0) - np.log1p(np.exp(np.negative(np.abs(x)))))[()]
+
+
+def py_logaddexp(a: float, b: float) -> float:
+    """log(e^a + e^b) as the larger plus log1p(e^-|a-b|); equal arguments (infinities too) give
+    a + log 2, as NumPy's ``logaddexp`` does."""
+    if a == b:
+        return a + LN2
+    d = a - b
+    if d > 0:
+        return a + math.log1p(math.exp(-d))
+    return b + math.log1p(math.exp(d))  # (d is nan: nan)
+
+
+def np_logaddexp(a: Any, b: Any) -> Any:
+    np = numpy()
+    d = np.subtract(a, b)
+    g = d > 0
+    s = np.where(g, a, b) + np.log1p(np.exp(np.where(g, np.negative(d), d)))
+    return np.where(np.equal(a, b), np.add(a, LN2), s)[()]
+
+
+def py_round(x: float) -> float:
+    """The C library's ``round``: halfway cases away from zero (Python's ``round`` goes to even)."""
+    if not math.isfinite(x):
+        return x
+    t = float(math.trunc(x))
+    if abs(x - t) >= 0.5:
+        t += math.copysign(1.0, x)
+    return math.copysign(t, x)
+
+
+def np_round(x: Any) -> Any:
+    np = numpy()
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):  # inf - inf: the comparison below is False, as wanted
+        away = np.abs(np.subtract(x, t)) >= 0.5
+    return np.copysign(np.where(away, t + np.copysign(1.0, x), t), x)[()]
+
+
+def _integral(fn: Callable[[float], int]) -> Callable[[float], float]:
+    """``math.floor``/``math.ceil`` as the C library's: a float, the sign of a zero kept
+    (``ceil(-0.5) = -0.0``); infinities and nan raise (callers retry with NumPy)."""
+
+    def integral(x: float) -> float:
+        r = float(fn(x))
+        return math.copysign(r, x) if r == 0 else r
+
+    integral.__name__ = fn.__name__
+    return integral
+
+
+py_floor, py_ceil = _integral(math.floor), _integral(math.ceil)
+
+
+def py_hypot(a: float, b: float) -> float:
+    """The C library's ``hypot`` (Python's ``math.hypot`` is its own algorithm, other bits)."""
+    return _libm_hypot()(a, b)
+
+
+def _libm_hypot() -> Callable[[float, float], float]:
+    if not _HYPOT:
+        import ctypes
+
+        fn = ctypes.CDLL(None).hypot
+        fn.argtypes, fn.restype = (ctypes.c_double, ctypes.c_double), ctypes.c_double
+        _HYPOT.append(fn)
+    return _HYPOT[0]
+
+
+_HYPOT: list[Any] = []

@@ -177,7 +177,8 @@ def _call(children: list, emit: Emit, text: str) -> None:
         known = ", ".join(sorted(FUNCTIONS))
         raise UnknownFunctionError(f"unknown function {word!r} (known: {known})", text, *line_column(text, pos))
     if arity not in arities:
-        want = " or ".join(str(a) for a in sorted(arities))
+        least = getattr(arities, "least", None)
+        want = f"{least} or more" if least is not None else " or ".join(str(a) for a in sorted(arities))
         raise UnknownFunctionError(f"{word} takes {want} argument(s), got {arity}", text,
                                    *line_column(text, pos))
     emit(Token("call", word, arity, pos))

@@ -22,6 +22,9 @@ EXPRESSIONS = [
     "sinh(x/2) + cosh(y/3) + tanh(x*y) + exp(-x^2) + log(1 + y^2) + log(x^2 + 1, 3)",
     "abs(x - y) + sign(x) + step(y) + min(x, y) + max(x, 2*y) + x^-2 + y^3 + x^4 + y^-3 + x^y",
     "100*(y-x^2)^2+(1-x)^2",
+    "log1p(x^2) + expm1(y/3) + sigmoid(x*y) + softplus(3*x) + log_sigmoid(y - x) + logaddexp(x, 2*y)",
+    "erf(x/2) + erfc(y) + hypot(x, y) + cbrt(x*y) + asinh(x) + acosh(2 + y^2) + atanh(x/(4 + y^2))",
+    "floor(x) + ceil(y) + round(x*y) + logsumexp(x, y, x*y) + clip(x, -1, y)",
 ]
 
 

@@ -173,8 +173,36 @@ def reference(op: str):
         return lambda a: a if a != a else float((a > 0) - (a < 0))
     if op == "step":
         return lambda a: a if a != a else (1.0 if a > 0 else 0.0 if a < 0 else 0.5)
+    if op in STABLE:
+        return STABLE[op]
     libm = {"abs": "fabs"}.get(op, op)
     return _libm(libm, OPS[op].arity)
+
+
+def _stable() -> dict:
+    """The stable functions as docs/numerics.md writes them, on the C library's exp and log1p."""
+    exp, log1p, ln2 = _libm("exp", 1), _libm("log1p", 1), math.log(2.0)
+
+    def sigmoid(x):
+        if x >= 0:
+            return 1.0 / (1.0 + exp(-x))
+        return exp(x) / (1.0 + exp(x))
+
+    def logaddexp(a, b):
+        if a == b:
+            return a + ln2
+        d = a - b
+        if d != d:
+            return nan
+        return (a if d > 0 else b) + log1p(exp(-abs(d)))
+
+    return {"sigmoid": sigmoid,
+            "softplus": lambda x: (x if x > 0 else 0.0) + log1p(exp(-abs(x))),
+            "log_sigmoid": lambda x: (x if x < 0 else 0.0) - log1p(exp(-abs(x))),
+            "logaddexp": logaddexp}
+
+
+STABLE = _stable()
 
 
 @pytest.mark.parametrize("op", OPERATIONS)

@@ -102,12 +102,17 @@ _DOMAIN_WRAPPERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "asin": (_OPEN_UNIT,),
     "acos": (_OPEN_UNIT,),
     "pow": (_POSITIVE, ()),
+    "log1p": (_POSITIVE,),
+    "acosh": (("1 + {0}^2", "1 + exp({0})", "1.5 + sin({0})"),),
+    "atanh": (_OPEN_UNIT,),
 }
 # With in_domain=True only: the poles of tan, atan2(0, 0), and (below) a zero denominator.
 _TOTAL: dict[str, tuple[tuple[str, ...], ...]] = {
     **_DOMAIN_WRAPPERS,
     "tan": (_OPEN_UNIT,),
     "atan2": ((), _POSITIVE),
+    "cbrt": (_POSITIVE,),  # (an infinite slope at 0)
+    "hypot": ((), _POSITIVE),  # (no derivative at the origin)
 }
 _SYMBOL_OPS = {"+": "add", "*": "mul", "/": "div", "^": "pow"}
 

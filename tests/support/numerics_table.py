@@ -166,6 +166,7 @@ def markdown() -> str:
         "warning naming the first subexpression that went non-finite, and in `--json` output writes",
         "non-finite numbers as the strings `\"inf\"`, `\"-inf\"` and `\"nan\"`.",
         "",
+        *stable_section(),
         "Derivatives are the derivative rules applied as written (`d sqrt(x) = 0.5/sqrt(x)`), so at a",
         "point where a rule divides by zero or multiplies `0·inf` the partial is `inf` or `nan`;",
         "symad does not take limits.  At kinks the convention is `abs'(0) = sign(0) = 0`, and `min`/`max`",
@@ -190,6 +191,53 @@ def markdown() -> str:
         grads = ", ".join(f"∂{k} = {fmt(g)}" for k, g in zip(names, partials)) or "—"
         lines.append(f"| `{expr}` | {at} | {fmt(value)} | {grads} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+STABLE_INTRO = """## Stable functions
+
+`log1p`, `expm1`, `softplus`, `sigmoid`, `log_sigmoid`, `logsumexp(a, b, ...)` (any number of
+arguments; `logaddexp(a, b)` for two), `erf`, `erfc`, `hypot`, `cbrt`, `asinh`, `acosh`,
+`atanh`, `floor`, `ceil`, `round` (halfway cases away from zero, as C's `round`) and
+`clip(x, lo, hi)` are evaluated stably, and so are their derivatives, each an expression of
+stable functions: `softplus' = sigmoid` (not `exp(x)/(1 + exp(x))`, which is `nan` at 800),
+`sigmoid'(x) = sigmoid(x)·sigmoid(−x)` (not `σ(1 − σ)`, which is 0 at 40),
+`∂logaddexp(a, b)/∂a = sigmoid(a − b)`, `asinh'(x) = 1/hypot(x, 1)`,
+`acosh'(x) = 1/(sqrt(x − 1)·sqrt(x + 1))`, `atanh'(x) = 1/((1 − x)(1 + x))`; `floor`, `ceil`,
+`round` have derivative 0, and `clip` is `min(max(x, lo), hi)`. The composite ones are
+written once as the steps every backend takes (`symad/core/semantics.py`, and the same steps
+in their LLVM lowering): `softplus(x) = max(x, 0) + log1p(exp(−|x|))`, `sigmoid` from
+`exp(−|x|)`, `logaddexp(a, b) = max(a, b) + log1p(exp(−|a − b|))` (`a + log 2` when `a = b`,
+infinities included, as NumPy's `logaddexp`), so no `exp` ever overflows and every backend
+gives the same bits (checked with the rest of the table above). The others are the C
+library's functions.
+
+Values and derivatives (`∂/∂x`) at extreme points, as symad computes them; each is checked by
+`tests/core/test_stable_functions.py` against mpmath at 80 digits (to a relative 1e-15, or
+exactly where the true value is below the smallest double):
+
+"""
+# (expression, point): the stable functions at extreme points (tests/core/test_stable_functions.py
+# checks each row against mpmath)
+STABLE_ROWS = [("softplus(x)", "x=800"), ("softplus(x)", "x=-40"), ("sigmoid(x)", "x=-800"), ("sigmoid(x)", "x=40"),
+        ("log_sigmoid(x)", "x=-800"), ("log_sigmoid(x)", "x=40"), ("logsumexp(x, y)", "x=1000,y=1000"),
+        ("logsumexp(x, y)", "x=-1000,y=-1000"), ("logsumexp(x, y, 0)", "x=800,y=-800"),
+        ("log1p(x)", "x=1e-20"), ("expm1(x)", "x=1e-20"), ("erf(x)", "x=1e-10"), ("erfc(x)", "x=10"),
+        ("hypot(x, y)", "x=3e200,y=4e200"), ("hypot(x, y)", "x=3e-200,y=4e-200"), ("cbrt(x)", "x=-27"),
+        ("asinh(x)", "x=1e200"), ("acosh(x)", "x=1e200"), ("atanh(x)", "x=0.9999999999999999"),
+        ("floor(x)", "x=-0.5"), ("ceil(x)", "x=-0.5"), ("round(x)", "x=2.5"), ("round(x)", "x=-2.5"),
+        ("clip(x, 0, 1)", "x=5")]
+
+
+def stable_section() -> list[str]:
+    """The stable functions' section: what they are, and their values and derivatives at extreme points."""
+    import symad
+
+    lines = [*STABLE_INTRO.rstrip("\n").split("\n"), "", "| expression | at | value | ∂/∂x |", "|---|---|---|---|"]
+    for text, at in STABLE_ROWS:
+        point = {k: float(v) for k, v in (kv.split("=") for kv in at.split(","))}
+        value, grad = symad.compile(text, list(point)).value_and_grad(point)
+        lines.append(f"| `{text}` | `{at.replace(',', ', ')}` | {value!r} | {float(grad[0])!r} |")
+    return [*lines, ""]
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "numerics.md"

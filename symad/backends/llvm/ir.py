@@ -37,6 +37,7 @@ def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declar
         return lines
     lowering = OPS[op].llvm
     if isinstance(lowering, Inline):
+        declared.update(lowering.calls)
         return ["  " + ln for ln in lowering.template.format(*vals, r=r, t=t).split("\n")]
     declared[lowering.symbol] = OPS[op].arity
     params = ", ".join(f"double {v}" for v in vals)
