@@ -102,7 +102,7 @@ class RowSums:
 
     def optimised_program(self) -> Any:
         """The optimised loop, compiled now (or awaited, if a background compile is under way)."""
-        program = self.program()
+        self.program()
         thread = self._thread
         if not self._optimised and thread is not None:
             thread.join()
@@ -110,16 +110,18 @@ class RowSums:
             with self._lock:
                 if not self._optimised:
                     self._program, self._optimised = jit.compile_rows(self.schedule, self.sources), True
-        return self._program if self._optimised else program
+        return self._program
 
     def _first_program(self) -> Any:
         if not self.native:
             self._optimised = True
             return Program.from_schedule(self.schedule, "python", background=False)
         best = jit.rows_if_cached(self.schedule, self.sources) if self.tiered else None
-        if best is not None or not self.tiered:
+        if best is None and not self.tiered:
+            best = jit.compile_rows(self.schedule, self.sources)
+        if best is not None:
             self._optimised = True
-            return best if best is not None else jit.compile_rows(self.schedule, self.sources)
+            return best
         quick = jit.compile_rows(self.schedule, self.sources, opt=0)
         # Not abandonable: the exit waits for it (tens of milliseconds), so that it reaches the
         # disk cache and a script run again starts on it.

@@ -92,6 +92,11 @@ class _Constraint(argparse.Action):
         setattr(namespace, self.dest, [*getattr(namespace, self.dest), (kind, values)])
 
 
+def chosen_method(args: argparse.Namespace) -> str:
+    """``--method``, by default newton, or slsqp when there are constraints."""
+    return args.method or ("slsqp" if args.constraints else "newton")
+
+
 def read_cli_constraints(specs: list[tuple[str, str]], expr: Expr) -> list[tuple[str, Expr]]:
     """``--eq``/``--ineq`` texts parsed into ``expr``'s graph (an error names the flag)."""
     out = []
@@ -127,7 +132,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
                     "max_time": args.max_time, "lr": args.lr}, lambda name: "--" + name.replace("_", "-"))
     start, fixed, bounds = parse_point(args.start), parse_point(args.fix), parse_bounds(args.bounds)
     constraints = read_cli_constraints(args.constraints, expr)
-    method = args.method or ("slsqp" if constraints else "newton")
+    method = chosen_method(args)
     if constraints and method not in SCIPY_METHODS:
         raise SymadError(f"--method {method} takes no constraints: use slsqp (the default with constraints) "
                          f"or trust-constr")
@@ -245,7 +250,7 @@ def _progress_bar(args: argparse.Namespace) -> _Bar | None:
         return None
     from tqdm import tqdm
 
-    method = args.method or ("slsqp" if args.constraints else "newton")
+    method = chosen_method(args)
     total = args.max_iter or (100_000 if method in METHODS and method not in SECOND_ORDER else 1000)
     return _Bar(tqdm, total, method)
 

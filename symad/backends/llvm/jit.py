@@ -217,7 +217,7 @@ def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int 
     if folder is None:
         return None
     started = time.perf_counter()
-    stored = cache.load(_disk_name(ir.rows_ir(schedule, sources), opt), folder)
+    stored = cache.load(_disk_name(_rows_ir(schedule, sources), opt), folder)
     if stored is None:
         return None
     with _compile_lock:
@@ -231,6 +231,22 @@ def _rows_key(schedule: Schedule, sources: list[tuple[str, int]], opt: int) -> s
     return f"{schedule.key}-rows{sources}-O{opt}"
 
 
+_last_rows_ir: list[tuple[str, str]] = []  # (key, IR text) of the loop last asked for
+
+
+def _rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
+    """:func:`ir.rows_ir`, generated once for the three uses a first call makes of one loop's IR
+    (looked up on disk, compiled at -O0, then at -O2); only the last loop's text is kept."""
+    key = _rows_key(schedule, sources, -1)
+    with _lock:
+        if _last_rows_ir and _last_rows_ir[0][0] == key:
+            return _last_rows_ir[0][1]
+    text = ir.rows_ir(schedule, sources)
+    with _lock:
+        _last_rows_ir[:] = [(key, text)]
+    return text
+
+
 def _rows_folder(schedule: Schedule) -> Path | None:
     # A loop over rows is small and its compile is most of an objective's build: kept in the
     # shared cache (as the interpreter is), a script run again starts at once.
@@ -239,7 +255,7 @@ def _rows_folder(schedule: Schedule) -> Path | None:
 
 def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str) -> RowsProgram:
     started = time.perf_counter()
-    engine, loaded = _engine(ir.rows_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
+    engine, loaded = _engine(_rows_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
     program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
     _remember(key, program, loaded, started)
     return program
