@@ -1,7 +1,8 @@
 """Forward mode on the DAG: directional derivatives (JVPs), any number of directions in one sweep.
 
 Tangents are built as new nodes of the same graph, like the gradients of
-:mod:`symad.ad.reverse`.
+:mod:`symad.ad.reverse`.  A ``where`` selects its arms' tangents as it selects their values,
+so the arm not taken (``sqrt`` at 0, its tangent inf) never reaches the result.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from symad.ad.local import local_partial, local_partials, times
 from symad.ad.sweep import active, forward_nodes
 from symad.core.graph import Graph
+from symad.core.ops import OPS
 
 
 def forward(graph: Graph, roots: Sequence[int], directions: Sequence[Mapping[int, int]], *,
@@ -39,6 +41,15 @@ def forward(graph: Graph, roots: Sequence[int], directions: Sequence[Mapping[int
                     known[node] = seeds[node]
             continue
         args = args_of[node]
+        if OPS[op_of[node]].arms:  # where(c, a, b): the tangent of the arm taken, selected
+            zero = graph.const(0.0)
+            for known in tangent:
+                ta, tb = known.get(args[1]), known.get(args[2])
+                if ta is not None or tb is not None:
+                    total = make(op_of[node], args[0], zero if ta is None else ta, zero if tb is None else tb)
+                    if not (drop_zeros and graph.is_const(total, 0.0)):
+                        known[node] = total
+            continue
         if drop_zeros:
             totals: list[int | None] = [None] * len(tangent)
             for k in ks:

@@ -1,14 +1,18 @@
 """Reverse mode on the DAG: every partial derivative of a root in one backward sweep.
 
 The gradient is built as new nodes of the same graph, so it can be printed,
-compiled and differentiated again.
+compiled and differentiated again.  A ``where`` passes its adjoint into the arm it
+takes only, and what flows on from there has a strong zero (:mod:`symad.ad.branches`):
+the arm not taken contributes 0, never ``0 * inf``.
 """
 
 from __future__ import annotations
 
+from symad.ad import branches
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import active, reverse_nodes
 from symad.core.graph import Graph
+from symad.core.ops import OPS
 
 
 def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int, int]:
@@ -20,17 +24,28 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
     """
     order = graph.reachable([root])
     adjoint: dict[int, int] = {root: graph.const(1.0)}
-    args_of, make = graph.args, graph.make
+    shapes = branches.Shapes(graph)  # nodes whose adjoint comes through a branch
+    args_of, op_of, make = graph.args, graph.op, graph.make
     for node, ks in reverse_nodes(graph, order, active(graph, order)):
         adj = adjoint.get(node)
         if adj is None or not ks:
             continue
         args = args_of[node]
-        for k, local in zip(ks, local_partials(graph, node, ks)):
+        arms = OPS[op_of[node]].arms
+        if arms:  # a selection: the arms get the adjoint selected, the condition nothing
+            ks = tuple(k for k in ks if k in arms)
+        own = shapes.of.get(node)
+        for k, local in zip(ks, [None] * len(ks) if arms else local_partials(graph, node, ks)):
             arg = args[k]
-            contribution = times(graph, adj, local)
+            if arms:
+                contribution: int | None = branches.select(graph, node, k, adj)
+            elif own is not None:
+                contribution = branches.strong_times(graph, adj, local, own)  # type: ignore[arg-type]
+            else:
+                contribution = times(graph, adj, local)  # type: ignore[arg-type]
             if contribution is None:
                 continue
+            shapes.pass_on(node, k, arg)
             previous = adjoint.get(arg)
             adjoint[arg] = contribution if previous is None else make("add", previous, contribution)
     if wrt is None:

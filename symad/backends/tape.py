@@ -19,6 +19,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from symad.ad import branches
 from symad.ad.local import local_partials
 from symad.ad.sweep import active, reverse_nodes
 from symad.core.graph import Graph
@@ -62,6 +63,43 @@ def _zeros(rules: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(k for k, rule in enumerate(rules) if type(rule) is float and rule == 0.0)
 
 
+_ARMS = "arms"  # a guard's kind: the step of a `where`, selecting its adjoint into the arm taken
+
+
+def _guard(shape: branches.Shape, at: Callable[[int], int]) -> tuple:
+    """A guarded node's step guard: ``(conditions, general)``, the conditions as ``(slot, then)``."""
+    conditions = []
+    while isinstance(shape, branches.Select):
+        conditions.append((at(shape.cond), shape.then))
+        shape = shape.inner
+    return tuple(conditions), shape is branches.GENERAL
+
+
+def _guarded_term(g: Any, rule: Any, values: list[Any], guard: tuple, v: list[Any], which: int) -> Any:
+    """What a guarded step passes along one edge, as :mod:`symad.ad.branches` builds it."""
+    if guard[0] is _ARMS:
+        c = v[guard[1]]
+        then = rule == 1.0
+        if which == 1:
+            return g if (c != 0.0) == then else 0.0
+        np = numpy()
+        return np.where(c != 0.0, g, 0.0) if then else np.where(c != 0.0, 0.0, g)
+    conditions, general = guard
+    if which == 1:  # on floats: a branch not taken, or a zero adjoint, never computes the partial
+        for slot, then in conditions:
+            if (v[slot] != 0.0) != then:
+                return 0.0
+        if general and g == 0.0:
+            return 0.0
+        return g * rule if type(rule) is float else g * rule(*values)
+    np = numpy()
+    term = g * rule if type(rule) is float else g * rule(*values)
+    keep = g != 0.0 if general else True
+    for slot, then in conditions:
+        keep = np.logical_and(keep, (v[slot] != 0.0) == then)
+    return np.where(keep, term, 0.0)
+
+
 class Tape:
     """The nodes of ``root`` in evaluation order, ready to sweep at any point.
 
@@ -103,7 +141,9 @@ class Tape:
                 entry = table[op] = (spec.py, spec.np, spec.partials, _zeros(spec.partials))
             py, np_fn, rules, zeros = entry
             args = tuple(map(at, args_of[node]))
-            if len(args) == 2:
+            if len(args) == 3:  # where(c, a, b): its forward step carries its third argument
+                forward((i, py, np_fn, args[0], -2, args[1], args[2]))
+            elif len(args) == 2:
                 a0, a1 = args
                 if op == "pow" and a1 in consts:
                     k = consts[a1]
@@ -130,21 +170,36 @@ class Tape:
             if zeros:
                 dead[node] = zeros
         # The backward steps are the reverse sweep's edges, output first, each with its rule.
+        # A step from a `where` or from a node its adjoint reached has a guard: the branches'
+        # conditions and strong zero of symad.ad.branches, decided as the symbolic sweep decides.
         sources = {v for v in inputs if v in slot}
         step = self.backward.append
+        reached = {root}
+        shapes = branches.Shapes(graph)
         for node, ks in reverse_nodes(graph, order, active(graph, order, sources, dead), dead):
-            if not ks:
+            if not ks or node not in reached:
                 continue
             i = at(node)
             args, rules = args_at[i], rules_at[i]
+            own = shapes.of.get(node)
+            guard: tuple | None = None
+            if OPS[op_of[node]].arms:
+                guard = (_ARMS, args[0])
+                rules = tuple(float(k) for k in range(len(rules)))  # the arm's position, for the select
+            elif own is not None:
+                guard = _guard(own, at)
+            for k in ks:
+                arg = args_of[node][k]
+                reached.add(arg)
+                shapes.pass_on(node, k, arg)
             if len(ks) == 2:
                 k, j = ks
-                step((i, args, (args[k], rules[k], args[j], rules[j])))
+                step((i, args, (args[k], rules[k], args[j], rules[j]), guard))
             elif len(ks) == 1:
                 k = ks[0]
-                step((i, args, (args[k], rules[k])))
+                step((i, args, (args[k], rules[k]), guard))
             else:
-                step((i, args, tuple(x for k in ks for x in (args[k], rules[k]))))
+                step((i, args, tuple(x for k in ks for x in (args[k], rules[k])), guard))
 
     def value(self, point: Sequence[Any]) -> Any:
         """The value at ``point`` (floats, or arrays of one shape for a batch)."""
@@ -174,13 +229,18 @@ class Tape:
                 v[i] = x
         for step in self.forward:
             i, fn, a0, a1 = step[0], step[which], step[3], step[4]
-            v[i] = fn(v[a0]) if a1 < 0 else fn(v[a0], v[a1])
+            if a1 >= 0:
+                v[i] = fn(v[a0], v[a1])
+            elif a1 == -1:
+                v[i] = fn(v[a0])
+            else:
+                v[i] = fn(v[a0], v[step[5]], v[step[6]])
         value = v[self.root]
         if not grad:
             return value, []
         adj: list[Any] = [None] * len(v)
         adj[self.root] = 1.0
-        for i, args, wanted in self.backward:
+        for i, args, wanted, guard in self.backward:
             g = adj[i]
             if g is None:
                 continue
@@ -188,7 +248,9 @@ class Tape:
             values.append(v[i])
             for j in range(0, len(wanted), 2):
                 a, rule = wanted[j], wanted[j + 1]
-                if type(rule) is float:  # never 0: zero partials are left off the tape
+                if guard is not None:
+                    term = _guarded_term(g, rule, values, guard, v, which)
+                elif type(rule) is float:  # never 0: zero partials are left off the tape
                     term = g if rule == 1.0 else -g if rule == -1.0 else g * rule
                 else:
                     term = g * rule(*values)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from symad.backends.llvm import jit
-from symad.backends.llvm.ir import interpreter_opcodes
+from symad.backends.llvm.ir import COPY, interpreter_opcodes
 from symad.backends.program import check_out
 from symad.backends.schedule import Schedule
 from symad.core.errors import PointError
@@ -43,18 +43,26 @@ class VMProgram:
         consts, opcodes = schedule.consts, _OPCODES
         rows = []
         level = [0] * len(values)  # a slot's distance from the inputs: 0 for inputs and constants
+        row_level = []  # each instruction's
         at = len(values)
         for node, op, args in schedule.steps:
             a = slot[args[0]]
             if len(args) == 1:
                 rows.append((opcodes[op, None], at, a, a))
                 level.append(level[a] + 1)
-            else:
+            elif len(args) == 2:
                 b = slot[args[1]]
                 power = None if args[0] in consts else small_power_step(consts, op, args)
                 rows.append((opcodes[op, power], at, a, b))
                 la, lb = level[a], level[b]
                 level.append((la if la > lb else lb) + 1)
+            else:  # the first argument copied into the destination, where the op reads it
+                b, c = slot[args[1]], slot[args[2]]
+                rows.append((opcodes[COPY, None], at, a, a))
+                row_level.append(level[a] + 1)
+                rows.append((opcodes[op, None], at, b, c))
+                level.append(max(level[a] + 1, level[b], level[c]) + 1)
+            row_level.append(level[-1])
             slot[node] = at
             at += 1
         values += [0.0] * (at - len(values))
@@ -64,7 +72,7 @@ class VMProgram:
         # last time, and its branch predictor is right (Rosenbrock n=1000: 13,000 runs of one
         # opcode become 16; an instruction costs ~40% less).  The values are the same bits.
         if len(code):
-            code = code[np.lexsort((code[:, 0], np.array(level[len(level) - len(code):])))]
+            code = code[np.lexsort((code[:, 0], np.array(row_level)))]
         self.code = code
         self.values = np.array(values, dtype=np.float64)  # one point's values; constants in place
         self.outs = np.array([slot[n] for n in schedule.outputs], dtype=np.int64)

@@ -91,10 +91,10 @@ class Graph:
         if commutative:
             a, b = args
             ca, cb = ops[a] == "const", ops[b] == "const"
-            # Canonical order: by id, except that numbers come last in sums and
-            # first elsewhere, as people write them: `x + 2`, `2*x`.
+            # Canonical order: by id, except that numbers come last in sums and comparisons
+            # and first elsewhere, as people write them: `x + 2`, `2*x`, `x != 0`.
             if ca != cb:
-                swap = ca if op == "add" else cb
+                swap = ca if op in _NUMBER_LAST else cb
             else:
                 swap = b < a
             if swap:
@@ -243,6 +243,7 @@ class Graph:
         return digests[node]
 
 
+_NUMBER_LAST = frozenset({"add", "eq", "ne", "and", "or"})
 _POW = OPS["pow"].py  # folded as every evaluator computes it: small integer powers are products
 # Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
 _MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))

@@ -34,7 +34,8 @@ from symad.core import semantics as sem
 
 _np = sem.NumpyFunction  # numpy.<name>, imported on first use
 
-# Printing precedence levels, lowest binds loosest.
+# Printing precedence levels, lowest binds loosest (as grammar/symad.lark layers them).
+PREC_OR, PREC_AND, PREC_NOT, PREC_CMP = -3, -2, -1, 0
 PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
 
 
@@ -50,12 +51,15 @@ class Op:
     kind: str  # printing form: "leaf", "infix", "prefix" or "call"
     symbol: str  # infix/prefix symbol, or the function name for calls
     prec: int = PREC_ATOM
-    assoc: str = "left"  # infix associativity: "left" or "right"
+    assoc: str = "left"  # infix associativity: "left", "right" or "none" (comparisons)
     commutative: bool = False
     code: str | None = None  # inline Python template, e.g. "{0} + {1}"; else a call of ``py``/``np``
     llvm: Any = None  # lowering to LLVM IR: Inline(template) or Call(symbol)
     domain: tuple[tuple[float, ...], ...] = ()  # points inside the domain where the tests check it
     doc: str = ""
+    # The arguments the op selects between by its first (``where``): reverse mode passes the
+    # adjoint into the arm taken only, and forward mode selects the arms' tangents.
+    arms: tuple[int, ...] = ()
 
     def partial(self, k: int, *args_and_out: Any) -> Any:
         """∂out/∂(argument k) at ``(*args, out)``: an expression, or a number for a constant rule."""
@@ -84,9 +88,9 @@ def _call(name: str) -> Callable[..., Any]:
     return build
 
 
-sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid = map(
+sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid, where = map(
     _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "exp", "hypot",
-            "sigmoid"])
+            "sigmoid", "where"])
 
 
 def _atan2_partial(k: int) -> Callable[..., Any]:
@@ -149,7 +153,7 @@ _DOMAIN = {1: ((0.4,), (-1.1,)), 2: ((0.4, -1.1), (-0.6, 0.8))}
 def define(name: str, arity: int, py: Any, np_fn: Any, partials: tuple = (), *, llvm: Inline | Call | None = None,
            kind: str = "call", symbol: str | None = None, prec: int = PREC_ATOM, assoc: str = "left",
            commutative: bool = False, code: str | None = None,
-           domain: tuple[tuple[float, ...], ...] | None = None, doc: str = "") -> Op:
+           domain: tuple[tuple[float, ...], ...] | None = None, doc: str = "", arms: tuple[int, ...] = ()) -> Op:
     """Add an operation to the table: everything symad needs to parse, simplify, differentiate,
     evaluate, compile, print and draw it (defined before the other modules are imported).
 
@@ -161,7 +165,7 @@ def define(name: str, arity: int, py: Any, np_fn: Any, partials: tuple = (), *, 
     if arity and llvm is None:
         raise TypeError(f"operation {name} has no LLVM lowering (llvm=Inline(...) or Call(...))")
     op = Op(name, arity, py, np_fn, partials, kind, symbol or name, prec, assoc, commutative, code,
-            llvm, domain or _DOMAIN.get(arity, ()), doc)
+            llvm, domain or _DOMAIN.get(arity, ()), doc, arms)
     OPS[name] = op
     if kind == "call":
         FUNCTIONS.setdefault(name, {})[arity] = _call(name)
@@ -279,6 +283,32 @@ define("ceil", 1, sem.py_ceil, _np("ceil"), (0.0,), llvm=Call("llvm.ceil.f64"),
 define("round", 1, sem.py_round, sem.np_round, (0.0,), llvm=Call("llvm.round.f64"),
        domain=((0.4,), (-1.3,)), doc="the nearest integer, halfway cases away from zero (C's round); derivative 0")
 
+# ===================================================================== comparisons, logic, selection
+# A condition is a number: true where it is not 0 (nan is true, as in C); comparisons and the
+# logical operators give 1 or 0, and their derivatives are 0.
+_BOTH_TRUE = "{t}0 = fcmp une double {0}, 0.0\n{t}1 = fcmp une double {1}, 0.0\n"
+_AS_NUMBER = "{r} = uitofp i1 {t}c to double"
+COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+for _symbol, _name in COMPARISONS.items():
+    _fcmp = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}[_name]
+    define(_name, 2, sem.py_comparison(_symbol), sem.np_comparison(_name), (0.0, 0.0),
+           llvm=Inline(f"{{t}}c = fcmp {_fcmp} double {{0}}, {{1}}\n" + _AS_NUMBER),
+           kind="infix", symbol=_symbol, prec=PREC_CMP, assoc="none", commutative=_name in ("eq", "ne"),
+           doc=f"1 where a {_symbol} b, else 0")
+define("and", 2, sem.py_and, sem.np_and, (0.0, 0.0),
+       llvm=Inline(_BOTH_TRUE + "{t}c = and i1 {t}0, {t}1\n" + _AS_NUMBER),
+       kind="infix", symbol="and", prec=PREC_AND, commutative=True, doc="1 where both are true, else 0")
+define("or", 2, sem.py_or, sem.np_or, (0.0, 0.0),
+       llvm=Inline(_BOTH_TRUE + "{t}c = or i1 {t}0, {t}1\n" + _AS_NUMBER),
+       kind="infix", symbol="or", prec=PREC_OR, commutative=True, doc="1 where either is true, else 0")
+define("not", 1, sem.py_not, sem.np_not, (0.0,), llvm=Inline("{t}c = fcmp oeq double {0}, 0.0\n" + _AS_NUMBER),
+       kind="prefix", symbol="not ", prec=PREC_NOT, doc="1 where the argument is 0, else 0")
+define("where", 3, sem.py_where, sem.np_where,
+       (0.0, lambda c, a, b, out: where(c, 1.0, 0.0), lambda c, a, b, out: where(c, 0.0, 1.0)),
+       llvm=Inline("{t}c = fcmp une double {0}, 0.0\n{r} = select i1 {t}c, double {1}, double {2}"),
+       domain=((1.0, 0.4, -1.1), (-2.0, -0.6, 0.8)), arms=(1, 2),
+       doc="a where the condition is true (not 0), else b; also written if c then a else b")
+
 # Derived forms, rewritten into primitives.
 FUNCTIONS["pow"] = {2: _call("pow")}
 FUNCTIONS["log"][2] = lambda x, base: log(x) / log(base)
@@ -309,7 +339,7 @@ def _logsumexp(first: Any, *rest: Any) -> Any:
 
 
 FUNCTIONS["logsumexp"] = AnyArity(1, _logsumexp)
-_PARAMETERS = {("atan2", 2): "y, x", ("log", 2): "x, base", ("clip", 3): "x, lo, hi",
+_PARAMETERS = {("atan2", 2): "y, x", ("where", 3): "condition, a, b", ("log", 2): "x, base", ("clip", 3): "x, lo, hi",
                ("logsumexp", 1): "a, b, ..."}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from symad.core.graph import Graph
-from symad.core.ops import OPS, PREC_ATOM, PREC_UNARY
+from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 
 _NAMED = {math.pi.hex(): "pi", math.e.hex(): "e"}
 
@@ -159,13 +159,15 @@ def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
             rp = PREC_ATOM if right in names else precedence(graph, right)
             if spec.assoc == "left":
                 left_paren, right_paren = lp < spec.prec, rp <= spec.prec
+            elif spec.assoc == "none":  # a comparison: `(a < b) < c` is not the chain `a < b < c`
+                left_paren, right_paren = lp <= spec.prec, rp <= spec.prec
             else:  # right-assoc power: base is an atom, exponent a unary expression
                 left_paren, right_paren = lp <= spec.prec, rp < PREC_UNARY
-            sep = f" {spec.symbol} " if spec.prec == OPS["add"].prec else spec.symbol
+            sep = f" {spec.symbol} " if spec.prec <= PREC_SUM else spec.symbol
             pieces = [*_wrap(left, left_paren), sep, *_wrap(right, right_paren)]
         elif spec.kind == "prefix":
             (arg,) = args
-            paren = arg not in names and precedence(graph, arg) < PREC_UNARY
+            paren = arg not in names and precedence(graph, arg) < spec.prec
             pieces = [spec.symbol, *_wrap(arg, paren)]
         else:
             pieces = [spec.symbol, "("]

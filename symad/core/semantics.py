@@ -262,3 +262,54 @@ def _libm_hypot() -> Callable[[float, float], float]:
 
 
 _HYPOT: list[Any] = []
+
+
+# ----------------------------------------------------------------- conditions and selection
+# A condition is true where it is not 0; nan is true (as C and NumPy take it).
+_PY_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+               ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def py_comparison(symbol: str) -> Any:
+    """The comparison ``symbol`` on floats, as 1.0 or 0.0."""
+    test = _PY_COMPARE[symbol]
+    return lambda a, b: 1.0 if test(a, b) else 0.0
+
+
+def np_comparison(name: str) -> Any:
+    """The comparison ``name`` (lt, le, ...) on NumPy values, as float64 ones and zeros."""
+    ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
+             "ne": "not_equal"}[name]
+    return lambda a, b: getattr(numpy(), ufunc)(a, b) + 0.0
+
+
+def py_and(a: float, b: float) -> float:
+    return 1.0 if a != 0.0 and b != 0.0 else 0.0
+
+
+def py_or(a: float, b: float) -> float:
+    return 1.0 if a != 0.0 or b != 0.0 else 0.0
+
+
+def py_not(a: float) -> float:
+    return 1.0 if a == 0.0 else 0.0
+
+
+def py_where(c: float, a: float, b: float) -> float:
+    return a if c != 0.0 else b
+
+
+def np_and(a: Any, b: Any) -> Any:
+    return numpy().logical_and(a != 0.0, b != 0.0) + 0.0
+
+
+def np_or(a: Any, b: Any) -> Any:
+    return numpy().logical_or(a != 0.0, b != 0.0) + 0.0
+
+
+def np_not(a: Any) -> Any:
+    return numpy().equal(a, 0.0) + 0.0
+
+
+def np_where(c: Any, a: Any, b: Any) -> Any:
+    return numpy().where(c != 0.0, a, b)[()]

@@ -6,12 +6,14 @@ instead, or None to build the node as asked.  These are the *only* rewrites
 symad does (constant folding lives in :meth:`symad.core.graph.Graph.make`):
 
 ====== ===================================================================
-add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number)
+add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number);
+       ``where(c, a, b) + where(c, d, e) → where(c, a + d, b + e)``
 sub    ``a - 0 → a``;  ``0 - a → -a``;  ``a - a → 0``;  ``a - (-b) → a + b``;  ``a - (-c) → a + c``
 mul    ``0 * a → 0``;  ``1 * a → a``;  ``-1 * a → -a``
 div    ``a / 1 → a``;  ``a / -1 → -a``
 pow    ``a ^ 1 → a``;  ``a ^ 0 → 1``
 neg    ``-(-a) → a``
+where  ``where(c, a, a) → a``;  ``where(c, a, b) → a`` or ``b`` for a number ``c`` (true if not 0)
 ====== ===================================================================
 
 ``0 * a → 0`` and ``a - a → 0`` hold for every finite ``a``; where ``a`` is
@@ -41,6 +43,9 @@ def _add(g: Graph, args: tuple[int, ...]) -> int | None:
         return g.make("sub", a, g.args[b][0])
     if g.op[a] == "neg":
         return g.make("sub", b, g.args[a][0])
+    if g.op[a] == "where" and g.op[b] == "where" and g.args[a][0] == g.args[b][0]:
+        (c, t1, e1), (_, t2, e2) = g.args[a], g.args[b]
+        return g.make("where", c, g.make("add", t1, t2), g.make("add", e1, e2))
     return None
 
 
@@ -95,10 +100,19 @@ def _neg(g: Graph, args: tuple[int, ...]) -> int | None:
     return None
 
 
+def _where(g: Graph, args: tuple[int, ...]) -> int | None:
+    c, a, b = args
+    if a == b:
+        return a
+    if g.op[c] == "const":
+        return a if g.data[c] != 0.0 else b
+    return None
+
+
 def _negative_const(g: Graph, node: int) -> bool:
     return g.op[node] == "const" and g.data[node] < 0  # type: ignore[operator]
 
 
 RULES: dict[str, Rule] = {
-    "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow, "neg": _neg,
+    "add": _add, "sub": _sub, "mul": _mul, "div": _div, "pow": _pow, "neg": _neg, "where": _where,
 }

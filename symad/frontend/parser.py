@@ -21,7 +21,7 @@ from symad.core import forksafe
 from symad.core.errors import ParseError, UnknownFunctionError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
-from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
+from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS, PREC_CMP
 from symad.core.term import Term
 from symad.frontend.tables import tables as lalr_tables
 
@@ -30,7 +30,9 @@ class Token(NamedTuple):
     """One postfix token: a number, a name, an operator, a call with its arity, a definition,
     or the separator of two outputs."""
 
-    kind: str  # "number", "name", "op", "call", "define" (binds the name to the value on top) or "output"
+    # "number", "name", "op", "call", "define" (binds the name to the value on top), "output", or
+    # "chain": a comparison continuing a chain (`a < b < c`: the one before it and this one, of b and c)
+    kind: str
     text: str  # the number as typed, the name, or the op/function name
     arity: int = 0
     pos: int = 0  # offset in the source text
@@ -42,6 +44,8 @@ class Token(NamedTuple):
             return f"{self.text}/{self.arity}"
         if self.kind == "define":
             return f"={self.text}"
+        if self.kind == "chain":
+            return f"&{OPS[self.text].symbol}"
         return self.text  # (an output separator prints as ";")
 
 
@@ -54,12 +58,14 @@ def line_column(text: str, pos: int) -> tuple[int, int]:
 _TERMINAL_NAMES = {
     "NUMBER": "a number", "NAME": "a name", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
     "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "'^'", "$END": "end of input",
-    "SEMICOLON": "';'", "EQUAL": "'='",
+    "SEMICOLON": "';'", "EQUAL": "'='", "CMP": "a comparison", "IF": "'if'", "THEN": "'then'",
+    "ELSE": "'else'", "AND": "'and'", "OR": "'or'", "NOT": "'not'",
 }
 
 # Characters people paste from documents, and what symad's language spells them as.
 _LOOKALIKES = {"−": "-", "–": "-", "×": "*", "·": "*", "÷": "/", "²": "^2", "³": "^3", "，": ",",
-               "（": "(", "）": ")", "π": "pi", "√": "sqrt"}
+               "（": "(", "）": ")", "π": "pi", "√": "sqrt",
+               "≤": "<=", "≥": ">=", "≠": "!=", "¬": "not", "∧": "and", "∨": "or"}
 
 Emit = Callable[[Token], None]
 
@@ -70,7 +76,7 @@ class _Driver:
     def __init__(self) -> None:
         tables = lalr_tables()
         self.start, self.end, self.states = tables.start, tables.end, tables.states
-        self.ignore, self.pattern = tables.ignore, tables.pattern
+        self.ignore, self.pattern, self.keywords = tables.ignore, tables.pattern, tables.keywords
         # Most reductions pass one child through (`sum: product`, ...): a token climbs through
         # several of them, each replacing the top state by a goto from the state below.  The
         # state a chain of them ends in depends only on (state below, top, lookahead): kept here.
@@ -95,7 +101,7 @@ class _Driver:
 
     def run(self, text: str, emit: Emit) -> None:
         """Parse ``text``, calling ``emit`` with each postfix token in order."""
-        states, ignore, match = self.states, self.ignore, self.pattern.match
+        states, ignore, match, keywords = self.states, self.ignore, self.pattern.match, self.keywords
         passing, pass_through = self.passing, self._pass_through
         state_stack = [self.start]
         values: list[object] = []
@@ -110,6 +116,8 @@ class _Driver:
                 if kind in ignore:
                     continue
                 value: object = (m.group(), start)
+                if kind == "NAME" and keywords:
+                    kind = keywords.get(value[0], kind)  # type: ignore[index]
             else:
                 kind, start, value = "$END", n, None
             while True:
@@ -184,6 +192,17 @@ def _call(children: list, emit: Emit, text: str) -> None:
     emit(Token("call", word, arity, pos))
 
 
+def _compare(kind: str) -> Callable[[list, Emit, str], None]:
+    def reduce(children: list, emit: Emit, text: str) -> None:
+        symbol, pos = children[1]
+        emit(Token(kind, COMPARISONS[symbol], 2, pos))
+    return reduce
+
+
+def _if(children: list, emit: Emit, text: str) -> None:
+    emit(Token("call", "where", 3, children[0][1]))
+
+
 def _output(children: list, emit: Emit, text: str) -> None:
     emit(Token("output", ";", 2, children[1][1]))  # after both outputs' tokens: the two stay apart
 
@@ -201,7 +220,8 @@ _REDUCE: dict[str, Callable[[list, Emit, str], object]] = {
     "next_arg": lambda c, e, t: c[0] + 1,
     "pos": lambda c, e, t: None,  # unary plus is the identity: no token
     "program": lambda c, e, t: None,
-    **{name: _op(name) for name in ("add", "sub", "mul", "div", "neg", "pow")},
+    "compare": _compare("op"), "chain": _compare("chain"), "where": _if,
+    **{name: _op(name) for name in ("add", "sub", "mul", "div", "neg", "pow", "and", "or", "not")},
 }
 
 
@@ -304,6 +324,7 @@ class Folder:
         self.stack: list[int] = []
         self.defined: dict[str, int] = {}
         self.separators: list[int] = []  # where each `;` between two outputs is
+        self.right: dict[int, int] = {}  # stack depth of a comparison -> its right operand (for chains)
 
     def push(self, tok: Token) -> None:
         """Apply one token to the stack."""
@@ -319,6 +340,12 @@ class Folder:
             stack.append(node)
         elif kind == "output":
             self.separators.append(tok.pos)
+        elif kind == "chain":  # a < b < c: (a < b) and (b < c), b one node
+            right = stack.pop()
+            depth = len(stack) - 1
+            link = graph.make(tok.text, self.right[depth], right)
+            stack[depth] = graph.make("and", stack[depth], link)
+            self.right[depth] = right
         elif kind == "define":
             if tok.text in self.defined:
                 raise ParseError(f"{tok.text} is defined twice", self.text, *line_column(self.text, tok.pos))
@@ -330,6 +357,8 @@ class Folder:
             spec = OPS.get(tok.text)
             if spec is not None and spec.arity == n:
                 stack.append(graph.make(tok.text, *args))
+                if spec.prec == PREC_CMP:
+                    self.right[len(stack) - 1] = args[1]
             else:
                 # derived functions (log base b) build through terms' arithmetic
                 stack.append(FUNCTIONS[tok.text][n](*(Term(graph, a) for a in args)).id)

@@ -25,7 +25,7 @@ from symad.core.errors import SymadError
 # layout, and names the range of Lark versions it was tested with (pyproject.toml pins it).
 LARK_TESTED = "1.1–1.3"
 SHIPPED = "lalr_tables.json"
-FORMAT = 1  # the layout of the shipped file
+FORMAT = 2  # the layout of the shipped file
 
 
 class LarkTables(NamedTuple):
@@ -38,6 +38,7 @@ class LarkTables(NamedTuple):
     states: dict[int, dict[str, tuple[bool, object]]]
     ignore: frozenset[str]  # terminals the lexer skips
     pattern: re.Pattern[str]  # one named group per terminal, in Lark's lexer order
+    keywords: dict[str, str]  # words a name pattern also matches (`if`, `and`): word -> terminal
 
 
 def grammar_text() -> str:
@@ -81,7 +82,7 @@ def load_shipped(text: str) -> LarkTables | None:
                                for symbol, (shift, arg) in row.items()}
                   for state, row in data["states"].items()}
         return LarkTables(data["start"], data["end"], states, frozenset(data["ignore"]),
-                          re.compile(data["pattern"], re.ASCII))
+                          re.compile(data["pattern"], re.ASCII), dict(data["keywords"]))
     except (KeyError, TypeError, ValueError, re.error):  # a damaged file: Lark builds the tables
         return None
 
@@ -93,6 +94,7 @@ def to_json(t: LarkTables, text: str) -> str:
     data: dict[str, Any] = {
         "format": FORMAT, "grammar": grammar_digest(text), "lark": lark.__version__,
         "start": t.start, "end": t.end, "ignore": sorted(t.ignore), "pattern": t.pattern.pattern,
+        "keywords": dict(sorted(t.keywords.items())),
         "states": {str(state): {symbol: [shift, arg] for symbol, (shift, arg) in sorted(row.items())}
                    for state, row in sorted(t.states.items())},
     }
@@ -159,13 +161,21 @@ def from_lark(lk: Any, start: str = "start") -> LarkTables:
                  "a terminal lacks name, priority, pattern.max_width, pattern.value or pattern.to_regexp")
         # Ordered as Lark's lexer orders them.
         terminals.sort(key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name))
+        # A word that a regexp terminal also matches whole (`if` is a NAME's text) is a keyword:
+        # as in Lark's lexer, the regexp matches (so `iffy` stays a name) and the word is then
+        # told apart by its text.
+        regexps = [re.compile(t.pattern.to_regexp()) for t in terminals if type(t.pattern).__name__ == "PatternRE"]
+        keywords = {t.pattern.value: str(t.name) for t in terminals if type(t.pattern).__name__ == "PatternStr"
+                    and any(r.fullmatch(t.pattern.value) for r in regexps)}
+        terminals = [t for t in terminals if str(t.name) not in keywords.values()]
         # ASCII: `\d` must not accept other scripts' digits, which float() would read.
         pattern = re.compile("|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in terminals), re.ASCII)
         # Plain str keys throughout: Lark's names are str subclasses compared in Python code.
         ignore = frozenset(str(t) for t in lk.ignore_tokens)
         lexed = set(pattern.groupindex)
         symbols = {symbol for row in states.values() for symbol in row}
-        need(symbols - reduced - {"$END"} <= lexed, "the table shifts terminals the lexer does not know")
+        need(symbols - reduced - {"$END"} <= lexed | set(keywords.values()),
+             "the table shifts terminals the lexer does not know")
         need(ignore <= lexed, "ignored terminals the lexer does not know")
         need(all(any(states[s].get(name, (False,))[0] for s in states) for name in reduced),
              "a rule the table reduces has no goto")
@@ -173,7 +183,8 @@ def from_lark(lk: Any, start: str = "start") -> LarkTables:
         raise
     except (AttributeError, KeyError, TypeError, ValueError, re.error) as exc:
         raise layout_error(f"{type(exc).__name__}: {exc}") from exc
-    return _numbered(LarkTables(table.start_states[start], table.end_states[start], states, ignore, pattern))
+    return _numbered(LarkTables(table.start_states[start], table.end_states[start], states, ignore, pattern,
+                                keywords))
 
 
 def _numbered(t: LarkTables) -> LarkTables:
@@ -190,7 +201,7 @@ def _numbered(t: LarkTables) -> LarkTables:
     states = {number[state]: {symbol: (shift, number[arg] if shift else arg)  # type: ignore[index]
                               for symbol, (shift, arg) in row.items()}
               for state, row in t.states.items() if state in number}
-    return LarkTables(0, number[t.end], states, t.ignore, t.pattern)
+    return LarkTables(0, number[t.end], states, t.ignore, t.pattern, t.keywords)
 
 
 def write_shipped() -> Path:

@@ -14,14 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from symad.ad import branches
 from symad.ad.local import local_partial
 from symad.ad.sweep import active, forward_nodes, reverse_nodes
 from symad.backends.interpret import node_values
-from symad.core.ops import PREC_ATOM
+from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, precedence, to_infix
 from symad.expr import Expr
 
 BAR, DOT = "\u0304", "\u0307"  # combining macron (adjoint z̄) and dot above (tangent ż)
+BLOCKED = "0 (branch not taken)"  # a contribution a `where` keeps from its arm not taken
 # Text tables align a column only up to this width: a wider cell (a node with
 # thousands of users) is printed whole but unpadded, and pads no other row.
 ALIGN_MAX = 60
@@ -58,10 +60,11 @@ class Term:
     local: str  # the local derivative, in z names
     factor: float
     local_value: float
+    blocked: bool = False  # through a branch not taken (or a zero adjoint from one): contributes 0
 
     @property
     def value(self) -> float:
-        return self.factor * self.local_value
+        return 0.0 if self.blocked else self.factor * self.local_value
 
 
 @dataclass
@@ -98,7 +101,8 @@ class Explanation:
             how = "(seed)" if self.mode == "reverse" else "(direction)"
             return self.mark(row.name), how, _num(row.derivative or 0.0)
         symbolic = " + ".join(f"{self.mark(t.source)}*{t.local}" for t in row.terms)
-        numeric = " + ".join(f"{_factor(t.factor)}*{_factor(t.local_value)}" for t in row.terms)
+        numeric = " + ".join(BLOCKED if t.blocked else f"{_factor(t.factor)}*{_factor(t.local_value)}"
+                             for t in row.terms)
         return self.mark(row.name), f"{symbolic} = {numeric}", _num(row.derivative or 0.0)
 
     def to_text(self) -> str:
@@ -152,7 +156,8 @@ class Explanation:
             "forward": [{"id": r.name, "op": r.expr, "value": r.value} for r in self.rows],
             "sweep": [{"id": r.name, "derivative": r.derivative, "seed": r.seed,
                        "terms": [{"from": t.source, "local": t.local, "factor": t.factor,
-                                  "local_value": t.local_value, "contribution": t.value} for t in r.terms]}
+                                  "local_value": t.local_value, "contribution": t.value,
+                                  **({"branch_not_taken": True} if t.blocked else {})} for t in r.terms]}
                       for r in self.sweep],
             ("gradient" if self.mode == "reverse" else "derivative"):
                 self.result if self.mode == "reverse" else self.result["along"],
@@ -201,13 +206,13 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
 
     var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
     if mode == "reverse":
-        sweep = _reverse(g, root, order, live, rows, names, local)
+        sweep = _reverse(g, root, order, live, rows, names, local, values)
         result = {v: rows[var_nodes[v]].derivative or 0.0 for v in expr.variables}
         result_names = {v: names[var_nodes[v]] for v in expr.variables}
         along: dict[str, float] = {}
     else:
         along = {v: float((direction or {}).get(v, 0.0)) for v in expr.variables}
-        sweep = _forward(g, order, live, rows, names, local, along)
+        sweep = _forward(g, order, live, rows, names, local, along, values)
         result = {"along": rows[root].derivative or 0.0}
         result_names = {}
     return Explanation(str(expr), point, mode, [rows[n] for n in order], sweep, result, result_names, along)
@@ -222,8 +227,10 @@ def _describe(g: Any, node: int, names: dict[int, str]) -> str:
 
 
 def _reverse(g: Any, root: int, order: list[int], live: set[int], rows: dict[int, Row],
-             names: dict[int, str], local: Any) -> list[Row]:
+             names: dict[int, str], local: Any, values: dict[int, float]) -> list[Row]:
+    """The backward sweep's rows; branches pass adjoints as :func:`symad.ad.reverse.gradient` does."""
     rows[root].derivative, rows[root].seed = 1.0, True
+    shapes = branches.Shapes(g)
     sweep = []
     for node, ks in reverse_nodes(g, order, live):
         row = rows[node]
@@ -233,13 +240,16 @@ def _reverse(g: Any, root: int, order: list[int], live: set[int], rows: dict[int
         for k in ks:
             arg = g.args[node][k]
             text, value = local(node, k)
-            rows[arg].terms.append(Term(names[node], text, row.derivative, value))
-            rows[arg].derivative = (rows[arg].derivative or 0.0) + row.derivative * value
+            term = Term(names[node], text, row.derivative, value, shapes.blocked(node, k, row.derivative, values))
+            shapes.pass_on(node, k, arg)
+            rows[arg].terms.append(term)
+            rows[arg].derivative = (rows[arg].derivative or 0.0) + term.value
     return sweep
 
 
 def _forward(g: Any, order: list[int], live: set[int], rows: dict[int, Row], names: dict[int, str],
-             local: Any, along: dict[str, float]) -> list[Row]:
+             local: Any, along: dict[str, float], values: dict[int, float]) -> list[Row]:
+    """The forward sweep's rows; a ``where`` passes on the tangent of the arm it takes."""
     sweep = []
     for node, ks in forward_nodes(g, order, live):
         row = rows[node]
@@ -250,8 +260,10 @@ def _forward(g: Any, order: list[int], live: set[int], rows: dict[int, Row], nam
             for k in ks:
                 arg = g.args[node][k]
                 text, value = local(node, k)
-                row.terms.append(Term(names[arg], text, rows[arg].derivative or 0.0, value))
-                total += (rows[arg].derivative or 0.0) * value
+                blocked = k in OPS[g.op[node]].arms and not branches.arm_taken(g, node, k, values)
+                term = Term(names[arg], text, rows[arg].derivative or 0.0, value, blocked)
+                row.terms.append(term)
+                total += term.value
             row.derivative = total
         sweep.append(row)
     return sweep

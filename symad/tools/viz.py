@@ -27,6 +27,7 @@ from pathlib import Path
 import graphviz
 import numpy as np
 
+from symad.ad import branches
 from symad.ad.local import local_partial
 from symad.ad.sweep import active, reverse_edges
 from symad.backends.interpret import node_values
@@ -182,20 +183,27 @@ class _Sweep:
         self.incoming: dict[int, list[int]] = {}  # argument -> indices into edges
         self.adjoint: dict[int, float] = {root: 1.0}
         self.terms: dict[int, list[float]] = {}  # argument -> numeric contributions, in edge order
+        self.blocked: set[int] = set()  # edges through a branch not taken at the point (contributing 0)
         self._g, self._order, self._root, self._values, self._point = g, order, root, values, point
 
     def run(self) -> None:
         """Build the local partials (nodes of the graph) and, at a point, the numeric adjoints."""
         g, values = self._g, self._values
+        shapes = branches.Shapes(g)  # a branch passes its adjoint into the arm it takes only
         for node, k, arg in reverse_edges(g, self._root, order=self._order, live=self.active):
             partial = local_partial(g, node, k)
             self.incoming.setdefault(arg, []).append(len(self.edges))
             self.edges.append((node, arg, partial))
             if values is None:
+                shapes.pass_on(node, k, arg)
                 continue
             node_values(g, [partial], self._point, values)
+            blocked = shapes.blocked(node, k, self.adjoint[node], values)
+            shapes.pass_on(node, k, arg)
+            if blocked:
+                self.blocked.add(len(self.edges) - 1)
             with np.errstate(all="ignore"):
-                term = float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
+                term = 0.0 if blocked else float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
                 self.terms.setdefault(arg, []).append(term)
                 previous = self.adjoint.get(arg)
                 self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
@@ -302,10 +310,14 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
     for node in order:
         args = g.args[node]
         numbered = len(args) > 1 and not OPS[g.op[node]].commutative
+        roles = _ROLES.get(g.op[node])
         for k, a in enumerate(args):
-            extra = {"headlabel": str(k + 1), "labelfontsize": "9",
+            extra = {"headlabel": roles[k] if roles else str(k + 1), "labelfontsize": "9",
                      "labelfontcolor": "#777777"} if numbered else {}
             dot.edge(f"n{local[a]}", f"n{local[node]}", **_FORWARD_EDGE, **extra)
+
+
+_ROLES = {"where": ("if", "then", "else")}  # argument labels that say more than a position
 
 
 def _same_rank(dot: graphviz.Digraph, names: list[str], rank: str) -> None:
@@ -343,13 +355,17 @@ def _draw_backward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Map
             lines.append((text, "" if math.isfinite(v) else f'COLOR="{_BAD}"'))
         back.node(f"g{i}", _html(*lines), **style)
     _same_rank(back, [f"g{local[n]}" for n in sweep.nodes[::-1] if g.op[n] == "var"], "same")
-    for user, arg, partial in sweep.edges:
+    for e, (user, arg, partial) in enumerate(sweep.edges):
         label = "× " + names.text(partial, wrap=True)
         if values is not None and g.op[partial] != "const":
             label += " = " + fmt(values[partial])
+        style = _BACKWARD_EDGE
+        if e in sweep.blocked:
+            label += "\nbranch not taken: passes 0"
+            style = {**_BACKWARD_EDGE, "style": "dashed", "color": "#9e9e9e", "fontcolor": "#757575"}
         # Edge labels make dot rank twice as many rows; on big graphs they become tooltips.
         back.edge(f"g{local[user]}", f"g{local[arg]}", **({"tooltip": label} if large else {"label": label}),
-                  **_BACKWARD_EDGE)
+                  **style)
     dot.subgraph(back)
     dot.edge(f"n{local[root]}", f"g{local[root]}", label="seed 1", style="dashed",
              color="#2e7d32", fontcolor="#2e7d32", arrowsize="0.7")

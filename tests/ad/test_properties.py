@@ -91,6 +91,30 @@ SYMPY_FUNCTIONS = {
 }
 SYMPY_CONSTANTS = {"pi": sympy.pi, "e": sympy.E, "inf": sympy.oo, "nan": sympy.nan}
 
+
+def _indicator(condition):
+    return sympy.Piecewise((sympy.S.One, condition), (sympy.S.Zero, True))
+
+
+def _true(a):
+    return sympy.Ne(a, 0)
+
+
+# Conditions and branches as SymPy's Piecewise: its derivative is the derivative of the piece
+# taken, the semantics symad's derivatives have.
+SYMPY_FUNCTIONS["where"] = lambda c, a, b: sympy.Piecewise((a, _true(c)), (b, True))
+SYMPY_CONDITIONS = {
+    "lt": lambda a, b: _indicator(sympy.Lt(a, b)), "le": lambda a, b: _indicator(sympy.Le(a, b)),
+    "gt": lambda a, b: _indicator(sympy.Gt(a, b)), "ge": lambda a, b: _indicator(sympy.Ge(a, b)),
+    "eq": lambda a, b: _indicator(sympy.Eq(a, b)), "ne": lambda a, b: _indicator(sympy.Ne(a, b)),
+    "and": lambda a, b: _indicator(sympy.And(_true(a), _true(b))),
+    "or": lambda a, b: _indicator(sympy.Or(_true(a), _true(b))),
+    "not": lambda a: _indicator(sympy.Eq(a, 0)),
+}
+_ARITHMETIC = {"add": sympy.Add, "sub": lambda a, b: a - b, "mul": sympy.Mul, "div": lambda a, b: a / b,
+               "neg": lambda a: -a, "pow": sympy.Pow}
+_CONDITION_TEXT = re.compile(r"[<>=!]|\b(and|or|not|if|then|else|where)\b")
+
 _ALLOWED_TEXT = re.compile(r"[A-Za-z0-9_ .+\-*/^(),]*")
 _NAME = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z_0-9]*")
 # parse_expr evaluates the (tokenized, transformed) text against these namespaces
@@ -109,6 +133,8 @@ def to_sympy(text: str) -> sympy.Expr | None:
 
     None if SymPy refuses to build it (``max(x, log(0))``: SymPy cannot order ``zoo``).
     """
+    if _CONDITION_TEXT.search(text):
+        return _postfix_to_sympy(text)
     if not _ALLOWED_TEXT.fullmatch(text):
         raise TranslationError(f"unexpected character in {text!r}")
     for name in _NAME.findall(re.sub(r"\d+\.?\d*[eE][+-]?\d+", "", text)):
@@ -119,6 +145,29 @@ def to_sympy(text: str) -> sympy.Expr | None:
                           transformations=(auto_number, convert_xor))
     except (ValueError, TypeError, ZeroDivisionError):
         return None
+
+
+def _postfix_to_sympy(text: str) -> sympy.Expr | None:
+    """Text with conditions or branches (not Python's syntax, so not ``parse_expr``'s) in SymPy,
+    from symad's postfix tokens: the parser's reading, each operation SymPy's own."""
+    stack: list = []
+    try:
+        for tok in symad.to_postfix(text):
+            if tok.kind == "number":
+                stack.append(sympy.Float(tok.text, 30) if any(c in tok.text for c in ".eE")
+                             else sympy.Integer(tok.text))
+            elif tok.kind == "name":
+                stack.append(_SYMPY_LOCALS[tok.text])
+            elif tok.kind in ("op", "call"):
+                args = stack[len(stack) - tok.arity:]
+                del stack[len(stack) - tok.arity:]
+                build = _ARITHMETIC.get(tok.text) or SYMPY_CONDITIONS.get(tok.text) or SYMPY_FUNCTIONS[tok.text]
+                stack.append(build(*args))
+            else:
+                raise TranslationError(f"{tok.kind} tokens are not translated ({text!r})")
+    except (ValueError, TypeError, ZeroDivisionError):
+        return None
+    return stack[0]
 
 
 def sympy_at(e: sympy.Expr, point: dict[str, float]) -> float | None:
@@ -160,9 +209,13 @@ def _kink(op: str, args: list[float]) -> float:
     if op in ("floor", "ceil", "round"):  # jumps at the integers, at halves for round
         shift = 0.5 if op == "round" else 0.0
         return abs(args[0] - shift - round(args[0] - shift)) if math.isfinite(args[0]) else math.inf
-    if op in ("min", "max"):
+    if op in ("min", "max", "lt", "le", "gt", "ge", "eq", "ne"):
         a, b = args
         return abs(a - b) / max(1.0, abs(a), abs(b))
+    if op in ("where", "not"):  # a jump where the condition crosses 0
+        return abs(args[0])
+    if op in ("and", "or"):
+        return min(abs(args[0]), abs(args[1]))
     return math.inf
 
 

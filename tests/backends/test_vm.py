@@ -38,18 +38,18 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def test_every_op_has_an_opcode_and_small_powers_have_theirs():
     codes = ir.interpreter_opcodes()
-    assert {op for op, power in codes if power is None} == {n for n, s in OPS.items() if s.arity}
+    assert {op for op, power in codes if power is None} == {n for n, s in OPS.items() if s.arity} | {ir.COPY}
     assert len(set(codes.values())) == len(codes)
 
 
 @pytest.mark.parametrize("op", [n for n, s in OPS.items() if s.arity])
 def test_each_op_gives_the_bits_of_compiled_code(op):
     spec = OPS[op]
-    text = f"x {spec.symbol} y" if spec.kind == "infix" else "-x" if op == "neg" else \
-        f"{op}({', '.join('xy'[:spec.arity])})"
+    text = f"x {spec.symbol} y" if spec.kind == "infix" else f"({spec.symbol}x)" if spec.kind == "prefix" else \
+        f"{op}({', '.join('xyz'[:spec.arity])})"
     vm, native = _programs(text + " + x^2 + x^-3 + y^4")  # small powers as products too
     n = len(vm.schedule.inputs)
-    points = [(a, b)[:n] for a in SPECIAL for b in SPECIAL[::3]]
+    points = [(a, b, c)[:n] for a in SPECIAL for b in SPECIAL[::3] for c in (SPECIAL[::5] if n > 2 else [0.0])]
     for p in points:
         x = np.array(p, dtype=float)
         assert _same(vm.point(x), native.point(x)), (op, p)

@@ -18,7 +18,11 @@ from symad import Graph
 from symad.core.ops import (
     FUNCTIONS,
     OPS,
+    PREC_AND,
     PREC_ATOM,
+    PREC_CMP,
+    PREC_NOT,
+    PREC_OR,
     PREC_POWER,
     PREC_PRODUCT,
     PREC_SUM,
@@ -36,7 +40,7 @@ OPERATIONS = [name for name, spec in OPS.items() if spec.arity >= 1]
 
 
 def test_op_table_entries_have_every_field():
-    levels = {PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM}
+    levels = {PREC_OR, PREC_AND, PREC_NOT, PREC_CMP, PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM}
     for name in OPERATIONS:
         spec = OPS[name]
         assert spec.name == name
@@ -45,7 +49,7 @@ def test_op_table_entries_have_every_field():
         assert all(callable(p) or isinstance(p, float) for p in spec.partials), name
         assert spec.kind in ("infix", "prefix", "call"), name
         assert isinstance(spec.symbol, str) and spec.symbol, name
-        assert spec.prec in levels and spec.assoc in ("left", "right"), name
+        assert spec.prec in levels and spec.assoc in ("left", "right", "none"), name
         assert spec.kind != "infix" or spec.arity == 2, name
         assert spec.kind != "prefix" or spec.arity == 1, name
         assert spec.kind != "call" or spec.prec == PREC_ATOM, name

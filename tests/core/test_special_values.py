@@ -45,7 +45,7 @@ def text_of(op: str) -> str:
         return f"x {spec.symbol} y"
     if spec.kind == "prefix":
         return f"{spec.symbol}x"
-    return f"{op}(x)" if spec.arity == 1 else f"{op}(x, y)"
+    return f"{op}({', '.join('xyz'[:spec.arity])})"
 
 
 def bits(values) -> list:
@@ -175,6 +175,8 @@ def reference(op: str):
         return lambda a: a if a != a else (1.0 if a > 0 else 0.0 if a < 0 else 0.5)
     if op in STABLE:
         return STABLE[op]
+    if op in CONDITIONS:
+        return CONDITIONS[op]
     libm = {"abs": "fabs"}.get(op, op)
     return _libm(libm, OPS[op].arity)
 
@@ -203,6 +205,14 @@ def _stable() -> dict:
 
 
 STABLE = _stable()
+# Conditions as docs/numerics.md states them: 1 or 0; true is not 0 (nan is true); nan compares
+# unequal to everything, itself included.
+CONDITIONS = {
+    "lt": lambda a, b: float(a < b), "le": lambda a, b: float(a <= b), "gt": lambda a, b: float(a > b),
+    "ge": lambda a, b: float(a >= b), "eq": lambda a, b: float(a == b), "ne": lambda a, b: float(a != b),
+    "and": lambda a, b: float(bool(a) and bool(b)), "or": lambda a, b: float(bool(a) or bool(b)),
+    "not": lambda a: float(not a), "where": lambda c, a, b: a if c else b,
+}
 
 
 @pytest.mark.parametrize("op", OPERATIONS)

@@ -179,6 +179,8 @@ def _infix_requirements(name: str) -> tuple[int, int]:
     spec = OPS[name]
     if spec.assoc == "right":
         return spec.prec + 1, PREC_UNARY
+    if spec.assoc == "none":  # comparisons: `a < b < c` would be a chain
+        return spec.prec + 1, spec.prec + 1
     return spec.prec, spec.prec + 1
 
 
@@ -228,9 +230,11 @@ def _infix(draw, name: str, child: st.SearchStrategy, opts: Options) -> Node:
             symbol = "**"
     elif name == "div" and opts.in_domain:
         right = Node(draw(_form_choice(opts.forms(_POSITIVE))).format(f"({right.text})"), 1)
-    if opts.whitespace:
+    if symbol.isalpha():  # `and`, `or`: a word needs a space on each side
+        symbol = f" {_ws(draw, opts)}{symbol}{_ws(draw, opts)} "
+    elif opts.whitespace:
         symbol = f"{_ws(draw, opts)}{symbol}{_ws(draw, opts)}"
-    elif spec.prec == OPS["add"].prec:
+    elif spec.prec <= OPS["add"].prec:
         symbol = f" {symbol} "
     return Node(_operand(draw, opts, left, need_left) + symbol + _operand(draw, opts, right, need_right),
                 spec.prec)
@@ -238,8 +242,18 @@ def _infix(draw, name: str, child: st.SearchStrategy, opts: Options) -> Node:
 
 @st.composite
 def _prefix(draw, name: str, child: st.SearchStrategy, opts: Options) -> Node:
-    spec = OPS[name]
-    return Node(spec.symbol + _ws(draw, opts) + _operand(draw, opts, draw(child), PREC_UNARY), PREC_UNARY)
+    spec = OPS[name]  # `-` takes a unary operand, `not ` a negation or a comparison
+    return Node(spec.symbol + _ws(draw, opts) + _operand(draw, opts, draw(child), spec.prec), spec.prec)
+
+
+PREC_IF = OPS["or"].prec - 1  # `if c then a else b` binds loosest of all
+
+
+@st.composite
+def _if_then_else(draw, child: st.SearchStrategy, opts: Options) -> Node:
+    """``where(c, a, b)`` written ``if c then a else b``."""
+    c, a, b = (draw(child).text for _ in range(3))
+    return Node(f"if {c} then {a} else {b}", PREC_IF)
 
 
 @st.composite
@@ -280,6 +294,8 @@ def compound(child: st.SearchStrategy, opts: Options = DEFAULT) -> st.SearchStra
         elif spec.kind == "prefix" and _allowed(opts, name, 1):
             options.append(_prefix(name, child, opts))
     options.append(_unary_plus(child, opts))
+    if _allowed(opts, "where", 3):
+        options.append(_if_then_else(child, opts))
     for name, arities in FUNCTIONS.items():
         for arity in sorted(arities):
             if _allowed(opts, name, arity):

@@ -264,7 +264,13 @@ def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
     ``("pow", k)`` for ``x^k`` with a small constant ``k``; each with its opcode."""
     codes: list[tuple[str, int | None]] = [(name, None) for name, spec in OPS.items() if spec.arity]
     codes += [("pow", k) for k in SMALL_POWERS]
+    codes.append((COPY, None))
     return {code: i for i, code in enumerate(codes)}
+
+
+# An instruction names two arguments: an op of three (`where`) is two instructions, the first a
+# copy of its first argument into the destination, where the second reads it.
+COPY = "copy"
 
 
 # The interpreter's program record (see symad.backends.vm): eight-byte fields.
@@ -275,6 +281,7 @@ def interpreter_ir(data_offset: int | None) -> str:
     """LLVM IR of an interpreter of flat instruction arrays, generated once from the op table.
 
     An instruction is four i32 ``(opcode, destination, a, b)`` over one array of values
+    (an op of three arguments is two: see :data:`COPY`)
     (inputs first, then constants, then every result); each opcode runs its op's lowering
     (:func:`op_lines`), so the interpreter computes the bits compiled code does.
 
@@ -286,9 +293,16 @@ def interpreter_ir(data_offset: int | None) -> str:
     declared: dict[str, int] = {}
     cases, bodies = [], []
     for (op, power), code in interpreter_opcodes().items():
+        if op == COPY:
+            cases.append(f"i32 {code}, label %op{code}")
+            bodies.append(f"op{code}:\n  store double %x, ptr %pd\n  br label %latch")
+            continue
         arity = OPS[op].arity
         vals = ["%x", "%y"][:arity]
-        lines = op_lines(op, vals, f"%r{code}", f"%c{code}t", power, declared)
+        first = []
+        if arity == 3:
+            first, vals = [f"  %z{code} = load double, ptr %pd"], [f"%z{code}", "%x", "%y"]
+        lines = first + op_lines(op, vals, f"%r{code}", f"%c{code}t", power, declared)
         cases.append(f"i32 {code}, label %op{code}")
         bodies.append(f"op{code}:\n" + "\n".join(lines) + f"\n  store double %r{code}, ptr %pd\n  br label %latch")
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
