@@ -212,10 +212,10 @@ def _kink(op: str, args: list[float]) -> float:
     if op in ("min", "max", "lt", "le", "gt", "ge", "eq", "ne"):
         a, b = args
         return abs(a - b) / max(1.0, abs(a), abs(b))
-    if op in ("where", "not"):  # a jump where the condition crosses 0
-        return abs(args[0])
-    if op in ("and", "or"):
-        return min(abs(args[0]), abs(args[1]))
+    if op in ("where", "not", "and", "or"):  # a jump where a condition crosses 0
+        # (a condition that is exactly 0 or 1 is most likely a comparison's: it does not move)
+        return min((abs(c) for c in args[:1 if op in ("where", "not") else 2] if c not in (0.0, 1.0)),
+                   default=math.inf)
     return math.inf
 
 

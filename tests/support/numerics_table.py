@@ -58,6 +58,13 @@ ROWS: list[tuple[str, dict[str, float], float, tuple[float, ...], str]] = [
     ("sqrt(x)", {"x": -0.0}, -0.0, (-inf,), "IEEE: sqrt(−0) = −0; ∂ = 0.5/(−0) = −inf"),
     ("asin(x)", {"x": 1.0}, math.pi / 2, (inf,), "∂ = 1/sqrt(1 − x²) = inf at the end of the domain"),
     ("acos(x)", {"x": 1.0}, 0.0, (-inf,), "∂ = −1/sqrt(1 − x²) = −inf"),
+    # ---- branches: the arm not taken passes nothing back
+    ("where(x > 0, sqrt(x), 0)", {"x": 0.0}, 0.0, (0.0,), "the arm not taken (sqrt's partial is inf at 0) passes nothing"),
+    ("where(x > 0, sqrt(x), 0)", {"x": -1.0}, 0.0, (0.0,), "sqrt(−1) = nan in the arm not taken: value and derivative 0"),
+    ("where(x != 0, sin(x)/x, 1)", {"x": 0.0}, 1.0, (0.0,), "0/0 in the arm not taken"),
+    ("(x > 0)*sqrt(x)", {"x": 0.0}, 0.0, (nan,), "a product, not a branch: 0·inf = nan (write where)"),
+    ("where(x, 1, 2)", {"x": nan}, 1.0, (0.0,), "a condition is true where it is not 0; nan is true, as in C"),
+    ("x < y", {"x": nan, "y": 1.0}, 0.0, (0.0, 0.0), "a comparison with nan is false (except !=); derivative 0"),
     # ---- kinks: the convention abs'(0) = sign(0) = 0, ties split evenly
     ("abs(x)", {"x": 0.0}, 0.0, (0.0,), "∂ = sign(x), and sign(0) = 0"),
     ("abs(x)", {"x": -0.0}, 0.0, (0.0,), "sign(−0) = 0 too"),
@@ -155,6 +162,9 @@ def markdown() -> str:
         "(`min(0, −0) = −0`, `max(0, −0) = 0`); so both are commutative, and the order in which the DAG "
         "stores their arguments cannot change a result |",
         "| `sign`, `step` | `sign(±0) = 0`, `step(±0) = 0.5`; nan stays nan |",
+        "| `< <= > >= == !=`, `and or not`, `where` | 1 or 0; a condition is true where it is not 0, nan "
+        "included (as in C and NumPy); a comparison with nan is false, except `!=`; `where(c, a, b)` is `a` "
+        "where `c` is true, else `b` (see [Branches](#branches)) |",
         "",
         "`tests/core/test_special_values.py` checks this for every op of the table (and constant powers,",
         "`1/min`, `1/max`) at ±0, ±inf, nan, subnormals and a few ordinary numbers, every pair of them",
@@ -167,6 +177,8 @@ def markdown() -> str:
         "non-finite numbers as the strings `\"inf\"`, `\"-inf\"` and `\"nan\"`.",
         "",
         *stable_section(),
+        *BRANCHES.rstrip("\n").split("\n"),
+        "",
         "Derivatives are the derivative rules applied as written (`d sqrt(x) = 0.5/sqrt(x)`), so at a",
         "point where a rule divides by zero or multiplies `0·inf` the partial is `inf` or `nan`;",
         "symad does not take limits.  At kinks the convention is `abs'(0) = sign(0) = 0`, and `min`/`max`",
@@ -192,6 +204,34 @@ def markdown() -> str:
         lines.append(f"| `{expr}` | {at} | {fmt(value)} | {grads} | {why} |")
     return "\n".join(lines) + "\n"
 
+
+BRANCHES = """## Branches
+
+`where(c, a, b)`, also written `if c then a else b`, computes both arms and selects one. Its
+derivative is the derivative of the arm it takes: reverse mode passes the adjoint into that arm
+only (as `where(c, adjoint, 0)`), and what flows on from there has a *strong zero*: where the
+branch is not taken, a contribution is 0 whatever the local partial is (`inf`, `nan`). Forward
+mode selects the arms' tangents. So the `nan` or `inf` of the arm not taken never reaches a
+derivative: not in the symbolic derivative (`d/dx where(x > 0, sqrt(x), 0)` prints as
+`where(x > 0, 0.5/sqrt(x), 0)`), the compiled code (which selects without branching), batches,
+Hessians, `explain` (which marks such a contribution "branch not taken") or the pictures.
+Conditions and comparisons have derivative 0.
+
+JAX differentiates the same expressions into `nan` (JAX 0.10.2 with float64, run on this machine;
+its documentation suggests a second `where` as the workaround); CasADi 3.8.2's `if_else` gives
+0 on these, as symad does:
+
+| expression, at | symad | `jax.grad` of the `jnp.where` form | CasADi `if_else` |
+|---|---|---|---|
+| `where(x > 0, sqrt(x), 0)`, x = 0 | 0 | nan | 0 |
+| `where(x > 0, sqrt(x), 0)`, x = −1 | 0 | nan | 0 |
+| `where(x != 0, sin(x)/x, 1)`, x = 0 | 0 | nan | 0 |
+
+Multiplying by a condition is arithmetic, not a branch: `(x > 0)*sqrt(x)` has derivative `nan`
+at 0 (IEEE `0·inf`, row below); write `where`. `tests/ad/test_branches.py` checks these cases in
+every evaluator, over batches with points on both sides, in second derivatives and on the
+command line; the rows below are checked with the rest of the table.
+"""
 
 STABLE_INTRO = """## Stable functions
 
