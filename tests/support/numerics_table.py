@@ -59,8 +59,8 @@ ROWS: list[tuple[str, dict[str, float], float, tuple[float, ...], str]] = [
     ("asin(x)", {"x": 1.0}, math.pi / 2, (inf,), "∂ = 1/sqrt(1 − x²) = inf at the end of the domain"),
     ("acos(x)", {"x": 1.0}, 0.0, (-inf,), "∂ = −1/sqrt(1 − x²) = −inf"),
     # ---- branches: the arm not taken passes nothing back
-    ("where(x > 0, sqrt(x), 0)", {"x": 0.0}, 0.0, (0.0,), "the arm not taken (sqrt's partial is inf at 0) passes nothing"),
-    ("where(x > 0, sqrt(x), 0)", {"x": -1.0}, 0.0, (0.0,), "sqrt(−1) = nan in the arm not taken: value and derivative 0"),
+    ("where(x > 0, sqrt(x), 0)", {"x": 0.0}, 0.0, (0.0,), "the arm not taken (sqrt's partial inf) passes nothing"),
+    ("where(x > 0, sqrt(x), 0)", {"x": -1.0}, 0.0, (0.0,), "sqrt(−1) = nan in the arm not taken: 0 and 0"),
     ("where(x != 0, sin(x)/x, 1)", {"x": 0.0}, 1.0, (0.0,), "0/0 in the arm not taken"),
     ("(x > 0)*sqrt(x)", {"x": 0.0}, 0.0, (nan,), "a product, not a branch: 0·inf = nan (write where)"),
     ("where(x, 1, 2)", {"x": nan}, 1.0, (0.0,), "a condition is true where it is not 0; nan is true, as in C"),
