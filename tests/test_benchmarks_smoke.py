@@ -66,3 +66,15 @@ def test_translator_folds_postfix_like_symad() -> None:
     point = {"x": 1.5, "y": 0.25}
     got = fold(symad.to_postfix(text), numpy_dialect(), point)
     assert got == pytest.approx(symad.parse(text).evaluate(point), rel=1e-12)
+
+
+def test_quick_branches_run_prints_every_pair() -> None:
+    """benchmarks/branches.py (the cost of branches and stable functions) runs and reports each pair."""
+    pytest.importorskip("llvmlite")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.branches", "--quick"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    from benchmarks.branches import PAIRS
+
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "x1" in line]
+    assert len(rows) == len(PAIRS)

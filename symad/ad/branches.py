@@ -17,7 +17,8 @@ take the same decisions and compute the same bits:
   ``where(cond, inner ⊙ p, 0)``, the selection pushed outward, so a derivative prints
   as the branch it is (``where(x > 0, 0.5/sqrt(x), 0)``);
 * :data:`GENERAL`: a sum with a branch's adjoint in it; times ``p`` it is
-  ``where(adjoint != 0, adjoint*p, 0)``, a zero adjoint contributing 0.
+  ``where(adjoint != 0, adjoint*p, 0)``, a zero adjoint contributing 0 (times a number,
+  which cannot be inf or nan, it is the plain product).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def strong_times(graph: Graph, adjoint: int, local: int | float, shape: Shape) -
     if isinstance(local, float) and local == 0.0:
         return None
     zero = graph.const(0.0)
-    if shape is None:
+    if shape is None or isinstance(local, float):  # a number times a zero adjoint is 0: nothing to guard
         out = times(graph, node, local)
     elif graph.op[node] == "const":
         out = times(graph, node, local)  # a number: zero or not, it is known here

@@ -89,12 +89,14 @@ def _guarded_term(g: Any, rule: Any, values: list[Any], guard: tuple, v: list[An
         for slot, then in conditions:
             if (v[slot] != 0.0) != then:
                 return 0.0
+        if type(rule) is float:  # a number times a zero adjoint is 0: no test (as symad.ad.branches)
+            return g * rule
         if general and g == 0.0:
             return 0.0
-        return g * rule if type(rule) is float else g * rule(*values)
+        return g * rule(*values)
     np = numpy()
     term = g * rule if type(rule) is float else g * rule(*values)
-    keep = g != 0.0 if general else True
+    keep = g != 0.0 if general and type(rule) is not float else True
     for slot, then in conditions:
         keep = np.logical_and(keep, (v[slot] != 0.0) == then)
     return np.where(keep, term, 0.0)
