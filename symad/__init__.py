@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
+        functions = importlib.import_module(".functions", __name__).NAMES
+        if name in functions:  # symad.sin, symad.where, symad.lt, ...: the language's functions
+            globals()[name] = functions[name]
+            return functions[name]
         raise AttributeError(f"module 'symad' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
@@ -47,7 +51,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+    return sorted({*globals(), *_EXPORTS, *importlib.import_module(".functions", __name__).NAMES})
 
 
 def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None = None,  # noqa: A001

@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from symad import functions
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
 from symad.core.graph import Graph, export, rebuild
@@ -51,6 +52,18 @@ class Expr(Term):
     """
 
     __slots__ = ()
+
+    # ------------------------------------------------------------------ Python and NumPy
+    def __abs__(self) -> Expr:
+        return self.apply("abs")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufuncs on expressions (``np.sin(x)``, ``np.maximum(x, y)``): the language's."""
+        if method != "__call__" or kwargs:
+            return NotImplemented
+        return functions.ufunc(ufunc.__name__, *inputs)
+
+    locals().update(functions.unary_methods())  # x.sin(), ...: what NumPy's object arrays call
 
     def __reduce__(self) -> tuple:
         # Pickled as its DAG (plain data), rebuilt in the default graph of the loading process.

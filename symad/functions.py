@@ -1,0 +1,118 @@
+"""Every function of the language as a Python function, and NumPy's ufuncs on expressions.
+
+``symad.sin(x)``, ``symad.where(symad.lt(x, 0), -x, x)``, ``symad.logsumexp(a, b, c)``: one
+function per name of the op table's :data:`~symad.core.ops.FUNCTIONS`, built from it, so a new
+operation is here without a line of this module.  On expressions they build expressions; on
+plain numbers they compute the number (as the language folds constants).
+
+Comparisons are functions (``lt``, ``le``, ``gt``, ``ge``, ``eq``, ``ne``) and so are the logical
+operators (``and_``, ``or_``, ``not_``): on expressions ``==`` is structural equality (two
+expressions are equal when they are the same node) and ``<`` has no meaning, as in SymPy.
+
+NumPy's ufuncs reach the same functions through its dispatch protocol
+(:data:`UFUNCS`): ``np.sin(x)``, ``np.maximum(x, y)``, ``np.exp(x) + 1``.  On object arrays
+of expressions NumPy calls each element's method of the ufunc's name (``x.sin()``), which
+:class:`~symad.expr.Expr` has for each unary ufunc here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from symad.core.graph import Graph
+from symad.core.ops import COMPARISONS, FUNCTIONS, OPS
+from symad.core.term import Term
+
+
+def _first_term(args: tuple) -> Term | None:
+    for a in args:
+        if isinstance(a, Term):
+            return a
+    return None
+
+
+def apply(name: str, *args: Any) -> Any:
+    """Function ``name`` of the language (or op of the table) on expressions or numbers."""
+    first = _first_term(args)
+    if first is None and not args:
+        raise TypeError(f"{name} takes at least one argument")
+    if first is None:  # numbers alone: the number, as the language folds it (in a scratch graph)
+        scratch = Graph()
+        out = apply(name, *(Term(scratch, scratch.const(_float(a))) for a in args))
+        return float(scratch.data[out.id]) if scratch.op[out.id] == "const" else out  # type: ignore[arg-type]
+    graph, kind = first.graph, type(first)
+    terms = [a if isinstance(a, Term) else kind(graph, graph.const(_float(a))) for a in args]
+    forms = FUNCTIONS.get(name)
+    if forms is None:
+        return terms[0].apply(name, *terms[1:])
+    if len(args) not in forms:
+        least = getattr(forms, "least", None)
+        want = f"{least} or more" if least is not None else " or ".join(map(str, sorted(forms)))
+        raise TypeError(f"{name} takes {want} argument(s), got {len(args)}")
+    return forms[len(args)](*terms)
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"cannot use {type(value).__name__} in an expression")
+    return float(value)
+
+
+def _function(name: str) -> Callable[..., Any]:
+    def fn(*args: Any) -> Any:
+        return apply(name, *args)
+
+    fn.__name__ = fn.__qualname__ = name
+    spec = OPS.get(name)
+    fn.__doc__ = (spec.doc if spec is not None and spec.doc else f"The language's {name}.") + \
+        " On expressions an expression; on numbers a number."
+    return fn
+
+
+# Python names that are keywords or builtins are spelled with a trailing underscore.
+PYTHON_NAMES = {"and": "and_", "or": "or_", "not": "not_"}
+NAMES: dict[str, Callable[..., Any]] = {}
+for _name in [*FUNCTIONS, *COMPARISONS.values(), "and", "or", "not"]:
+    NAMES[PYTHON_NAMES.get(_name, _name)] = _function(_name)
+
+# NumPy ufunc name -> the language's function (ufuncs whose semantics symad's match)
+UFUNCS = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
+    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt",
+    "absolute": "abs", "fabs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
+    "negative": "neg", "positive": None, "add": "add", "subtract": "sub", "multiply": "mul",
+    "true_divide": "div", "divide": "div", "power": "pow", "float_power": "pow", "arctan2": "atan2",
+    "hypot": "hypot", "maximum": "max", "minimum": "min", "logaddexp": "logaddexp",
+    "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq", "not_equal": "ne",
+    "logical_and": "and", "logical_or": "or", "logical_not": "not",
+    "square": "square", "reciprocal": "reciprocal",
+}
+
+
+def ufunc(name: str, *args: Any) -> Any:
+    """NumPy ufunc ``name`` on expressions: the language's function, or NotImplemented."""
+    target = UFUNCS.get(name, NotImplemented)
+    if target is NotImplemented:
+        return NotImplemented
+    if target is None:
+        return args[0]
+    if target == "square":
+        return apply("pow", args[0], 2.0)
+    if target == "reciprocal":
+        return apply("div", 1.0, args[0])
+    return apply(target, *args)
+
+
+def unary_methods() -> dict[str, Callable[[Any], Any]]:
+    """Methods named as NumPy's unary ufuncs, which its object arrays call on each element."""
+    methods = {}
+    for np_name, target in UFUNCS.items():
+        if target is not None and target not in ("square", "reciprocal") and \
+                (target in FUNCTIONS and 1 in FUNCTIONS[target] or OPS.get(target) and OPS[target].arity == 1):
+            methods[np_name] = (lambda t: lambda self: apply(t, self))(target)
+    return methods
+
+
+__all__ = sorted(NAMES)
