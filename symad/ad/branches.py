@@ -110,6 +110,16 @@ def arm_taken(graph: Graph, user: int, k: int, value_of: Mapping[int, float]) ->
     return (value_of[graph.args[user][0]] != 0.0) == (k == 1)
 
 
+SELECTS = frozenset(name for name, spec in OPS.items() if spec.arms)
+
+
+def any_branch(graph: Graph, order: list[int]) -> bool:
+    """Whether any node of ``order`` selects (a ``where``): else every adjoint is ordinary, and a
+    sweep need not track shapes at all."""
+    op_of = graph.op
+    return any(op_of[n] in SELECTS for n in order)
+
+
 class Shapes:
     """The shape of each node's adjoint in a reverse sweep, recorded edge by edge as the
     sweep passes contributions (users before their arguments, as every sweep visits them)."""

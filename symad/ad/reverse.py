@@ -24,7 +24,8 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
     """
     order = graph.reachable([root])
     adjoint: dict[int, int] = {root: graph.const(1.0)}
-    shapes = branches.Shapes(graph)  # nodes whose adjoint comes through a branch
+    # the shapes of adjoints that come through a branch (none to track without a `where`)
+    shapes = branches.Shapes(graph) if branches.any_branch(graph, order) else None
     args_of, op_of, make = graph.args, graph.op, graph.make
     for node, ks in reverse_nodes(graph, order, active(graph, order)):
         adj = adjoint.get(node)
@@ -34,7 +35,7 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
         arms = OPS[op_of[node]].arms
         if arms:  # a selection: the arms get the adjoint selected, the condition nothing
             ks = tuple(k for k in ks if k in arms)
-        own = shapes.of.get(node)
+        own = shapes.of.get(node) if shapes is not None else None
         for k, local in zip(ks, [None] * len(ks) if arms else local_partials(graph, node, ks)):
             arg = args[k]
             if arms:
@@ -45,7 +46,8 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
                 contribution = times(graph, adj, local)  # type: ignore[arg-type]
             if contribution is None:
                 continue
-            shapes.pass_on(node, k, arg)
+            if shapes is not None:
+                shapes.pass_on(node, k, arg)
             previous = adjoint.get(arg)
             adjoint[arg] = contribution if previous is None else make("add", previous, contribution)
     if wrt is None:

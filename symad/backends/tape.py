@@ -177,13 +177,13 @@ class Tape:
         sources = {v for v in inputs if v in slot}
         step = self.backward.append
         reached = {root}
-        shapes = branches.Shapes(graph)
+        shapes = branches.Shapes(graph) if branches.any_branch(graph, order) else None
         for node, ks in reverse_nodes(graph, order, active(graph, order, sources, dead), dead):
             if not ks or node not in reached:
                 continue
             i = at(node)
             args, rules = args_at[i], rules_at[i]
-            own = shapes.of.get(node)
+            own = shapes.of.get(node) if shapes is not None else None
             guard: tuple | None = None
             if OPS[op_of[node]].arms:
                 guard = (_ARMS, args[0])
@@ -193,7 +193,8 @@ class Tape:
             for k in ks:
                 arg = args_of[node][k]
                 reached.add(arg)
-                shapes.pass_on(node, k, arg)
+                if shapes is not None:
+                    shapes.pass_on(node, k, arg)
             if len(ks) == 2:
                 k, j = ks
                 step((i, args, (args[k], rules[k], args[j], rules[j]), guard))
