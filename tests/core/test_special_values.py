@@ -103,7 +103,7 @@ def test_every_backend_gives_the_same_bits(text):
 
 
 # Terms enough to take a program past llvm_ir.QUICK_OPS, where LLVM's IR passes run at -O2.
-PADDING = " + ".join(f"sin(z*{k}.5)" for k in range(70))
+PADDING = " + ".join(f"sin(q*{k}.5)" for k in range(70))
 
 
 @pytest.mark.skipif(not native.available(), reason="needs llvmlite")
@@ -116,7 +116,7 @@ def test_optimised_native_code_gives_the_same_bits(text):
     code at -O2 and -O0 against Python code."""
     g = Graph()
     inner = symad.parse(text, g)
-    names = ["w", *inner.variables, "z"]
+    names = ["w", *inner.variables, "q"]
     fn = symad.parse(f"w*({text}) + {PADDING}", g).compile(names, backend="native")
     program = fn.value_grad_program()
     assert program.size > llvm_ir.QUICK_OPS
