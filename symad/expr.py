@@ -63,8 +63,6 @@ class Expr(Term):
             return NotImplemented
         return functions.ufunc(ufunc.__name__, *inputs)
 
-    locals().update(functions.unary_methods())  # x.sin(), ...: what NumPy's object arrays call
-
     def __reduce__(self) -> tuple:
         # Pickled as its DAG (plain data), rebuilt in the default graph of the loading process.
         return (_rebuilt_expr, (export(self.graph, [self.id]),))
@@ -117,6 +115,10 @@ class Expr(Term):
             "ops": _op_counts(g, forward),
         }
 
+
+
+for _name, _method in functions.unary_methods().items():  # x.sin(), ...: what NumPy's object arrays call
+    setattr(Expr, _name, _method)
 
 def _op_counts(g: Graph, nodes: list[int]) -> dict[str, int]:
     counts: dict[str, int] = {}

@@ -107,12 +107,12 @@ def ufunc(name: str, *args: Any) -> Any:
 
 def unary_methods() -> dict[str, Callable[[Any], Any]]:
     """Methods named as NumPy's unary ufuncs, which its object arrays call on each element."""
-    methods = {}
-    for np_name, target in UFUNCS.items():
-        if target is not None and target not in ("square", "reciprocal") and \
-                (target in FUNCTIONS and 1 in FUNCTIONS[target] or OPS.get(target) and OPS[target].arity == 1):
-            methods[np_name] = (lambda t: lambda self: apply(t, self))(target)
-    return methods
+    def method(target: str) -> Callable[[Any], Any]:
+        return lambda self: apply(target, self)
+
+    unary = {name for name, forms in FUNCTIONS.items() if 1 in forms} | \
+        {name for name, spec in OPS.items() if spec.arity == 1}
+    return {np_name: method(target) for np_name, target in UFUNCS.items() if target in unary}
 
 
 __all__ = sorted(NAMES)

@@ -81,10 +81,10 @@ def strong_times(graph: Graph, adjoint: int, local: int | float, shape: Shape) -
     if isinstance(local, float) and local == 0.0:
         return None
     zero = graph.const(0.0)
-    if shape is None or isinstance(local, float):  # a number times a zero adjoint is 0: nothing to guard
+    # Nothing to guard: an ordinary adjoint, a number times a zero adjoint (0), or an adjoint
+    # that is a number (zero or not, it is known here).
+    if shape is None or isinstance(local, float) or graph.op[node] == "const":
         out = times(graph, node, local)
-    elif graph.op[node] == "const":
-        out = times(graph, node, local)  # a number: zero or not, it is known here
     else:
         factor = graph.const(local) if isinstance(local, float) else local
         out = graph.make("where", graph.make("ne", node, zero), graph.make("mul", node, factor), zero)

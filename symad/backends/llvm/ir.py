@@ -259,6 +259,11 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
 
 
 # ===================================================================== the interpreter
+# An instruction names two arguments: an op of three (`where`) is two instructions, the first a
+# copy of its first argument into the destination, where the second reads it.
+COPY = "copy"
+
+
 def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
     """The interpreter's instruction set: ``(op, None)`` for each operation of the op table,
     ``("pow", k)`` for ``x^k`` with a small constant ``k``; each with its opcode."""
@@ -267,10 +272,6 @@ def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
     codes.append((COPY, None))
     return {code: i for i, code in enumerate(codes)}
 
-
-# An instruction names two arguments: an op of three (`where`) is two instructions, the first a
-# copy of its first argument into the destination, where the second reads it.
-COPY = "copy"
 
 
 # The interpreter's program record (see symad.backends.vm): eight-byte fields.
