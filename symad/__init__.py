@@ -17,8 +17,8 @@ __version__ = "0.1.0"
 # Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
-    "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "Function": "function",
-    "VectorFunction": "vector", "Graph": "core.graph",
+    "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "Function": "function",
+    "VectorFunction": "vector_function", "Graph": "core.graph",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
     from symad.caches import clear_caches
     from symad.core.errors import LimitError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
     from symad.core.graph import Graph
-    from symad.expr import Expr, parse, parse_outputs, var
+    from symad.expr import Expr, parse, parse_outputs, var, vector
     from symad.frontend.parser import to_postfix
     from symad.function import Function
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
-    from symad.vector import VectorFunction
+    from symad.vector_function import VectorFunction
 
 
 def __getattr__(name: str) -> Any:
@@ -89,5 +89,5 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "Objective", "ParseError", "PointError", "SymadError",
     "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "minimize", "objective",
-    "parse", "parse_outputs", "to_postfix", "var",
+    "parse", "parse_outputs", "to_postfix", "var", "vector",
 ]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from symad import functions
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
+from symad.core.errors import SymadError
 from symad.core.graph import Graph, export, rebuild
 from symad.core.ops import OPS
 from symad.core.term import Term, as_node
@@ -157,3 +158,24 @@ def var(name: str, graph: Graph | None = None) -> Expr:
 def _rebuilt_expr(dag: tuple) -> Expr:
     graph = default_graph()
     return Expr(graph, rebuild(graph, *dag)[0])
+
+
+def vector(name: str, n: int, graph: Graph | None = None) -> Any:
+    """The indexed variables ``name[1]`` … ``name[n]`` as a NumPy object array, for ``@``,
+    ``sum`` and ufuncs; the same variables as ``x[i]`` in text.
+
+    >>> import numpy as np
+    >>> x = vector("x", 3)
+    >>> print(x @ x)
+    x[1]*x[1] + x[2]*x[2] + x[3]*x[3]
+    """
+    import numpy as np
+
+    if not name.isidentifier():
+        raise SymadError(f"an indexed variable's name is a plain name, not {name!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise SymadError(f"the length of a vector is a whole number ≥ 0, not {n!r}")
+    g = default_graph() if graph is None else graph
+    out = np.empty(n, dtype=object)
+    out[:] = [Expr(g, g.var(f"{name}[{k}]")) for k in range(1, n + 1)]
+    return out

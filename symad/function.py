@@ -11,6 +11,7 @@ from symad.backends.llvm import jit
 from symad.backends.program import BACKENDS, Program
 from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
+from symad.core import indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 
 _F64 = np.dtype(np.float64)
@@ -39,6 +40,8 @@ class Inputs:
         if isinstance(listed, str):
             raise SymadError(f"{'wrt' if wrt is not None else 'variables'} is a list of names, not the string "
                              f"{listed!r}")
+        if listed is not None:  # `x` stands for every x[k] the expression uses
+            listed = indexed.expand_names(listed, used)
         self.variables: tuple[str, ...] = tuple(used if listed is None else listed)
         if len(set(self.variables)) != len(self.variables):
             raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")
@@ -80,6 +83,7 @@ class Inputs:
 
     def _params_dict(self, params: Any) -> dict[str, Any]:
         if isinstance(params, Mapping):
+            params = indexed.expand_point(self.params, params)
             unknown = [k for k in params if k not in self.params]
             if unknown:
                 raise VariableError(f"unknown parameter {', '.join(map(str, unknown))} "
@@ -90,6 +94,7 @@ class Inputs:
     def _params_vector(self, params: Any) -> np.ndarray:
         """The parameters' values in ``params`` order, from a dict or a sequence."""
         if isinstance(params, Mapping):
+            params = indexed.expand_point(self.params, params)
             missing = [k for k in self.params if k not in params]
             if missing:
                 raise VariableError(f"missing value for parameter {name_list(missing)} "
@@ -149,7 +154,7 @@ class Inputs:
         names = self._names
         n = len(names)
         if point is None or isinstance(point, Mapping):
-            given = dict(point or {}, **kwargs)
+            given = indexed.expand_point(names, dict(point or {}, **kwargs))
             check_variables(names, given)
             values = [_array(given[v], v) for v in names]
             if all(v.ndim == 0 for v in values):
@@ -162,7 +167,7 @@ class Inputs:
             return np.stack(arrays, axis=-1).reshape(int(np.prod(shape)), n), shape
         if kwargs:
             raise PointError("give a point either as a sequence or as keywords, not both")
-        arr = _array(point, None)
+        arr = _unnamed(point, names)
         if arr.ndim == 0 and n == 1:  # a function of one variable takes a plain number
             return arr.reshape(1), None
         if arr.ndim == 0 or arr.shape[-1] != n:
@@ -341,6 +346,28 @@ def _rebuilt(cls: type, expr: Any, variables: tuple[str, ...], backend: str, par
     if parameters:
         return cls(expr, backend=backend, wrt=variables)
     return cls(expr, variables, backend)
+
+
+def _unnamed(point: Any, names: tuple[str, ...]) -> np.ndarray:
+    """``point`` as an array; one whose values carry names (a NumPy structured array, a pandas
+    Series or DataFrame) must name the inputs in their order: it is never reordered silently."""
+    fields = getattr(getattr(point, "dtype", None), "names", None)
+    module = type(point).__module__
+    if fields is None and module.startswith("pandas"):
+        fields = getattr(point, "columns", None)
+        fields = getattr(point, "index", None) if fields is None else fields
+    if fields is None:
+        return _array(point, None)
+    fields = tuple(str(f) for f in fields)
+    if fields != names:
+        check_variables(names, dict.fromkeys(fields))  # names missing or unknown
+        raise PointError(f"the point names its values in another order ({name_list(fields)}) than the "
+                         f"function's inputs ({name_list(names)}): reorder it, or pass a dict")
+    if module.startswith("pandas"):
+        return _array(point.to_numpy(), None)
+    from numpy.lib import recfunctions
+
+    return _array(recfunctions.structured_to_unstructured(point, dtype=float), None)
 
 
 def _array(value: Any, name: str | None) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
+from symad.core import indexed
 from symad.core.errors import LimitError, PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
@@ -127,8 +128,8 @@ def _chars_left(stream: BinaryIO, pending: bytes) -> int | None:
 def _split_top_level(text: str) -> list[str]:
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
+        depth += ch in "(["
+        depth -= ch in ")]"
         if ch == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
@@ -136,25 +137,36 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def parse_point(specs: Sequence[str], flag: str = "--at") -> dict[str, float]:
-    """``['x=1,y=pi/2']`` → ``{'x': 1.0, 'y': 1.5707963267948966}`` (``flag`` names the option in errors)."""
-    point: dict[str, float] = {}
+def parse_point(specs: Sequence[str], flag: str = "--at") -> dict[str, Any]:
+    """``['x=1,y=pi/2']`` → ``{'x': 1.0, 'y': 1.5707963267948966}`` (``flag`` names the option in errors).
+
+    ``x[2]=1`` gives one indexed variable; ``x=[1, 2, 3]`` a list, for every ``x[k]`` in order."""
+    point: dict[str, Any] = {}
     for spec in specs:
         for item in _split_top_level(spec):
             name, eq, text = item.partition("=")
-            name = name.strip()
+            name = indexed.normal(name)
             if not eq or not name:
                 raise PointError(f"{flag} expects name=value pairs, got {item!r}")
             if name in point:
                 raise PointError(f"{flag} gives {name} twice")
-            try:
-                value = parse(text, Graph())
-            except SymadError:
-                raise PointError(f"value for {name} is not a number: {text.strip()!r}") from None
-            if value.variables:
-                raise PointError(f"value for {name} is not a number: {text.strip()!r}")
-            point[name] = node_values(value.graph, [value.id], {})[value.id]
+            text = text.strip()
+            if text.startswith("[") and text.endswith("]"):
+                point[name] = [_number(name, t) for t in _split_top_level(text[1:-1])]
+            else:
+                point[name] = _number(name, text)
     return point
+
+
+def _number(name: str, text: str) -> float:
+    """The number ``text`` (an expression without variables) given for ``name``."""
+    try:
+        value = parse(text, Graph())
+    except SymadError:
+        raise PointError(f"value for {name} is not a number: {text.strip()!r}") from None
+    if value.variables:
+        raise PointError(f"value for {name} is not a number: {text.strip()!r}")
+    return node_values(value.graph, [value.id], {})[value.id]
 
 
 def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]:
@@ -165,6 +177,7 @@ def point_of(specs: Sequence[str], variables: Sequence[str]) -> dict[str, float]
 
 def _exactly(point: dict[str, float], variables: Sequence[str]) -> dict[str, float]:
     """``point`` over exactly ``variables``, in their order (a VariableError if it misses or adds one)."""
+    point = indexed.expand_point(variables, point)
     check_variables(tuple(variables), point)
     return {v: point[v] for v in variables}
 
@@ -178,12 +191,12 @@ def add_params_option(parser: argparse.ArgumentParser, what: str) -> None:
 def point_and_params(args: Any, variables: Sequence[str]) -> tuple[dict[str, float], dict[str, float]]:
     """The ``--at`` point over the variables that are not ``--params``, and the parameters'
     values (``--params``), each in the expression's order."""
-    params = parse_point(getattr(args, "params", []), "--params")
+    params = indexed.expand_point(variables, parse_point(getattr(args, "params", []), "--params"))
     unknown = [k for k in params if k not in variables]
     if unknown:
         raise VariableError(f"--params names {', '.join(unknown)}, which the expression does not use "
                             f"(it uses {name_list(variables) or 'no variables'})", tuple(unknown))
-    point = parse_point(args.at)
+    point = indexed.expand_point(variables, parse_point(args.at))
     both = [k for k in point if k in params]
     if both:
         raise VariableError(f"{name_list(both)} is given by both --at and --params: give it once")

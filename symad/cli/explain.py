@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from symad.cli.common import parse_point
+from symad.core import indexed
 from symad.core.errors import SymadError, check_variables
 from symad.expr import Expr
 from symad.tools.explain import ALIGN_MAX, explain
@@ -25,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Print the explanation."""
-    point = parse_point(args.at)
+    point = indexed.expand_point(expr.variables, parse_point(args.at))
     check_variables(expr.variables, point)
-    direction = parse_point(args.seed) if args.seed else {}
+    direction = indexed.expand_point(expr.variables, parse_point(args.seed)) if args.seed else {}
     unknown = [v for v in direction if v not in expr.variables]
     if unknown:
         raise SymadError(f"--seed names {', '.join(unknown)}, which the expression does not use")

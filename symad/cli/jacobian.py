@@ -17,7 +17,7 @@ from symad.cli.common import (
 from symad.core.errors import PointError
 from symad.core.graph import Graph
 from symad.expr import parse_outputs
-from symad.vector import VectorFunction
+from symad.vector_function import VectorFunction
 
 NEEDS_EXPR = False  # several outputs: parsed here, run(args, text, None)
 

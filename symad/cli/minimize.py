@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from symad.cli.common import emit, format_number, parse_point
+from symad.core import indexed
 from symad.core.errors import ParseError, PointError, SymadError, VariableError, name_list
 from symad.expr import Expr, parse
 from symad.tools.optimize.constrained import SCIPY_METHODS
@@ -115,7 +116,7 @@ def parse_bounds(specs: list[str]) -> dict[str, tuple[float | None, float | None
         for item in spec.split(","):
             name, eq, rng = item.partition("=")
             lo, colon, hi = rng.partition(":")
-            name = name.strip()
+            name = indexed.normal(name)
             if not (eq and colon and name):
                 raise PointError(f"--bounds expects name=lo:hi, got {item.strip()!r}")
             if name in bounds:
@@ -139,6 +140,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if method in SCIPY_METHODS and (args.trace or args.plot):
         raise SymadError(f"--trace and --plot follow symad's own methods; scipy's {method} keeps no path")
     names = expr.graph.variables([expr.id, *(c.id for _, c in constraints)])
+    start, fixed = indexed.expand_point(names, start), indexed.expand_point(names, fixed)
     free = [v for v in names if v not in fixed]
     missing = [v for v in free if v not in start]
     unknown = [v for v in start if v not in names]

@@ -6,6 +6,7 @@ import argparse
 import math
 
 from symad.cli.common import emit
+from symad.core import indexed
 from symad.expr import Expr
 
 
@@ -19,7 +20,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     stats["tree_nodes"] = count(stats["tree_nodes"])
     rows = [("tree nodes", str(stats["tree_nodes"])), ("DAG nodes", str(stats["dag_nodes"])),
             ("gradient nodes", str(stats["gradient_nodes"])), ("depth", str(stats["depth"])),
-            ("variables", ", ".join(stats["variables"]) or "(none)"),
+            ("variables", ", ".join(indexed.compact(stats["variables"])) or "(none)"),
             ("ops", ", ".join(f"{k} {v}" for k, v in stats["ops"].items()))]
     width = max(len(k) for k, _ in rows)
     emit(args, {"expr": text.strip(), **stats}, [f"{k.ljust(width)}  {v}" for k, v in rows], [])

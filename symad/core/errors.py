@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from symad.core.names import compact
+
 
 class SymadError(Exception):
     """Base class of every error symad raises on bad input."""
@@ -100,7 +102,7 @@ def name_list(names: list[str] | tuple[str, ...], most: int = 8) -> str:
     >>> name_list([f"x{i}" for i in range(1, 1001)])
     'x1, x2, x3, x4, x5, x6, x7, …, x1000 (1,000 names)'
     """
-    names = list(names)
+    names = compact(list(names))
     if len(names) <= most:
         return ", ".join(names)
     return ", ".join(names[: most - 1]) + f", …, {names[-1]} ({len(names):,} names)"

@@ -14,52 +14,28 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import NamedTuple
 
 from symad.core import forksafe
 from symad.core.errors import ParseError, UnknownFunctionError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
-from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS, PREC_CMP
-from symad.core.term import Term
+from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS
+from symad.frontend.fold import Folder, fold
 from symad.frontend.tables import tables as lalr_tables
+from symad.frontend.tokens import Token, line_column
 
-
-class Token(NamedTuple):
-    """One postfix token: a number, a name, an operator, a call with its arity, a definition,
-    or the separator of two outputs."""
-
-    # "number", "name", "op", "call", "define" (binds the name to the value on top), "output", or
-    # "chain": a comparison continuing a chain (`a < b < c`: the one before it and this one, of b and c)
-    kind: str
-    text: str  # the number as typed, the name, or the op/function name
-    arity: int = 0
-    pos: int = 0  # offset in the source text
-
-    def __str__(self) -> str:
-        if self.kind == "op":
-            return OPS[self.text].symbol if OPS[self.text].kind == "infix" else self.text
-        if self.kind == "call" and self.arity != min(FUNCTIONS[self.text]):
-            return f"{self.text}/{self.arity}"
-        if self.kind == "define":
-            return f"={self.text}"
-        if self.kind == "chain":
-            return f"&{OPS[self.text].symbol}"
-        return self.text  # (an output separator prints as ";")
-
-
-def line_column(text: str, pos: int) -> tuple[int, int]:
-    """1-based line and column of offset ``pos``."""
-    line = text.count("\n", 0, pos) + 1
-    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+__all__ = ["Folder", "Token", "fold", "line_column", "literal_notes", "parse_into", "parse_outputs_into",
+           "parse_postfix", "to_postfix"]
 
 
 _TERMINAL_NAMES = {
     "NUMBER": "a number", "NAME": "a name", "LPAR": "'('", "RPAR": "')'", "COMMA": "','",
     "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "POW": "'^'", "$END": "end of input",
     "SEMICOLON": "';'", "EQUAL": "'='", "CMP": "a comparison", "IF": "'if'", "THEN": "'then'",
-    "ELSE": "'else'", "AND": "'and'", "OR": "'or'", "NOT": "'not'",
+    "ELSE": "'else'", "AND": "'and'", "OR": "'or'", "NOT": "'not'", "LSQB": "'['", "RSQB": "']'",
+    "RANGE": "'..'",
 }
 
 # Characters people paste from documents, and what symad's language spells them as.
@@ -105,6 +81,7 @@ class _Driver:
         passing, pass_through = self.passing, self._pass_through
         state_stack = [self.start]
         values: list[object] = []
+        reductions = _Run(text)
         pos, n = 0, len(text)
         while True:
             if pos < n:
@@ -142,7 +119,7 @@ class _Driver:
                     del values[len(values) - size:]
                     del state_stack[len(state_stack) - size:]
                 handler = _REDUCE.get(name)
-                result = handler(children, emit, text) if handler else (children[0] if children else None)
+                result = handler(children, emit, reductions) if handler else (children[0] if children else None)
                 goto = states[state_stack[-1]][origin][1]
                 if kind == "$END" and goto == self.end:
                     return
@@ -157,69 +134,167 @@ def _passes(rule: tuple[str, int, str]) -> bool:
 
 # ---------------------------------------------------------------- reductions
 # Each takes the rule's children (terminals as (text, offset); nonterminals as the
-# value their own reduction returned) and emits postfix.
+# value their own reduction returned), emits postfix, and returns the rule's value.
 
-def _op(name: str) -> Callable[[list, Emit, str], None]:
-    def reduce(children: list, emit: Emit, text: str) -> None:
+class _Run:
+    """What the reductions of one parse share: the text, and the functions it defines."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.functions: dict[str, int] = {}  # name -> number of parameters
+        self.defining: str | None = None  # the function whose body is being read
+        self.arity = 0  # its number of parameters
+
+    def error(self, cls: type[ParseError], message: str, pos: int) -> ParseError:
+        return cls(message, self.text, *line_column(self.text, pos))
+
+
+class _Name(NamedTuple):
+    """The value of a bare name (a function's head needs its parameters' names)."""
+
+    word: str
+    pos: int
+
+
+def _op(name: str) -> Callable[[list, Emit, _Run], None]:
+    def reduce(children: list, emit: Emit, run: _Run) -> None:
         emit(Token("op", name, OPS[name].arity, 0))
     return reduce
 
 
-def _number(children: list, emit: Emit, text: str) -> None:
+def _number(children: list, emit: Emit, run: _Run) -> None:
     word, pos = children[0]
     emit(Token("number", word, 0, pos))
 
 
-def _name(children: list, emit: Emit, text: str) -> None:
+def _not_a_function(word: str, pos: int, run: _Run) -> None:
+    if word in FUNCTIONS or word in run.functions or word == run.defining:
+        raise run.error(UnknownFunctionError, f"{word} is a function: call it as {word}(...)", pos)
+
+
+def _name(children: list, emit: Emit, run: _Run) -> _Name:
     word, pos = children[0]
-    if word in FUNCTIONS:
-        raise UnknownFunctionError(f"{word} is a function: call it as {word}(...)", text,
-                                   *line_column(text, pos))
+    _not_a_function(word, pos, run)
     emit(Token("name", word, 0, pos))
+    return _Name(word, pos)
 
 
-def _call(children: list, emit: Emit, text: str) -> None:
-    (word, pos), _, arity, _ = children
+def _call(children: list, emit: Emit, run: _Run) -> None:
+    (word, pos), _, args, _ = children
+    arity = len(args)
+    if word == run.defining:
+        raise run.error(ParseError, f"{word} calls itself: a function is inlined where it is called, "
+                        "so it cannot be recursive", pos)
+    if word in run.functions:
+        if arity != run.functions[word]:
+            raise run.error(UnknownFunctionError, f"{word} takes {run.functions[word]} argument(s), got {arity}", pos)
+        emit(Token("call", word, arity, pos))
+        return
     arities = FUNCTIONS.get(word)
     if arities is None:
+        if word in _RANGES:
+            raise run.error(UnknownFunctionError, f"{word} runs an index over a range: "
+                            f"{word}(i = 1..n, x[i])", pos)
         known = ", ".join(sorted(FUNCTIONS))
-        raise UnknownFunctionError(f"unknown function {word!r} (known: {known})", text, *line_column(text, pos))
+        raise run.error(UnknownFunctionError, f"unknown function {word!r} (known: {known}; or define it "
+                        f"before use: {word}(t) = ...;)", pos)
     if arity not in arities:
         least = getattr(arities, "least", None)
         want = f"{least} or more" if least is not None else " or ".join(str(a) for a in sorted(arities))
-        raise UnknownFunctionError(f"{word} takes {want} argument(s), got {arity}", text,
-                                   *line_column(text, pos))
+        raise run.error(UnknownFunctionError, f"{word} takes {want} argument(s), got {arity}", pos)
     emit(Token("call", word, arity, pos))
 
 
-def _compare(kind: str) -> Callable[[list, Emit, str], None]:
-    def reduce(children: list, emit: Emit, text: str) -> None:
+def _compare(kind: str) -> Callable[[list, Emit, _Run], None]:
+    def reduce(children: list, emit: Emit, run: _Run) -> None:
         symbol, pos = children[1]
         emit(Token(kind, COMPARISONS[symbol], 2, pos))
     return reduce
 
 
-def _if(children: list, emit: Emit, text: str) -> None:
+def _if(children: list, emit: Emit, run: _Run) -> None:
     emit(Token("call", "where", 3, children[0][1]))
 
 
-def _output(children: list, emit: Emit, text: str) -> None:
+def _output(children: list, emit: Emit, run: _Run) -> None:
     emit(Token("output", ";", 2, children[1][1]))  # after both outputs' tokens: the two stay apart
 
 
-def _define(children: list, emit: Emit, text: str) -> None:
+def _definable(word: str, pos: int, run: _Run) -> None:
+    if word in FUNCTIONS or word in CONSTANTS or word in _RANGES:
+        raise run.error(ParseError, f"cannot define {word}: it is a built-in name", pos)
+    if word in run.functions:
+        raise run.error(ParseError, f"{word} is defined twice", pos)
+
+
+def _define(children: list, emit: Emit, run: _Run) -> None:
     word, pos = children[0]
-    if word in FUNCTIONS or word in CONSTANTS:
-        raise ParseError(f"cannot define {word}: it is a built-in name", text, *line_column(text, pos))
+    _definable(word, pos, run)
     emit(Token("define", word, 1, pos))
 
 
-_REDUCE: dict[str, Callable[[list, Emit, str], object]] = {
+def _function_head(children: list, emit: Emit, run: _Run) -> str:
+    (word, pos), _, args, _, _ = children
+    _definable(word, pos, run)
+    params: list[str] = []
+    for arg in args:
+        if not isinstance(arg, _Name):
+            raise run.error(ParseError, f"the parameters of {word} must be names: {word}(t, u) = ...", pos)
+        if arg.word in params:
+            raise run.error(ParseError, f"{word} names the parameter {arg.word} twice", arg.pos)
+        if arg.word in CONSTANTS:
+            raise run.error(ParseError, f"{arg.word} is a constant, not a parameter name", arg.pos)
+        params.append(arg.word)
+    run.defining, run.arity = word, len(params)
+    emit(Token("function", f"{word}({','.join(params)})", len(params), pos))
+    return word
+
+
+def _define_function(children: list, emit: Emit, run: _Run) -> None:
+    word = children[0]
+    run.functions[word] = run.arity
+    run.defining = None
+    emit(Token("end", word, 0, children[2][1]))
+
+
+def _index(children: list, emit: Emit, run: _Run) -> None:
+    word, pos = children[0]
+    _not_a_function(word, pos, run)
+    emit(Token("index", word, 1, pos))
+
+
+_RANGES = ("sum", "prod")
+
+
+def _range(children: list, emit: Emit, run: _Run) -> str:
+    (word, pos), _, (index, ipos), *_ = children
+    if word not in _RANGES:
+        raise run.error(ParseError, f"only sum and prod run an index over a range, not {word}", pos)
+    _not_a_function(index, ipos, run)
+    emit(Token("range", f"{word} {index}", 2, pos))
+    return word
+
+
+def _reduce(children: list, emit: Emit, run: _Run) -> None:
+    emit(Token("end", children[0], 0, children[2][1]))
+
+
+def _first_arg(children: list, emit: Emit, run: _Run) -> list:
+    return [children[0]]
+
+
+def _next_arg(children: list, emit: Emit, run: _Run) -> list:
+    children[0].append(children[2])
+    return children[0]
+
+
+_REDUCE: dict[str, Callable[[list, Emit, _Run], object]] = {
     "number": _number, "name": _name, "call": _call, "define": _define, "output": _output,
-    "first_arg": lambda c, e, t: 1,
-    "next_arg": lambda c, e, t: c[0] + 1,
-    "pos": lambda c, e, t: None,  # unary plus is the identity: no token
-    "program": lambda c, e, t: None,
+    "function_head": _function_head, "define_function": _define_function,
+    "index": _index, "range": _range, "reduce": _reduce,
+    "first_arg": _first_arg, "next_arg": _next_arg,
+    "pos": lambda c, e, r: None,  # unary plus is the identity: no token
+    "program": lambda c, e, r: None,
     "compare": _compare("op"), "chain": _compare("chain"), "where": _if,
     **{name: _op(name) for name in ("add", "sub", "mul", "div", "neg", "pow", "and", "or", "not")},
 }
@@ -314,78 +389,6 @@ def literal_notes(text: str, most: int = 3) -> list[str]:
     except _Enough:
         pass
     return notes
-
-
-class Folder:
-    """Folds a stream of postfix tokens into the DAG with a stack (``push`` each, then ``result``)."""
-
-    def __init__(self, graph: Graph, text: str = ""):
-        self.graph, self.text = graph, text
-        self.stack: list[int] = []
-        self.defined: dict[str, int] = {}
-        self.separators: list[int] = []  # where each `;` between two outputs is
-        self.right: dict[int, int] = {}  # stack depth of a comparison -> its right operand (for chains)
-
-    def push(self, tok: Token) -> None:
-        """Apply one token to the stack."""
-        graph, stack = self.graph, self.stack
-        kind = tok.kind
-        if kind == "number":
-            stack.append(graph.const(float(tok.text)))
-        elif kind == "name":
-            node = self.defined.get(tok.text)
-            if node is None:
-                value = CONSTANTS.get(tok.text)
-                node = graph.var(tok.text) if value is None else graph.const(value)
-            stack.append(node)
-        elif kind == "output":
-            self.separators.append(tok.pos)
-        elif kind == "chain":  # a < b < c: (a < b) and (b < c), b one node
-            right = stack.pop()
-            depth = len(stack) - 1
-            link = graph.make(tok.text, self.right[depth], right)
-            stack[depth] = graph.make("and", stack[depth], link)
-            self.right[depth] = right
-        elif kind == "define":
-            if tok.text in self.defined:
-                raise ParseError(f"{tok.text} is defined twice", self.text, *line_column(self.text, tok.pos))
-            self.defined[tok.text] = stack.pop()
-        else:
-            n = tok.arity
-            args = stack[len(stack) - n:]
-            del stack[len(stack) - n:]
-            spec = OPS.get(tok.text)
-            if spec is not None and spec.arity == n:
-                stack.append(graph.make(tok.text, *args))
-                if spec.prec == PREC_CMP:
-                    self.right[len(stack) - 1] = args[1]
-            else:
-                # derived functions (log base b) build through terms' arithmetic
-                stack.append(FUNCTIONS[tok.text][n](*(Term(graph, a) for a in args)).id)
-
-    def result(self) -> int:
-        """The root node, once every token has been pushed (the text must have one output)."""
-        if self.separators:
-            line, column = line_column(self.text, self.separators[0])
-            raise ParseError(f"expected one expression, got {len(self.separators) + 1} separated by ';' "
-                             "(several outputs are for symad.compile and `symad jacobian`)", self.text, line, column)
-        return self.results()[0]
-
-    def results(self) -> list[int]:
-        """The outputs' root nodes, once every token has been pushed."""
-        if len(self.stack) != len(self.separators) + 1:
-            raise ParseError("malformed postfix", self.text, 1, 1)
-        return list(self.stack)
-
-
-def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:
-    """Fold postfix tokens into the DAG with a stack; returns the root's id.
-
-    ``text`` is the source, used only to point at errors."""
-    folder = Folder(graph, text)
-    for tok in tokens:
-        folder.push(tok)
-    return folder.result()
 
 
 def parse_into(text: str, graph: Graph) -> int:

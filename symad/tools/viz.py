@@ -31,6 +31,7 @@ from symad.ad import branches
 from symad.ad.local import local_partial
 from symad.ad.sweep import active, reverse_edges
 from symad.backends.interpret import node_values
+from symad.core import indexed
 from symad.core.errors import LimitError, SymadError, VariableError, check_variables
 from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM
@@ -242,6 +243,7 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     values: dict[int, float] | None = None
     point: dict[str, float] = {}
     if at is not None:
+        at = indexed.expand_point(expr.variables, at)
         check_variables(expr.variables, at)
         point = {v: float(at[v]) for v in expr.variables}
         values = node_values(g, [root], point)

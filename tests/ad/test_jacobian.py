@@ -8,6 +8,7 @@ import sympy
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from support.expressions import expressions
+from support.oracle import not_comparable
 
 from symad import Graph, parse
 from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
@@ -48,6 +49,8 @@ def test_jacobian_matches_sympy(texts: list[str]) -> None:
     jac = jacobian_nodes(g, roots, [g.var(v) for v in names])
     symbols = sympy.symbols(names)
     for text, row in zip(texts, jac):
+        # float64 cannot meet the tolerance: sin(5^exp(3)) is sin of a number rounded to ±0.01
+        assume(not_comparable(Expr(g, roots[0]), row, text, POINT) is None)
         e = sympy.sympify(text.replace("^", "**"), locals=dict(zip(names, symbols)))
         want = [float(sympy.diff(e, s).subs(dict(zip(symbols, POINT.values())))) for s in symbols]
         got = values(g, row, POINT)

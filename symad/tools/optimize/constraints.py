@@ -3,7 +3,7 @@
 A constraint is ``("eq", text)`` (the expression is 0 at a solution) or ``("ineq", text)``
 (the expression is ≥ 0, scipy's convention); scipy's own dict form ``{"type": "eq", "fun":
 text}`` is read too.  All of a problem's constraints compile into one
-:class:`~symad.vector.VectorFunction` over its free variables (fixed values substituted,
+:class:`~symad.vector_function.VectorFunction` over its free variables (fixed values substituted,
 parameters passed at each call), whose values and Jacobian come from one program run per
 point; the Hessian of ``Σ v_i c_i(x)``, which ``trust-constr`` asks for, is one
 :class:`~symad.hessian.SecondOrder` with the multipliers ``v`` as parameters.
@@ -21,7 +21,7 @@ from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.tools.optimize.problem import substitute
-from symad.vector import VectorFunction
+from symad.vector_function import VectorFunction
 
 KINDS = ("eq", "ineq")
 

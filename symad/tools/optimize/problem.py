@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.core import indexed
 from symad.core.errors import PointError, VariableError, check_variables
 from symad.core.graph import Graph
 from symad.expr import Expr, parse
@@ -93,7 +94,7 @@ class Problem:
     def start(self, x0: Any) -> np.ndarray:
         """The start point over the free variables: a dict, or a sequence (free or all variables)."""
         if isinstance(x0, Mapping):
-            given = {k: v for k, v in x0.items() if k not in self.fixed}
+            given = {k: v for k, v in indexed.expand_point(self.names, x0).items() if k not in self.fixed}
             check_variables(tuple(self.names), given)
             x = np.array([as_float(given[v], v) for v in self.names])
         else:
@@ -156,7 +157,10 @@ def box(bounds: Any, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     lower, upper = np.full(len(names), -math.inf), np.full(len(names), math.inf)
     if bounds is None:
         return lower, upper
-    if isinstance(bounds, Mapping):
+    if isinstance(bounds, Mapping):  # `x: (lo, hi)` bounds every x[k]
+        by_base = indexed.groups(names)
+        bounds = {member: pair for k, pair in bounds.items()
+                  for member in (by_base[k] if k in by_base and k not in names else [indexed.normal(k)])}
         unknown = [k for k in bounds if k not in names]
         if unknown:
             raise VariableError(f"bounds for {', '.join(unknown)}: not a free variable "

@@ -1,0 +1,236 @@
+"""Postfix tokens → the hash-consed DAG, with a stack.
+
+Sums, products and calls of functions defined in the text are unrolled here: the
+tokens of a range's or a function's body are recorded, then replayed once per
+index value or call, with the index or the parameters bound.  Replays are
+generators on an explicit work stack, so nesting never recurses in Python, and
+every replayed token counts against ``LIMITS.max_nodes``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from symad.core.errors import LimitError, ParseError
+from symad.core.graph import Graph
+from symad.core.limits import LIMITS
+from symad.core.ops import CONSTANTS, FUNCTIONS, OPS, PREC_CMP
+from symad.core.term import Term
+from symad.frontend.tokens import Token, line_column
+
+_LARGEST_INDEX = 2**31  # indices and bounds are whole numbers within ±this
+_REDUCTIONS = {"sum": ("add", 0.0), "prod": ("mul", 1.0)}  # op accumulating the terms, the empty value
+
+
+class _Function(NamedTuple):
+    params: tuple[str, ...]
+    body: tuple[Token, ...]
+    visible: int  # how many definitions precede it: the ones its body may use
+
+
+class _Recording:
+    """The tokens of a body being read (``opened`` by a range or function token)."""
+
+    def __init__(self, opened: Token, bounds: tuple[int, int] = (0, 0)):
+        self.opened, self.bounds = opened, bounds
+        self.tokens: list[Token] = []
+        self.depth = 0  # of ranges and bodies opened inside this one
+
+
+class Folder:
+    """Folds a stream of postfix tokens into the DAG (``push`` each, then ``result``)."""
+
+    def __init__(self, graph: Graph, text: str = ""):
+        self.graph, self.text = graph, text
+        self.stack: list[int] = []
+        self.defined: dict[str, int] = {}
+        self.order: dict[str, int] = {}  # each definition's place: a function's body sees those before it
+        self.separators: list[int] = []  # where each `;` between two outputs is
+        self.right: dict[int, int] = {}  # stack depth of a comparison -> its right operand (for chains)
+        self.functions: dict[str, _Function] = {}
+        self.scopes: list[dict[str, int]] = [{}]  # bound names: parameters and indices
+        self.frames = [0]  # where the innermost call's scopes start: a body sees only its own
+        self.visible = [math.inf]  # how many definitions the body being replayed may use
+        self.recording: _Recording | None = None
+        self.work: list[Iterator[Token]] = []  # replays under way, innermost last
+        self.indexed: set[str] = set()  # names used with an index
+        self.replayed = 0
+
+    def error(self, message: str, tok: Token) -> ParseError:
+        """A ParseError pointing at ``tok`` in the text."""
+        return ParseError(message, self.text, *line_column(self.text, tok.pos))
+
+    def push(self, tok: Token) -> None:
+        """Apply one token, and the replays it starts."""
+        self._apply(tok)
+        work = self.work
+        while work:
+            step = next(work[-1], None)
+            if step is None:
+                work.pop()
+                continue
+            self.replayed += 1
+            if self.replayed > LIMITS.max_nodes:
+                raise LimitError(f"unrolling sums and inlining functions would take over {LIMITS.max_nodes:,} "
+                                 "steps (raise the limit with {setting})", "LIMITS.max_nodes")
+            self._apply(step)
+
+    def _apply(self, tok: Token) -> None:
+        recording = self.recording
+        if recording is not None:
+            if tok.kind in ("range", "function"):
+                recording.depth += 1
+            elif tok.kind == "end":
+                if not recording.depth:
+                    self.recording = None
+                    self._close(recording)
+                    return
+                recording.depth -= 1
+            recording.tokens.append(tok)
+            return
+        graph, stack = self.graph, self.stack
+        kind = tok.kind
+        if kind == "number":
+            stack.append(graph.const(float(tok.text)))
+        elif kind == "name":
+            stack.append(self._lookup(tok.text))
+        elif kind == "index":
+            stack.append(self._indexed(tok, stack.pop()))
+        elif kind == "call" and tok.text in self.functions:
+            fn = self.functions[tok.text]
+            args = stack[len(stack) - tok.arity:]
+            del stack[len(stack) - tok.arity:]
+            self.work.append(self._inline(fn, args))
+        elif kind == "range":
+            high, low = stack.pop(), stack.pop()
+            index = tok.text.split()[1]
+            if index in self.defined or any(index in s for s in self.scopes[self.frames[-1]:]):
+                raise self.error(f"the index {index} is already a name here: choose another", tok)
+            self.recording = _Recording(tok, (self._whole(low, tok, "bound"), self._whole(high, tok, "bound")))
+        elif kind == "function":
+            del stack[len(stack) - tok.arity:]  # the parameters' names, read as variables
+            name = tok.text.partition("(")[0]
+            if name in self.defined:
+                raise self.error(f"{name} is already defined", tok)
+            self.recording = _Recording(tok)
+        elif kind == "output":
+            self.separators.append(tok.pos)
+        elif kind == "chain":  # a < b < c: (a < b) and (b < c), b one node
+            right = stack.pop()
+            depth = len(stack) - 1
+            link = graph.make(tok.text, self.right[depth], right)
+            stack[depth] = graph.make("and", stack[depth], link)
+            self.right[depth] = right
+        elif kind == "define":
+            if tok.text in self.defined or tok.text in self.functions:
+                raise self.error(f"{tok.text} is defined twice", tok)
+            self.defined[tok.text] = stack.pop()
+            self.order[tok.text] = len(self.order)
+        else:
+            n = tok.arity
+            args = stack[len(stack) - n:]
+            del stack[len(stack) - n:]
+            spec = OPS.get(tok.text)
+            if spec is not None and spec.arity == n:
+                stack.append(graph.make(tok.text, *args))
+                if spec.prec == PREC_CMP:
+                    self.right[len(stack) - 1] = args[1]
+            else:
+                # derived functions (log base b) build through terms' arithmetic
+                stack.append(FUNCTIONS[tok.text][n](*(Term(graph, a) for a in args)).id)
+
+    def _lookup(self, name: str) -> int:
+        scopes = self.scopes
+        for i in range(len(scopes) - 1, self.frames[-1] - 1, -1):
+            node = scopes[i].get(name)
+            if node is not None:
+                return node
+        node = self.defined.get(name)
+        if node is not None and self.order[name] < self.visible[-1]:
+            return node
+        value = CONSTANTS.get(name)
+        return self.graph.var(name) if value is None else self.graph.const(value)
+
+    def _whole(self, node: int, tok: Token, what: str) -> int:
+        """The whole number ``node`` must be (an index or a bound), else an error at ``tok``."""
+        graph = self.graph
+        value = graph.data[node] if graph.op[node] == "const" else None
+        if value is None:
+            raise self.error(f"the {what} of {tok.text.split()[0]} must be a number known as the text is read "
+                             "(numbers, definitions and enclosing indices), not a variable", tok)
+        if not (math.isfinite(value) and value == int(value) and abs(value) <= _LARGEST_INDEX):  # type: ignore[arg-type]
+            raise self.error(f"the {what} of {tok.text.split()[0]} must be a whole number, not {value:g}", tok)
+        return int(value)  # type: ignore[arg-type]
+
+    def _indexed(self, tok: Token, index: int) -> int:
+        name = tok.text
+        if name in self.defined or name in CONSTANTS or any(name in s for s in self.scopes[self.frames[-1]:]):
+            raise self.error(f"{name} is a number or an expression, not an indexed variable", tok)
+        self.indexed.add(name)
+        return self.graph.var(f"{name}[{self._whole(index, tok, 'index')}]")
+
+    def _close(self, recording: _Recording) -> None:
+        opened, body = recording.opened, tuple(recording.tokens)
+        if opened.kind == "function":
+            name, _, params = opened.text.partition("(")
+            self.functions[name] = _Function(tuple(params[:-1].split(",")), body, len(self.defined))
+            return
+        low, high = recording.bounds
+        reduction, index = opened.text.split()
+        self.work.append(self._unroll(reduction, index, low, high, body))
+
+    def _unroll(self, reduction: str, index: str, low: int, high: int, body: tuple[Token, ...]) -> Iterator[Token]:
+        """The body once per index value; the terms' sum (or product) is left on the stack."""
+        graph, stack = self.graph, self.stack
+        op, empty = _REDUCTIONS[reduction]
+        scope: dict[str, int] = {}
+        self.scopes.append(scope)
+        total = None
+        for k in range(low, high + 1):
+            scope[index] = graph.const(k)
+            yield from body
+            term = stack.pop()
+            total = term if total is None else graph.make(op, total, term)
+        self.scopes.pop()
+        stack.append(graph.const(empty) if total is None else total)
+
+    def _inline(self, fn: _Function, args: list[int]) -> Iterator[Token]:
+        """The body of ``fn`` with its parameters bound to ``args``; its value is left on the stack."""
+        self.scopes.append(dict(zip(fn.params, args)))
+        self.frames.append(len(self.scopes) - 1)
+        self.visible.append(fn.visible)
+        yield from fn.body
+        self.scopes.pop()
+        self.frames.pop()
+        self.visible.pop()
+
+    def result(self) -> int:
+        """The root node, once every token has been pushed (the text must have one output)."""
+        if self.separators:
+            line, column = line_column(self.text, self.separators[0])
+            raise ParseError(f"expected one expression, got {len(self.separators) + 1} separated by ';' "
+                             "(several outputs are for symad.compile and `symad jacobian`)", self.text, line, column)
+        return self.results()[0]
+
+    def results(self) -> list[int]:
+        """The outputs' root nodes, once every token has been pushed."""
+        if len(self.stack) != len(self.separators) + 1 or self.recording is not None:
+            raise ParseError("malformed postfix", self.text, 1, 1)
+        if self.indexed:
+            both = sorted(self.indexed.intersection(self.graph.variables(self.stack)))
+            if both:
+                raise ParseError(f"{both[0]} is used both as a variable and indexed ({both[0]}[...]): "
+                                 "rename one", self.text, 1, 1)
+        return list(self.stack)
+
+
+def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:
+    """Fold postfix tokens into the DAG with a stack; returns the root's id.
+
+    ``text`` is the source, used only to point at errors."""
+    folder = Folder(graph, text)
+    for tok in tokens:
+        folder.push(tok)
+    return folder.result()
