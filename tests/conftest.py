@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 # The fuzz tests' tallies (tests/support/fuzz_counts.py) print their own summary line.
@@ -36,6 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
 # counted too, so a quick run says what it left out).
 
 
+# What the compared examples held, counted from their text (so a run shows the new parts of the
+# language were compared, not only generated).
+_FEATURES = {"sums": re.compile(r"\b(sum|prod)\("), "branches": re.compile(r"\bwhere\(|\bif\b"),
+             "comparisons": re.compile(r"[<>]|==|!=|\b(and|or|not)\b")}
+
+
 class PropertyTally:
     """Counts for one property check."""
 
@@ -45,6 +53,7 @@ class PropertyTally:
         self.compared = 0  # examples whose values were actually compared
         self.skipped: dict[str, int] = {}  # reason -> examples not comparable
         self.mismatches: set[str] = set()  # distinct failing examples, as text
+        self.features: dict[str, int] = {}  # compared examples with sums, branches, comparisons
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -52,16 +61,24 @@ class PropertyTally:
     def mismatch(self, example: str) -> None:
         self.mismatches.add(example)
 
+    def count(self, example: str) -> None:
+        """Count one comparison of ``example`` (its text tells what it held)."""
+        self.compared += 1
+        for feature, pattern in _FEATURES.items():
+            if pattern.search(example):
+                self.features[feature] = self.features.get(feature, 0) + 1
+
     def compared_with(self, problems: list[str], example: str, where: str | None = None) -> None:
         """Count one comparison of ``example``; its ``problems``, if any, are a mismatch and fail
         the check (the message starts with ``where``, by default the example)."""
-        self.compared += 1
+        self.count(example)
         if problems:
             self.mismatch(example)
         assert not problems, f"{example if where is None else where}: " + "; ".join(problems)
 
     def line(self) -> str:
-        parts = [f"{self.compared} compared"]
+        held = ", ".join(f"{n} with {feature}" for feature, n in self.features.items())
+        parts = [f"{self.compared} compared" + (f", {held}" if held else "")]
         if self.skipped:
             reasons = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items(), key=lambda kv: -kv[1]))
             parts.append(f"{sum(self.skipped.values())} skipped ({reasons})")

@@ -56,6 +56,7 @@ class Folder:
         self.recording: _Recording | None = None
         self.work: list[Iterator[Token]] = []  # replays under way, innermost last
         self.indexed: set[str] = set()  # names used with an index
+        self.calls: dict[tuple[str, tuple[int, ...]], int] = {}  # (function, arguments) -> its value
         self.replayed = 0
 
     def error(self, message: str, tok: Token) -> ParseError:
@@ -73,9 +74,13 @@ class Folder:
                 continue
             self.replayed += 1
             if self.replayed > LIMITS.max_nodes:
-                raise LimitError(f"unrolling sums and inlining functions would take over {LIMITS.max_nodes:,} "
-                                 "steps (raise the limit with {setting})", "LIMITS.max_nodes")
+                raise self._too_long()
             self._apply(step)
+
+    @staticmethod
+    def _too_long() -> LimitError:
+        return LimitError(f"unrolling sums and inlining functions would take over {LIMITS.max_nodes:,} steps "
+                          "(raise the limit with {setting})", "LIMITS.max_nodes")
 
     def _apply(self, tok: Token) -> None:
         recording = self.recording
@@ -99,10 +104,13 @@ class Folder:
         elif kind == "index":
             stack.append(self._indexed(tok, stack.pop()))
         elif kind == "call" and tok.text in self.functions:
-            fn = self.functions[tok.text]
-            args = stack[len(stack) - tok.arity:]
+            args = tuple(stack[len(stack) - tok.arity:])
             del stack[len(stack) - tok.arity:]
-            self.work.append(self._inline(fn, args))
+            known = self.calls.get((tok.text, args))
+            if known is not None:  # a body sees only its parameters: same arguments, same node
+                stack.append(known)
+            else:
+                self.work.append(self._inline(tok.text, args))
         elif kind == "range":
             high, low = stack.pop(), stack.pop()
             index = tok.text.split()[1]
@@ -160,8 +168,10 @@ class Folder:
         if value is None:
             raise self.error(f"the {what} of {tok.text.split()[0]} must be a number known as the text is read "
                              "(numbers, definitions and enclosing indices), not a variable", tok)
-        if not (math.isfinite(value) and value == int(value) and abs(value) <= _LARGEST_INDEX):  # type: ignore[arg-type]
+        if not (math.isfinite(value) and value == int(value)):  # type: ignore[arg-type]
             raise self.error(f"the {what} of {tok.text.split()[0]} must be a whole number, not {value:g}", tok)
+        if abs(value) > _LARGEST_INDEX:  # type: ignore[arg-type]
+            raise self.error(f"the {what} of {tok.text.split()[0]} is {value:g}, beyond ±2^31", tok)
         return int(value)  # type: ignore[arg-type]
 
     def _indexed(self, tok: Token, index: int) -> int:
@@ -179,6 +189,9 @@ class Folder:
             return
         low, high = recording.bounds
         reduction, index = opened.text.split()
+        steps = max(0, high - low + 1) * len(body)
+        if self.replayed + steps > LIMITS.max_nodes:
+            raise self._too_long()
         self.work.append(self._unroll(reduction, index, low, high, body))
 
     def _unroll(self, reduction: str, index: str, low: int, high: int, body: tuple[Token, ...]) -> Iterator[Token]:
@@ -196,8 +209,10 @@ class Folder:
         self.scopes.pop()
         stack.append(graph.const(empty) if total is None else total)
 
-    def _inline(self, fn: _Function, args: list[int]) -> Iterator[Token]:
-        """The body of ``fn`` with its parameters bound to ``args``; its value is left on the stack."""
+    def _inline(self, name: str, args: tuple[int, ...]) -> Iterator[Token]:
+        """The body of function ``name`` with its parameters bound to ``args``; its value is left
+        on the stack."""
+        fn = self.functions[name]
         self.scopes.append(dict(zip(fn.params, args)))
         self.frames.append(len(self.scopes) - 1)
         self.visible.append(fn.visible)
@@ -205,6 +220,7 @@ class Folder:
         self.scopes.pop()
         self.frames.pop()
         self.visible.pop()
+        self.calls[name, args] = self.stack[-1]
 
     def result(self) -> int:
         """The root node, once every token has been pushed (the text must have one output)."""

@@ -35,7 +35,9 @@ Options (keywords of :func:`expressions`) narrow or widen the language:
   number texts (``007``, ``1e999999``, ``4.9e-324``...) and odd names
   (``theta_2``, ``__2``, ``inf_``, any identifier), and ``definitions=True``
   starts a third of the texts with definitions ``name = sum;`` whose names the
-  expression then uses.
+  expression then uses;
+* ``sums=True`` adds sums and products over small ranges (``sum(k0 = 1..3, ...)``,
+  some empty), whose bodies use the indexed variables ``v[k0]``, ``v[k0+1]``.
 
 :func:`example` draws one value from a strategy with a seeded random (for a
 test that wants a few fixed, large examples rather than many small ones).
@@ -134,6 +136,7 @@ class Options:
     whitespace: bool = False
     odd_terminals: bool = False
     defined: tuple[str, ...] = ()  # names defined so far (definitions=True), sorted
+    sums: bool = False
 
     def allows(self, name: str) -> bool:
         return self.ops is None or name in self.ops
@@ -256,6 +259,26 @@ def _if_then_else(draw, child: st.SearchStrategy, opts: Options) -> Node:
     return Node(f"if {c} then {a} else {b}", PREC_IF)
 
 
+_RANGE_START = st.integers(1, 3)  # (an empty range ends at 0 or more: a bound as one number token)
+_RANGE_LENGTH = st.integers(0, 3)  # 0: an empty range
+_REDUCTION = st.sampled_from(("sum", "sum", "prod"))
+_INDEX_NAME = re.compile(r"\bk(\d+) =")
+
+
+@st.composite
+def _range(draw, child: st.SearchStrategy, opts: Options) -> Node:
+    """``sum(k = a..b, body)`` or ``prod``: in the body, ``x`` becomes ``v[k]``, ``y`` becomes
+    ``v[k+1]`` and ``z`` becomes ``k*z``; an index outside every range inside the body."""
+    body = draw(child).text
+    inner = [int(k) for k in _INDEX_NAME.findall(body)]
+    k = f"k{max(inner, default=-1) + 1}"
+    body = re.sub(r"\bx\b", f"v[{k}]", body)
+    body = re.sub(r"\by\b", f"v[{k}+1]", body)
+    body = re.sub(r"\bz\b", f"({k}*z)", body)
+    low = draw(_RANGE_START)
+    return Node(f"{draw(_REDUCTION)}({k} = {low}..{low + draw(_RANGE_LENGTH) - 1}, {body})", PREC_ATOM)
+
+
 @st.composite
 def _unary_plus(draw, child: st.SearchStrategy, opts: Options) -> Node:
     return Node("+" + _ws(draw, opts) + _operand(draw, opts, draw(child), PREC_UNARY), PREC_UNARY)
@@ -294,6 +317,8 @@ def compound(child: st.SearchStrategy, opts: Options = DEFAULT) -> st.SearchStra
         elif spec.kind == "prefix" and _allowed(opts, name, 1):
             options.append(_prefix(name, child, opts))
     options.append(_unary_plus(child, opts))
+    if opts.sums:
+        options.append(_range(child, opts))
     if _allowed(opts, "where", 3):
         options.append(_if_then_else(child, opts))
     for name, arities in FUNCTIONS.items():
@@ -359,7 +384,8 @@ def _program(draw, max_depth: int, opts: Options) -> str:
 
 def expressions(max_depth: int = 5, *, variables: Iterable[str] = VARIABLES, numbers: Iterable[str] = NUMBERS,
                 ops: Iterable[str] | None = None, in_domain: bool = False, whitespace: bool = False,
-                odd_terminals: bool = False, definitions: bool = False) -> st.SearchStrategy[str]:
+                odd_terminals: bool = False, definitions: bool = False,
+                sums: bool = False) -> st.SearchStrategy[str]:
     """Random expression text in symad's language (the options are described in the module doc).
 
     ``ops`` names the ops and functions of the op table to use (``"add"``,
@@ -370,7 +396,7 @@ def expressions(max_depth: int = 5, *, variables: Iterable[str] = VARIABLES, num
     if unknown:
         raise ValueError(f"not in the op table: {sorted(unknown)}")
     opts = Options(tuple(variables), tuple(numbers), None if ops is None else frozenset(ops), in_domain,
-                   whitespace, odd_terminals)
+                   whitespace, odd_terminals, sums=sums)
     if definitions:
         return _program(max_depth, opts)
     return nodes(max_depth, opts).map(lambda node: node.text)

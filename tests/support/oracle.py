@@ -99,7 +99,8 @@ SYMPY_CONDITIONS = {
 }
 _ARITHMETIC = {"add": sympy.Add, "sub": lambda a, b: a - b, "mul": sympy.Mul, "div": lambda a, b: a / b,
                "neg": lambda a: -a, "pow": sympy.Pow}
-_CONDITION_TEXT = re.compile(r"[<>=!]|\b(and|or|not|if|then|else|where)\b")
+# Text Python's parser cannot read (conditions, branches, indices, sums): read through symad's postfix
+_POSTFIX_ONLY = re.compile(r"[<>=!\[]|\b(and|or|not|if|then|else|where|sum|prod)\b")
 
 _ALLOWED_TEXT = re.compile(r"[A-Za-z0-9_ .+\-*/^(),]*")
 _NAME = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z_0-9]*")
@@ -119,7 +120,7 @@ def to_sympy(text: str) -> sympy.Expr | None:
 
     None if SymPy refuses to build it (``max(x, log(0))``: SymPy cannot order ``zoo``).
     """
-    if _CONDITION_TEXT.search(text):
+    if _POSTFIX_ONLY.search(text):
         return _postfix_to_sympy(text)
     if not _ALLOWED_TEXT.fullmatch(text):
         raise TranslationError(f"unexpected character in {text!r}")
@@ -133,17 +134,67 @@ def to_sympy(text: str) -> sympy.Expr | None:
         return None
 
 
+def symbol(name: str) -> sympy.Symbol:
+    """The SymPy symbol of the variable ``name`` (``x``, ``x[3]``)."""
+    if name not in SYMBOLS:
+        SYMBOLS[name] = sympy.Symbol(name, real=True)
+    return SYMBOLS[name]
+
+
+def unrolled(text: str) -> list[symad.frontend.tokens.Token]:
+    """The postfix tokens of ``text`` with each sum or product written out, term after term:
+    a second implementation of the ranges, for the oracles (bounds must be numbers as typed)."""
+    return _unrolled(symad.to_postfix(text), text)
+
+
+def _unrolled(tokens: list, text: str) -> list:
+    out: list = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.kind != "range":
+            if tok.kind in ("function", "end"):
+                raise TranslationError(f"{tok.kind} tokens are not translated ({text!r})")
+            out.append(tok)
+            i += 1
+            continue
+        depth, j = 0, i + 1
+        while tokens[j].kind != "end" or depth:
+            depth += tokens[j].kind == "range"
+            depth -= tokens[j].kind == "end"
+            j += 1
+        high, low = out.pop(), out.pop()
+        if high.kind != "number" or low.kind != "number":
+            raise TranslationError(f"bounds are not numbers as typed ({text!r})")
+        reduction, index = tok.text.split()
+        op, empty = {"sum": ("add", "0"), "prod": ("mul", "1")}[reduction]
+        terms = 0
+        for k in range(int(low.text), int(high.text) + 1):
+            body = [tok._replace(kind="number", text=str(k)) if tok.kind == "name" and tok.text == index else tok
+                    for tok in tokens[i + 1:j]]
+            out.extend(_unrolled(body, text))
+            if terms:
+                out.append(tok._replace(kind="op", text=op, arity=2))
+            terms += 1
+        if not terms:
+            out.append(tok._replace(kind="number", text=empty, arity=0))
+        i = j + 1
+    return out
+
+
 def _postfix_to_sympy(text: str) -> sympy.Expr | None:
-    """Text with conditions or branches (not Python's syntax, so not ``parse_expr``'s) in SymPy,
-    from symad's postfix tokens: the parser's reading, each operation SymPy's own."""
+    """Text with conditions, branches, indices or sums (not Python's syntax, so not ``parse_expr``'s)
+    in SymPy, from symad's postfix tokens: the parser's reading, each operation SymPy's own."""
     stack: list = []
     try:
-        for tok in symad.to_postfix(text):
+        for tok in unrolled(text):
             if tok.kind == "number":
                 stack.append(sympy.Float(tok.text, 30) if any(c in tok.text for c in ".eE")
                              else sympy.Integer(tok.text))
             elif tok.kind == "name":
                 stack.append(_SYMPY_LOCALS[tok.text])
+            elif tok.kind == "index":
+                stack.append(symbol(f"{tok.text}[{int(stack.pop())}]"))
             elif tok.kind in ("op", "call"):
                 args = stack[len(stack) - tok.arity:]
                 del stack[len(stack) - tok.arity:]
@@ -162,7 +213,7 @@ def sympy_at(e: sympy.Expr, point: dict[str, float]) -> float | None:
     The point's coordinates become 30-digit Floats holding their exact binary
     values; SymPy then evaluates every function on them as it builds the result.
     """
-    subs = {SYMBOLS[n]: sympy.Float(v, 30) for n, v in point.items()}
+    subs = {symbol(n): sympy.Float(v, 30) for n, v in point.items()}
     try:
         number = complex(e.xreplace(subs).evalf(30))
     except (ValueError, TypeError, ZeroDivisionError, OverflowError):
@@ -264,12 +315,15 @@ def as_typed(text: str, point: dict[str, float], jitter: float = 0.0, pattern: i
     stack: list[float] = []
     nearest = math.inf
     with np.errstate(**errors):
-        for i, tok in enumerate(symad.to_postfix(text)):
+        for i, tok in enumerate(unrolled(text)):
             if tok.kind == "number":
                 stack.append(float(tok.text))
                 continue
             if tok.kind == "name":
                 stack.append(CONSTANTS[tok.text] if tok.text in CONSTANTS else point[tok.text])
+                continue
+            if tok.kind == "index":
+                stack.append(point[f"{tok.text}[{round(stack.pop())}]"])  # (jitter moves an index too)
                 continue
             args = stack[len(stack) - tok.arity:]
             del stack[len(stack) - tok.arity:]

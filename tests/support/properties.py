@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, seed, settings
 import symad
 from symad import Graph
 from symad.core.graph import natural_key
-from symad.core.ops import CONSTANTS, OPS
+from symad.core.ops import OPS
 
 # Derandomized (the same examples on every run, so CI is reproducible) unless
 # SYMAD_PROPERTY_SEED is set; SYMAD_PROPERTY_SCALE multiplies every example count
@@ -39,8 +39,10 @@ def text_variables(text: str) -> tuple[str, ...]:
     Points give all of them a value: the as-typed evaluation needs them, and the
     derivative with respect to a variable that cancelled must be 0.
     """
-    names = {t.text for t in symad.to_postfix(text) if t.kind == "name" and t.text not in CONSTANTS}
-    return tuple(sorted(names, key=natural_key))
+    g = Graph()  # every variable the text names is a node of a fresh graph, also one that cancels
+    symad.parse(text, g)
+    names = {g.data[n] for n in range(len(g)) if g.op[n] == "var"}
+    return tuple(sorted(names, key=natural_key))  # type: ignore[arg-type]
 
 
 def graph_invariants(g: Graph) -> list[str]:
