@@ -116,7 +116,8 @@ class Folder:
             index = tok.text.split()[1]
             if index in self.defined or any(index in s for s in self.scopes[self.frames[-1]:]):
                 raise self.error(f"the index {index} is already a name here: choose another", tok)
-            self.recording = _Recording(tok, (self._whole(low, tok, "bound"), self._whole(high, tok, "bound")))
+            self.recording = _Recording(tok, (self._whole(low, tok, "first bound"),
+                                              self._whole(high, tok, "last bound")))
         elif kind == "function":
             del stack[len(stack) - tok.arity:]  # the parameters' names, read as variables
             name = tok.text.partition("(")[0]

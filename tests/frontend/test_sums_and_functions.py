@@ -71,8 +71,8 @@ def test_a_huge_range_is_refused_at_once() -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("sum(i = 1..y, x[i])", "the bound of sum must be a number known as the text is read"),
-    ("sum(i = 1..2.5, x[i])", "the bound of sum must be a whole number, not 2.5"),
+    ("sum(i = 1..y, x[i])", "the last bound of sum must be a number known as the text is read"),
+    ("sum(i = 0.5..2, x[i])", "the first bound of sum must be a whole number, not 0.5"),
     ("sum(i = 1..10^12, x[i])", "beyond ±2^31"),
     ("x[y]", "the index of x must be a number known"),
     ("x[0.5]", "the index of x must be a whole number"),
