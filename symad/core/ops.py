@@ -88,9 +88,17 @@ def _call(name: str) -> Callable[..., Any]:
     return build
 
 
-sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid, where = map(
+sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid, where, less, sinc = map(
     _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "exp", "hypot",
-            "sigmoid", "where"])
+            "sigmoid", "where", "lt", "sinc"])
+
+
+def _sinc_partial(a: Any, out: Any) -> Any:
+    """sinc'(x) = (cos(x) - sinc(x))/x, which cancels near 0: there, its Taylor series
+    -x/3 + x^3/30 - x^5/840 + x^7/45360 (to 1e-16 relative below 0.1), and 0 at 0."""
+    x2 = a * a
+    series = a * (-1.0 / 3.0 + x2 * (1.0 / 30.0 + x2 * (-1.0 / 840.0 + x2 * (1.0 / 45360.0))))
+    return where(less(fabs(a), sem.SINC_SERIES_BELOW), series, (cos(a) - out) / a)
 
 
 def _atan2_partial(k: int) -> Callable[..., Any]:
@@ -269,6 +277,11 @@ define("erfc", 1, math.erfc, sem.each_libm(math.erfc), (lambda a, out: -TWO_OVER
        llvm=Call("erfc"), doc="1 - erf(x), accurate where erf(x) is near 1")
 define("hypot", 2, sem.py_hypot, _np("hypot"), (lambda a, b, out: a / out, lambda a, b, out: b / out),
        llvm=Call("hypot"), commutative=True, doc="sqrt(a^2 + b^2) without overflow or underflow")
+define("sinc", 1, sem.py_sinc, sem.np_sinc, (_sinc_partial,),
+       llvm=Inline("{t}z = fcmp oeq double {0}, 0.0\n{t}s = call double @llvm.sin.f64(double {0})\n"
+                   "{t}d = select i1 {t}z, double 1.0, double {0}\n{t}q = fdiv double {t}s, {t}d\n"
+                   "{r} = select i1 {t}z, double 1.0, double {t}q", calls=(("llvm.sin.f64", 1),)),
+       domain=((0.05,), (-1.3,)), doc="sin(x)/x, 1 at 0 (unnormalised; NumPy's sinc is sin(pi x)/(pi x))")
 define("cbrt", 1, math.cbrt, _np("cbrt"), (lambda a, out: 1.0 / (3.0 * (out * out)),), llvm=Call("cbrt"),
        doc="the real cube root (negative for negative x)")
 define("asinh", 1, math.asinh, _np("arcsinh"), (lambda a, out: 1.0 / hypot(a, 1.0),), llvm=Call("asinh"))

@@ -174,6 +174,20 @@ def np_sigmoid(x: Any) -> Any:
     return np.where(p, 1.0 / d, e / d)[()]
 
 
+def py_sinc(x: float) -> float:
+    """sin(x)/x, 1 at 0 (sin(x) is x to full precision near 0, so the quotient needs no series)."""
+    return 1.0 if x == 0.0 else math.sin(x) / x
+
+
+def np_sinc(x: Any) -> Any:
+    np = numpy()
+    zero = x == 0.0
+    return np.where(zero, 1.0, np.sin(x) / np.where(zero, 1.0, x))[()]
+
+
+SINC_SERIES_BELOW = 0.1  # |x| below which sinc' is its Taylor series (cos(x) - sinc(x) cancels)
+
+
 def py_softplus(x: float) -> float:
     """log(1 + e^x) as max(x, 0) + log1p(e^-|x|): ``softplus(800) = 800``, ``softplus(-40) ≈ 4.2e-18``."""
     return (x if x > 0 else 0.0) + math.log1p(math.exp(-abs(x)))

@@ -121,7 +121,8 @@ def test_sympy_translator_knows_every_function():
 # checked by finite differences here, against mpmath in tests/core/test_stable_functions.py
 # and for every op in tests/core/test_ops.py).
 STABLE_FUNCTIONS = ("log1p", "expm1", "sigmoid", "softplus", "log_sigmoid", "logaddexp", "logsumexp", "erf",
-                    "erfc", "hypot", "cbrt", "asinh", "acosh", "atanh", "floor", "ceil", "round", "clip")
+                    "erfc", "hypot", "cbrt", "asinh", "acosh", "atanh", "floor", "ceil", "round", "clip",
+                    "sinc")
 ORACLE_OPS = tuple(name for name in (*OPS, *FUNCTIONS)
                    if name not in STABLE_FUNCTIONS and (name in FUNCTIONS or OPS[name].arity))
 

@@ -24,7 +24,7 @@ EXPRESSIONS = [
     "100*(y-x^2)^2+(1-x)^2",
     "log1p(x^2) + expm1(y/3) + sigmoid(x*y) + softplus(3*x) + log_sigmoid(y - x) + logaddexp(x, 2*y)",
     "erf(x/2) + erfc(y) + hypot(x, y) + cbrt(x*y) + asinh(x) + acosh(2 + y^2) + atanh(x/(4 + y^2))",
-    "floor(x) + ceil(y) + round(x*y) + logsumexp(x, y, x*y) + clip(x, -1, y)",
+    "floor(x) + ceil(y) + round(x*y) + logsumexp(x, y, x*y) + clip(x, -1, y) + sinc(x*y)",
     "where(x < y and not (x >= 1), sqrt(y - x), x^2) + (x <= y or x > 2*y) + (x == y) + (x != 1)"
     " + (if 0 < x < y then log(x) else -y)",
 ]

@@ -183,7 +183,7 @@ def reference(op: str):
 
 def _stable() -> dict:
     """The stable functions as docs/numerics.md writes them, on the C library's exp and log1p."""
-    exp, log1p, ln2 = _libm("exp", 1), _libm("log1p", 1), math.log(2.0)
+    exp, log1p, sin, ln2 = _libm("exp", 1), _libm("log1p", 1), _libm("sin", 1), math.log(2.0)
 
     def sigmoid(x):
         if x >= 0:
@@ -201,7 +201,8 @@ def _stable() -> dict:
     return {"sigmoid": sigmoid,
             "softplus": lambda x: (x if x > 0 else 0.0) + log1p(exp(-abs(x))),
             "log_sigmoid": lambda x: (x if x < 0 else 0.0) - log1p(exp(-abs(x))),
-            "logaddexp": logaddexp}
+            "logaddexp": logaddexp,
+            "sinc": lambda x: 1.0 if x == 0 else sin(x) / x}
 
 
 STABLE = _stable()

@@ -30,6 +30,7 @@ EXACT = {
     "floor": mpmath.floor, "ceil": mpmath.ceil,
     "round": lambda x: mpmath.sign(x) * mpmath.floor(abs(x) + mpmath.mpf("0.5")),
     "clip": lambda x, lo, hi: min(max(x, lo), hi),
+    "sinc": mpmath.sinc,  # sin(x)/x
 }
 FLAT = ("floor", "ceil", "round", "clip")  # derivative 0 at the table's points
 

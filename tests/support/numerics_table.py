@@ -237,13 +237,15 @@ STABLE_INTRO = """## Stable functions
 
 `log1p`, `expm1`, `softplus`, `sigmoid`, `log_sigmoid`, `logsumexp(a, b, ...)` (any number of
 arguments; `logaddexp(a, b)` for two), `erf`, `erfc`, `hypot`, `cbrt`, `asinh`, `acosh`,
-`atanh`, `floor`, `ceil`, `round` (halfway cases away from zero, as C's `round`) and
-`clip(x, lo, hi)` are evaluated stably, and so are their derivatives, each an expression of
+`atanh`, `floor`, `ceil`, `round` (halfway cases away from zero, as C's `round`),
+`sinc(x) = sin(x)/x` (1 at 0; unnormalised, unlike NumPy's `sinc`) and `clip(x, lo, hi)`
+are evaluated stably, and so are their derivatives, each an expression of
 stable functions: `softplus' = sigmoid` (not `exp(x)/(1 + exp(x))`, which is `nan` at 800),
 `sigmoid'(x) = sigmoid(x)·sigmoid(−x)` (not `σ(1 − σ)`, which is 0 at 40),
 `∂logaddexp(a, b)/∂a = sigmoid(a − b)`, `asinh'(x) = 1/hypot(x, 1)`,
 `acosh'(x) = 1/(sqrt(x − 1)·sqrt(x + 1))`, `atanh'(x) = 1/((1 − x)(1 + x))`; `floor`, `ceil`,
-`round` have derivative 0, and `clip` is `min(max(x, lo), hi)`. The composite ones are
+`round` have derivative 0, `clip` is `min(max(x, lo), hi)`, and `sinc'(x) = (cos(x) − sinc(x))/x`,
+which cancels near 0, is its Taylor series `−x/3 + x³/30 − x⁵/840 + x⁷/45360` where |x| < 0.1. The composite ones are
 written once as the steps every backend takes (`symad/core/semantics.py`, and the same steps
 in their LLVM lowering): `softplus(x) = max(x, 0) + log1p(exp(−|x|))`, `sigmoid` from
 `exp(−|x|)`, `logaddexp(a, b) = max(a, b) + log1p(exp(−|a − b|))` (`a + log 2` when `a = b`,
@@ -264,6 +266,7 @@ STABLE_ROWS = [("softplus(x)", "x=800"), ("softplus(x)", "x=-40"), ("sigmoid(x)"
         ("log1p(x)", "x=1e-20"), ("expm1(x)", "x=1e-20"), ("erf(x)", "x=1e-10"), ("erfc(x)", "x=10"),
         ("hypot(x, y)", "x=3e200,y=4e200"), ("hypot(x, y)", "x=3e-200,y=4e-200"), ("cbrt(x)", "x=-27"),
         ("asinh(x)", "x=1e200"), ("acosh(x)", "x=1e200"), ("atanh(x)", "x=0.9999999999999999"),
+        ("sinc(x)", "x=0"), ("sinc(x)", "x=0.001"), ("sinc(x)", "x=-1e-5"),
         ("floor(x)", "x=-0.5"), ("ceil(x)", "x=-0.5"), ("round(x)", "x=2.5"), ("round(x)", "x=-2.5"),
         ("clip(x, 0, 1)", "x=5")]
 

@@ -73,6 +73,7 @@ SYMPY_FUNCTIONS = {
     "floor": _flat(sympy.floor), "ceil": _flat(sympy.ceiling),
     "round": _flat(lambda a: sympy.sign(a) * sympy.floor(sympy.Abs(a) + _HALF)),
     # (unevaluated: SymPy's simplification of nested Min/Max can take seconds an example)
+    "sinc": sympy.sinc,  # sin(x)/x, unnormalised
     "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo, evaluate=False), hi, evaluate=False),
 }
 SYMPY_CONSTANTS = {"pi": sympy.pi, "e": sympy.E, "inf": sympy.oo, "nan": sympy.nan}
