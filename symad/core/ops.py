@@ -248,10 +248,12 @@ define("log1p", 1, math.log1p, _np("log1p"), (lambda a, out: 1.0 / (1.0 + a),), 
 define("expm1", 1, math.expm1, _np("expm1"), (lambda a, out: out + 1.0,), llvm=Call("expm1"),
        doc="exp(x) - 1, accurate for small x")
 define("sigmoid", 1, sem.py_sigmoid, sem.np_sigmoid, (lambda a, out: out * sigmoid(-a),),
-       llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n{t}n = fneg double {0}\n"
-                   "{t}z = select i1 {t}p, double {t}n, double {0}\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
+       # exp(-|x|) as softplus and logaddexp compute it, so that LLVM computes it once for both
+       # (softplus' is sigmoid; sigmoid(-x) needs the same exp(-|x|) as sigmoid(x))
+       llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n{t}a = call double @llvm.fabs.f64(double {0})\n"
+                   "{t}n = fneg double {t}a\n{t}e = call double @llvm.exp.f64(double {t}n)\n"
                    "{t}d = fadd double 1.0, {t}e\n{t}q = fdiv double 1.0, {t}d\n{t}s = fdiv double {t}e, {t}d\n"
-                   "{r} = select i1 {t}p, double {t}q, double {t}s", calls=(_EXP,)),
+                   "{r} = select i1 {t}p, double {t}q, double {t}s", calls=(_FABS, _EXP)),
        doc="the logistic function 1/(1 + exp(-x)), without overflow")
 define("softplus", 1, sem.py_softplus, sem.np_softplus, (lambda a, out: sigmoid(a),),
        llvm=Inline("{t}p = fcmp ogt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n" + _E_ABS
@@ -262,13 +264,14 @@ define("log_sigmoid", 1, sem.py_log_sigmoid, sem.np_log_sigmoid, (lambda a, out:
                    + "{r} = fsub double {t}m, {t}l", calls=(_FABS, _EXP, _LOG1P)),
        doc="log(sigmoid(x)) = -softplus(-x)")
 define("logaddexp", 2, sem.py_logaddexp, sem.np_logaddexp,
-       (lambda a, b, out: sigmoid(a - b), lambda a, b, out: sigmoid(b - a)),
+       # sigmoid(-(a - b)), not sigmoid(b - a): the same |a - b| as the value's, so one exp serves all three
+       (lambda a, b, out: sigmoid(a - b), lambda a, b, out: sigmoid(-(a - b))),
        llvm=Inline("{t}q = fcmp oeq double {0}, {1}\n{t}d = fsub double {0}, {1}\n"
-                   "{t}g = fcmp ogt double {t}d, 0.0\n{t}n = fneg double {t}d\n"
-                   "{t}z = select i1 {t}g, double {t}n, double {t}d\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
+                   "{t}g = fcmp ogt double {t}d, 0.0\n{t}a = call double @llvm.fabs.f64(double {t}d)\n"
+                   "{t}z = fneg double {t}a\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
                    "{t}l = call double @log1p(double {t}e)\n{t}m = select i1 {t}g, double {0}, double {1}\n"
                    "{t}s = fadd double {t}m, {t}l\n{t}w = fadd double {0}, 0x3FE62E42FEFA39EF\n"
-                   "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_EXP, _LOG1P)),
+                   "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_FABS, _EXP, _LOG1P)),
        commutative=True, domain=((0.4, -1.1), (-0.6, 0.8), (3.0, 3.5)),
        doc="log(exp(a) + exp(b)) without overflow; logsumexp(a, b, ...) folds it")
 define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQRT_PI * exp(-(a * a)),),
