@@ -21,6 +21,7 @@ _EXPORTS = {
     "VectorFunction": "vector_function", "Graph": "core.graph",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
+    "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
     "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
 }
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from symad.function import Function
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
+    from symad.persist import dumps, load, loads, save
     from symad.vector_function import VectorFunction
 
 
@@ -88,6 +90,6 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
 
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "Objective", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "minimize", "objective",
-    "parse", "parse_outputs", "to_postfix", "var", "vector",
+    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "dumps", "load", "loads",
+    "minimize", "objective", "parse", "parse_outputs", "save", "to_postfix", "var", "vector",
 ]

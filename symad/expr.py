@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from symad import functions
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
+from symad.core import document
 from symad.core.errors import SymadError
-from symad.core.graph import Graph, export, rebuild
+from symad.core.graph import Graph
 from symad.core.ops import OPS
 from symad.core.term import Term, as_node
 from symad.frontend.parser import parse_into, parse_outputs_into
@@ -65,8 +66,12 @@ class Expr(Term):
         return functions.ufunc(ufunc.__name__, *inputs)
 
     def __reduce__(self) -> tuple:
-        # Pickled as its DAG (plain data), rebuilt in the default graph of the loading process.
-        return (_rebuilt_expr, (export(self.graph, [self.id]),))
+        # Pickled as its document (symad's JSON format), rebuilt in the loading process's default graph.
+        return (_rebuilt_expr, (document.dumps(self.to_document()),))
+
+    def to_document(self) -> dict[str, Any]:
+        """The expression as a document of symad's file format (:mod:`symad.core.document`)."""
+        return document.to_document(self.graph, [self.id])
 
     # ------------------------------------------------------------------ derivatives
     def grad(self, wrt: list[str] | None = None) -> dict[str, Expr]:
@@ -155,9 +160,14 @@ def var(name: str, graph: Graph | None = None) -> Expr:
     return Expr(g, g.var(name))
 
 
-def _rebuilt_expr(dag: tuple) -> Expr:
-    graph = default_graph()
-    return Expr(graph, rebuild(graph, *dag)[0])
+def _rebuilt_expr(text: str) -> Expr:
+    return expressions_of(document.loads(text))[0]
+
+
+def expressions_of(doc: dict[str, Any], graph: Graph | None = None) -> list[Expr]:
+    """The outputs of a checked document as expressions of ``graph`` (the default graph if None)."""
+    g = default_graph() if graph is None else graph
+    return [Expr(g, root) for root in document.build(doc, g)]
 
 
 def vector(name: str, n: int, graph: Graph | None = None) -> Any:

@@ -11,7 +11,7 @@ from symad.backends.llvm import jit
 from symad.backends.program import BACKENDS, Program
 from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
-from symad.core import indexed
+from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 
 _F64 = np.dtype(np.float64)
@@ -53,7 +53,19 @@ class Inputs:
         self._names = self.variables + self.params  # the programs' inputs, in order
         # the variables' nodes, then the parameters': the programs' inputs, in order
         self.inputs = [graph.var(v) for v in self._names]
+        self.graph_of_inputs = graph
         self._shape = (len(self._names),)
+
+    @classmethod
+    def rebuilt(cls, target: Any, variables: Sequence[str], parameters: bool, backend: str) -> Any:
+        """The function of ``target`` (its expression or outputs) compiled again: ``variables``
+        differentiated, and the other variables parameters if ``parameters``."""
+        return cls(target, backend=backend, wrt=variables) if parameters else cls(target, variables, backend)
+
+    def document_of(self, roots: list[int], kind: str) -> dict[str, Any]:
+        """A document of the outputs ``roots`` with these inputs and the backend."""
+        return document.to_document(self.graph_of_inputs, roots, kind, variables=list(self.variables),
+                                    params=list(self.params), backend=self.backend)  # type: ignore[attr-defined]
 
     def with_params(self, point: Any, params: Any, kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         """The point extended by the parameters' values (as :meth:`point_array` reads it), and
@@ -211,8 +223,14 @@ class Function(Inputs):
                                          n_grads=len(self.variables))
         self._tape: Tape | None = None
 
+    def to_document(self) -> dict[str, Any]:
+        """The function as a document of symad's file format: its expression, variables,
+        parameters and backend (loading compiles it again)."""
+        return self.document_of([self.expr.id], "function")
+
     def __reduce__(self) -> tuple:
-        # Pickled as its expression (a DAG), its variables, parameters and backend: compiled again on load.
+        # Its expression (which pickles as a document of symad's format), variables, parameters
+        # and backend: compiled again on load.
         return (_rebuilt, (type(self), self.expr, self.variables, self.backend, bool(self.params)))
 
     def _value_grad_nodes(self) -> list[int]:
@@ -342,10 +360,8 @@ class Function(Inputs):
         return result[:, 0], result[:, 1:]
 
 def _rebuilt(cls: type, expr: Any, variables: tuple[str, ...], backend: str, parameters: bool) -> Function:
-    """A pickled function compiled again (its parameters are the expression's other variables)."""
-    if parameters:
-        return cls(expr, backend=backend, wrt=variables)
-    return cls(expr, variables, backend)
+    """A pickled function compiled again (its expression pickles as a document of symad's format)."""
+    return cls.rebuilt(expr, variables, parameters, backend)
 
 
 def _unnamed(point: Any, names: tuple[str, ...]) -> np.ndarray:

@@ -10,12 +10,14 @@ import numpy as np
 
 from symad.ad.hessian import direction_names
 from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
+from symad.backends.program import BACKENDS
 from symad.backends.tiering import TieredProgram
+from symad.core import document
 from symad.core.errors import SymadError
-from symad.core.graph import Graph, export, rebuild
+from symad.core.graph import Graph
 from symad.core.term import Term, as_node
-from symad.expr import Expr, default_graph, parse_outputs
-from symad.function import Inputs, check_backend
+from symad.expr import Expr, default_graph, expressions_of, parse_outputs
+from symad.function import Function, Inputs, check_backend
 
 
 def as_outputs(outputs: Any) -> list[Expr]:
@@ -79,10 +81,14 @@ class VectorFunction(Inputs):
     def __len__(self) -> int:
         return len(self.roots)
 
+    def to_document(self) -> dict[str, Any]:
+        """The function as a document of symad's file format: its outputs, variables,
+        parameters and backend (loading compiles it again)."""
+        return self.document_of(self.roots, "vector_function")
+
     def __reduce__(self) -> tuple:
-        # Pickled as its outputs' DAG, variables, parameters and backend: compiled again on load.
-        return (_rebuilt, (type(self), export(self.graph, self.roots), self.variables, self.backend,
-                           bool(self.params)))
+        # Pickled as its document (symad's JSON format): compiled again on load.
+        return (_rebuilt, (type(self), document.dumps(self.to_document())))
 
     # ------------------------------------------------------------------ expressions and programs
     def jacobian_nodes(self) -> list[list[int]]:
@@ -180,10 +186,21 @@ class VectorFunction(Inputs):
         return self.outputs_with(self._program("jvp"), x, d)
 
 
-def _rebuilt(cls: type, dag: tuple, variables: tuple[str, ...], backend: str, parameters: bool) -> VectorFunction:
-    """A pickled vector function compiled again (its parameters are the outputs' other variables)."""
-    graph = default_graph()
-    exprs = [Expr(graph, root) for root in rebuild(graph, *dag)]
-    if parameters:
-        return cls(exprs, backend=backend, wrt=variables)
-    return cls(exprs, variables, backend)
+def function_of(doc: dict[str, Any], cls: type) -> Any:
+    """The compiled function (of class ``cls``: Function or VectorFunction) a checked document holds."""
+    variables, params = document.names(doc, "variables"), document.names(doc, "params") or ()
+    backend = doc.get("backend", "auto")
+    if variables is None or backend not in BACKENDS:
+        raise document.DocumentError(f"a {doc.get('kind')} document needs its variables and a backend "
+                                     f"({', '.join(BACKENDS)})")
+    exprs = expressions_of(doc)
+    fn = cls.rebuilt(exprs[0] if cls is Function else exprs, variables, bool(params), backend)
+    if fn.params != params:
+        raise document.DocumentError(f"the document's parameters {list(params)} are not its expression's other "
+                                     f"variables {list(fn.params)}")
+    return fn
+
+
+def _rebuilt(cls: type, text: str) -> VectorFunction:
+    """A pickled vector function (its document's text) compiled again."""
+    return function_of(document.loads(text), cls)

@@ -16,7 +16,8 @@ LAYERS = [
     ("frontend",),
     ("ad",),
     ("backends",),
-    ("functions", "expr", "function", "hessian", "vector_function", "objectives", "caches"),  # the public API objects
+    ("functions", "expr", "function", "hessian", "vector_function", "objectives", "caches",
+     "persist"),  # the public API objects
     ("tools", "optimize", "viz", "explain"),  # what users do with them (and their public façades)
     ("cli", "__main__"),
 ]

@@ -52,8 +52,13 @@ def test_jacobian_matches_central_differences(texts: list[str], x: float, y: flo
     h = 1e-6
     for j in range(2):
         step = np.eye(2)[j] * h
-        fd = (F.value(point + step) - F.value(point - step)) / (2 * h)
-        np.testing.assert_allclose(jac[:, j], fd, rtol=1e-5, atol=1e-5 * (1 + np.abs(fd).max()))
+        with np.errstate(all="ignore"):
+            fd = (F.value(point + step) - F.value(point - step)) / (2 * h)
+        # Rounding in F is amplified by 1/h: an output of 5e8 (exp(exp(3))) moves its difference by
+        # ~5e-2; an output that overflows has no difference at all.
+        ok = np.isfinite(fd) & np.isfinite(values)
+        tol = 1e-5 * (1 + np.abs(fd[ok])) + 1e-8 * np.abs(values[ok])
+        assert np.all(np.abs(jac[ok, j] - fd[ok]) <= tol), (texts, j, jac[:, j], fd)
 
 
 def test_vjp_and_jvp_are_products_with_the_jacobian_for_points_and_batches() -> None:

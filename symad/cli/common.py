@@ -15,11 +15,12 @@ from typing import Any, BinaryIO
 
 from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
-from symad.core import indexed
+from symad.core import document, indexed
 from symad.core.errors import LimitError, PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
 from symad.core.printing import format_number as format_expr_number
+from symad.core.printing import to_texts
 from symad.expr import Expr, parse
 from symad.frontend.parser import literal_notes
 from symad.tools.diagnose import first_nonfinite
@@ -74,6 +75,17 @@ def read_expr(arg: str) -> str:
         except UnicodeDecodeError:
             raise SymadError(f"cannot read {path}: not UTF-8 text") from None
     return arg
+
+
+def expression_text(text: str) -> str:
+    """``text`` itself, or for a symad JSON document (``symad save``), its outputs as text:
+    shared nodes as definitions, so the text builds the same DAG."""
+    if not text.lstrip().startswith("{"):
+        return text
+    graph = Graph()
+    roots = document.build(document.loads(text), graph)
+    definitions, texts = to_texts(graph, roots)
+    return "; ".join([f"{name} = {body}" for name, body in definitions] + texts)
 
 
 BOM = "\ufeff"

@@ -18,7 +18,7 @@ from typing import Any
 
 from symad import __version__
 from symad.backends import background
-from symad.cli.common import error_message, read_expr
+from symad.cli.common import error_message, expression_text, read_expr
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, override
@@ -51,6 +51,8 @@ COMMANDS: dict[str, Command] = {
                                     "or as expressions", True),
     "hessian": Command("hessian", "print the Hessian (every second partial derivative) at a point, "
                                   "or as expressions", True),
+    "save": Command("save", "write the expression's DAG to a JSON file, which every command reads as @FILE",
+                    False),
     "explain": Command("explain", "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, "
                                   "adjoints", True),
 }
@@ -74,12 +76,14 @@ examples:
   symad explain "(x+y)+x*(x+y)" --at x=1,y=2      reverse-mode AD step by step
   symad graph "(x+y)+x*(x+y)" --grad --at x=1,y=2 -o dag.png   picture of the DAG and its sweep
   symad grad - --at x=1 < big_expression.txt       read the expression from stdin (or @FILE)
+  symad save "x^2*y" -o f.json; symad grad @f.json --at x=1,y=2   a DAG saved as JSON, read back
 
-language: numbers (2, .5, 1e-3), variables (x, theta_2), constants pi e inf nan,
-  + - * / ^ (or **), unary -, parentheses, and the functions
+language: numbers (2, .5, 1e-3), variables (x, theta_2, x[3]), constants pi e inf nan,
+  + - * / ^ (or **), unary -, parentheses, < <= > >= == != and or not, and the functions
 {functions}.
   ^ binds tighter than unary minus and is right-associative: -x^2 = -(x^2), 2^3^2 = 512.
-  Definitions come first: "r = sqrt(x^2 + y^2); x/r".
+  Definitions and functions come first: "r = sqrt(x^2 + y^2); x/r", "f(t) = t^2; f(x) + f(y)".
+  Sums and products unroll: "sum(i = 1..3, x[i]^2)", "prod(k = 1..n, y + k)".
 
 exit status: 0 success, 1 not converged (minimize --strict), 2 bad input (syntax,
   unknown function or variable, bad value), 130 interrupted (Ctrl-C).
@@ -244,7 +248,7 @@ def _main(argv: Sequence[str]) -> int:
     try:
         with override(max_input_chars=args.max_input, max_nodes=args.max_dag_nodes,
                       max_program_ops=args.max_program_ops):
-            text = read_expr(args.expr)
+            text = expression_text(read_expr(args.expr))
             if getattr(command, "NEEDS_EXPR", True):
                 expr = parse(text, Graph())
             command.run(args, text, expr)

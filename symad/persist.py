@@ -1,0 +1,83 @@
+"""Saving and loading expressions and compiled functions, in symad's JSON format.
+
+The format (:mod:`symad.core.document`) is the one serialisation: pickling an
+expression or a function writes the same document.  Loading checks everything and
+never runs code; a loaded function compiles again (or loads its native code from the
+disk cache).
+
+>>> import symad
+>>> f = symad.compile("a*x^2 + y", wrt=["x", "y"])
+>>> g = symad.loads(symad.dumps(f))
+>>> g.variables, g.params, g.value_and_grad([1.0, 2.0], [3.0])
+(('x', 'y'), ('a',), (5.0, array([6., 1.])))
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from symad.core import document
+from symad.core.errors import SymadError
+from symad.core.graph import Graph
+from symad.expr import Expr, default_graph, expressions_of
+from symad.function import Function
+from symad.vector_function import VectorFunction, function_of
+
+_KINDS = ("expression", "expressions", "function", "vector_function")
+
+
+def to_document(obj: Any) -> dict[str, Any]:
+    """The document of an expression, a list of expressions, a Function or a VectorFunction."""
+    if isinstance(obj, (Expr, Function, VectorFunction)):
+        return obj.to_document()
+    if isinstance(obj, (list, tuple)) and obj and all(isinstance(e, Expr) for e in obj):
+        graph = default_graph() if len({id(e.graph) for e in obj}) > 1 else obj[0].graph
+        roots = [graph.copy_from(e.graph, [e.id])[0] for e in obj]
+        return document.to_document(graph, roots, "expressions")
+    raise SymadError(f"symad saves expressions, lists of them and compiled functions, not {type(obj).__name__}")
+
+
+def from_document(doc: dict[str, Any], graph: Graph | None = None) -> Any:
+    """What a checked document holds: an Expr, a list of them, a Function or a VectorFunction."""
+    kind = doc.get("kind")
+    if kind not in _KINDS:
+        raise document.DocumentError(f"the document's kind must be one of {', '.join(_KINDS)}, not {kind!r:.40}")
+    if kind in ("function", "vector_function"):
+        return function_of(doc, Function if kind == "function" else VectorFunction)
+    exprs = expressions_of(doc, graph)
+    if kind == "expression":
+        if len(exprs) != 1:
+            raise document.DocumentError("an expression document has one output")
+        return exprs[0]
+    return exprs
+
+
+def dumps(obj: Any) -> str:
+    """``obj`` as a document's JSON text."""
+    return document.dumps(to_document(obj))
+
+
+def loads(text: str | bytes) -> Any:
+    """What the document text ``text`` holds (checked: a bad document raises DocumentError)."""
+    return from_document(document.loads(text))
+
+
+def save(obj: Any, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` (an expression, a list of them, or a compiled function) to ``path`` as JSON."""
+    text = dumps(obj)
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as err:
+        raise SymadError(f"cannot write {os.fspath(path)}: {err.strerror}") from None
+
+
+def load(path: str | os.PathLike[str]) -> Any:
+    """What the document at ``path`` holds (see :func:`loads`)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(document.max_chars() + 1)
+    except OSError as err:
+        raise SymadError(f"cannot read {os.fspath(path)}: {err.strerror}") from None
+    return loads(data)
