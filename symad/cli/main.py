@@ -53,6 +53,10 @@ COMMANDS: dict[str, Command] = {
                                   "or as expressions", True),
     "save": Command("save", "write the expression's DAG to a JSON file, which every command reads as @FILE",
                     False),
+    "export-c": Command("export", "write the expression (with --grad, --hessian its derivatives) as a C99 "
+                                  "function and header", False),
+    "export-py": Command("export", "write the expression (with --grad, --hessian its derivatives) as a Python "
+                                   "function needing only the standard library", False),
     "explain": Command("explain", "show reverse-mode (or forward-mode) AD step by step: z1..zk, values, "
                                   "adjoints", True),
 }

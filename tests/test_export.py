@@ -1,0 +1,123 @@
+"""C and Python source export: the C compiles with -Werror and computes symad's bits; the Python
+needs only the standard library and computes them too; the command line writes both."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from backends.test_native import EXPRESSIONS
+from support.cli_helpers import run
+from support.expressions import example, expressions
+
+import symad
+from symad import Graph
+from symad.hessian import SecondOrder
+from symad.tools.export import c_source, python_source
+
+CC = shutil.which("gcc") or shutil.which("cc")
+needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
+CORPUS = " + ".join(f"({e})" for e in EXPRESSIONS)  # every function of the op table
+RANDOM = [example(expressions(4, variables=("x", "y"), sums=True), seed,
+                  lambda t: symad.parse(t, Graph()).variables == ("x", "y")) for seed in range(12)]
+P = ctypes.POINTER(ctypes.c_double)
+
+
+def compiled(tmp_path: Path, text: str, hessian: bool) -> tuple[ctypes.CDLL, str]:
+    e = symad.parse(text, Graph())
+    c_text, h_text = c_source(e, "f", grad=True, hessian=hessian)
+    (tmp_path / "f.c").write_text(c_text)
+    (tmp_path / "f.h").write_text(h_text)
+    flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off"]
+    r = subprocess.run([CC, *flags, "-shared", "-fPIC", "f.c", "-o", "libf.so", "-lm"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr  # no warning at all: -Werror
+    lib = ctypes.CDLL(str(tmp_path / "libf.so"))
+    lib.f.restype = ctypes.c_double
+    return lib, c_text
+
+
+def symad_numbers(so: SecondOrder, x: np.ndarray, hessian: bool) -> np.ndarray:
+    value, grad = so.value_and_grad(x)
+    return np.concatenate([[value], grad, so.hessian(x).ravel() if hessian else []])
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return [float(v).hex() for v in a] == [float(v).hex() for v in b]
+
+
+@needs_cc
+@pytest.mark.parametrize("text", [CORPUS, *RANDOM], ids=["every function", *(f"random {k}" for k in range(12))])
+def test_exported_c_compiles_cleanly_and_computes_symads_bits(tmp_path: Path, text: str) -> None:
+    hessian = text == CORPUS or len(text) < 200
+    lib, _ = compiled(tmp_path, text, hessian)
+    so = SecondOrder(text)
+    rng = np.random.default_rng(0)
+    for x in rng.uniform(-2, 2, (40, 2)):
+        g, h = np.zeros(2), np.zeros(4)
+        v = lib.f(x.ctypes.data_as(P), g.ctypes.data_as(P), h.ctypes.data_as(P) if hessian else None) \
+            if hessian else lib.f(x.ctypes.data_as(P), g.ctypes.data_as(P))
+        got = np.concatenate([[v], g, h if hessian else []])
+        want = symad_numbers(so, x, hessian)
+        assert same_bits(got, want), (text, x, got, want)
+
+
+@needs_cc
+def test_grad_and_hess_may_be_null(tmp_path: Path) -> None:
+    lib, c_text = compiled(tmp_path, "x^3*y", hessian=True)
+    assert "double f(const double *x, double *grad, double *hess)" in c_text
+    assert lib.f(np.array([2.0, 3.0]).ctypes.data_as(P), None, None) == 24.0
+
+
+def _module(source: str, tmp_path: Path):
+    path = tmp_path / "exported.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("exported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("text", [CORPUS, *RANDOM[:6]], ids=["every function", *(f"random {k}" for k in range(6))])
+def test_exported_python_computes_symads_bits_in_the_domain(tmp_path: Path, text: str) -> None:
+    source = python_source(symad.parse(text, Graph()), "f", hessian=True)
+    imports = {line.split()[1] for line in source.splitlines() if line.startswith("import ")}
+    assert imports <= {"math", "struct"}
+    f = _module(source, tmp_path).f
+    so = SecondOrder(text)
+    compared = 0
+    for x in np.random.default_rng(1).uniform(0.1, 1.5, (40, 2)):
+        try:
+            value, grad, hess = f(list(x))
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue  # math raises where IEEE gives inf or nan (documented)
+        got = np.concatenate([[value], grad, np.ravel(hess)])
+        assert same_bits(got, symad_numbers(so, x, True)), (text, x)
+        compared += 1
+    assert compared >= 10
+
+
+def test_names_are_checked() -> None:
+    e = symad.parse("x + 1", Graph())
+    for bad in ("int", "2f", "f-g", "symad_bits", "main"):
+        with pytest.raises(symad.SymadError, match="C identifier"):
+            c_source(e, bad)
+    with pytest.raises(symad.SymadError, match="identifier"):
+        python_source(e, "def")
+
+
+def test_cli_export_c_and_py(tmp_path: Path) -> None:
+    r = run("export-c", "100*(y-x^2)^2 + (1-x)^2", "--grad", "-o", str(tmp_path / "rosen.c"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"wrote {tmp_path / 'rosen.h'} and {tmp_path / 'rosen.c'}: f(x, y), value, gradient\n"
+    assert '#include "rosen.h"' in (tmp_path / "rosen.c").read_text()
+    assert "double f(const double *x, double *grad);" in (tmp_path / "rosen.h").read_text()
+    r = run("export-py", "x^3*y", "--hessian", "-o", "-")
+    assert r.returncode == 0 and "return v4, [v9, v2], [[v13, v8], [v8, 0.0]]" in r.stdout, r.stderr
+    r = run("export-c", "x", "--name", "int", "-o", str(tmp_path / "z.c"))
+    assert r.returncode == 2 and "C identifier" in r.stderr and "Traceback" not in r.stderr
