@@ -22,6 +22,7 @@ _EXPORTS = {
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
+    "to_sympy": "interop", "from_sympy": "interop",
     "LimitError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
     "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
 }
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from symad.expr import Expr, parse, parse_outputs, var, vector
     from symad.frontend.parser import to_postfix
     from symad.function import Function
+    from symad.interop import from_sympy, to_sympy
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
     from symad.persist import dumps, load, loads, save
@@ -90,6 +92,7 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
 
 __all__ = [
     "Expr", "Function", "Graph", "LimitError", "Objective", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "dumps", "load", "loads",
-    "minimize", "objective", "parse", "parse_outputs", "save", "to_postfix", "var", "vector",
+    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "dumps", "from_sympy",
+    "load", "loads", "minimize", "objective", "parse", "parse_outputs", "save", "to_postfix", "to_sympy", "var",
+    "vector",
 ]

@@ -13,7 +13,9 @@ from symad.ad.reverse import gradient
 from symad.core import document
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
+from symad.core.latex import latex_block, to_latex
 from symad.core.ops import OPS
+from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO
 from symad.core.term import Term, as_node
 from symad.frontend.parser import parse_into, parse_outputs_into
 
@@ -68,6 +70,22 @@ class Expr(Term):
     def __reduce__(self) -> tuple:
         # Pickled as its document (symad's JSON format), rebuilt in the loading process's default graph.
         return (_rebuilt_expr, (document.dumps(self.to_document()),))
+
+    def latex(self, name: str | None = None) -> str:
+        r"""The expression in LaTeX; ``name = ...`` in an aligned block if ``name`` is given or the
+        expression is much larger as a tree than as a DAG (its shared parts named ``t_{k}``).
+
+        >>> print(parse("sin(x)^2/sqrt(1+y)").latex())
+        \frac{\sin\left(x\right)^{2}}{\sqrt{y + 1}}
+        """
+        tree = self.graph.tree_size(self.id)
+        if name is None and not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(self.graph.reachable([self.id]))):
+            return to_latex(self.graph, self.id)
+        return latex_block(self.graph, [self.id], [name or "f"])
+
+    def _repr_latex_(self) -> str:
+        """How Jupyter shows an expression: as mathematics."""
+        return f"$\\displaystyle {self.latex()}$"
 
     def to_document(self) -> dict[str, Any]:
         """The expression as a document of symad's file format (:mod:`symad.core.document`)."""

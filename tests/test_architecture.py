@@ -17,7 +17,7 @@ LAYERS = [
     ("ad",),
     ("backends",),
     ("functions", "expr", "function", "hessian", "vector_function", "objectives", "caches",
-     "persist"),  # the public API objects
+     "persist", "interop"),  # the public API objects
     ("tools", "optimize", "viz", "explain"),  # what users do with them (and their public façades)
     ("cli", "__main__"),
 ]

@@ -6,6 +6,7 @@ import argparse
 
 from symad.cli.common import emit
 from symad.core.errors import VariableError
+from symad.core.latex import latex_block, latex_name
 from symad.core.printing import to_texts
 from symad.expr import Expr
 
@@ -24,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``symad diff``."""
     parser.add_argument("--wrt", action="append", default=[], metavar="x[,y]",
                         help="the variable(s), comma-separated or repeated; default: all")
+    parser.add_argument("--latex", action="store_true",
+                        help="print the partials as LaTeX (an aligned block; shared parts named t_{k})")
     parser.epilog = EPILOG_NOTE + "\n" + (parser.epilog or "")
 
 
@@ -35,6 +38,11 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
             raise VariableError(f"--wrt: {w!r} is not a variable name")
     wrt = list(dict.fromkeys(wrt))  # repeated names: one partial each
     partials = expr.grad(wrt or None)
+    if args.latex:
+        labels = [rf"\frac{{\partial f}}{{\partial {latex_name(w)}}}" for w in partials]
+        block = latex_block(expr.graph, [d.id for d in partials.values()], labels)
+        emit(args, {"expr": text.strip(), "latex": block}, [block], [])
+        return
     if len(wrt) == 1:
         (d,) = partials.values()
         emit(args, {"expr": text.strip(), "diff": {wrt[0]: str(d)}}, [str(d)], [])

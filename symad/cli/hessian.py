@@ -7,6 +7,7 @@ import math
 
 from symad.cli.common import add_params_option, emit, format_number, nonfinite_warnings, point_and_params
 from symad.core.errors import PointError
+from symad.core.latex import to_latex
 from symad.expr import Expr
 from symad.hessian import SecondOrder, hessian
 
@@ -21,7 +22,15 @@ examples:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """``--params`` beside the common options."""
     add_params_option(p, "not differentiated (no partials, no Hessian rows or columns)")
+    p.add_argument("--latex", action="store_true", help="print the Hessian as a LaTeX matrix of expressions")
     p.epilog = EPILOG
+
+
+def latex_matrix(expr: Expr, names: list[str]) -> str:
+    """The Hessian as a LaTeX ``pmatrix`` of its entries' expressions."""
+    rows = hessian(expr, names)
+    return ("\\begin{pmatrix}\n" + " \\\\\n".join(" & ".join(to_latex(e.graph, e.id) for e in row) for row in rows)
+            + "\n\\end{pmatrix}")
 
 
 def _label(names: list[str], i: int, j: int) -> str:
@@ -34,6 +43,12 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if args.params and not args.at:
         raise PointError("--params gives values, which the Hessian as expressions (no --at) does not use: "
                          "add --at for the other variables")
+    if args.latex:
+        if args.at or args.params:
+            raise PointError("--latex prints the Hessian's expressions: leave out --at and --params")
+        emit(args, {"expr": text.strip(), "variables": names, "latex": latex_matrix(expr, names)},
+             [latex_matrix(expr, names)], [])
+        return
     if not args.at and names:
         entries = hessian(expr, names)
         n = len(names)

@@ -90,8 +90,8 @@ def to_texts(graph: Graph, roots: list[int], form: str = "auto") -> tuple[list[t
     return shared_texts(graph, roots)
 
 
-def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(definitions, texts)`` naming every operation the roots use more than once."""
+def shared_names(graph: Graph, roots: list[int]) -> list[int]:
+    """The operations the roots use more than once, children first: what the shared forms name."""
     order = graph.reachable(roots)
     uses: dict[int, int] = {}
     for node in order:
@@ -99,17 +99,22 @@ def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]],
             uses[a] = uses.get(a, 0) + 1
     for r in roots:
         uses[r] = uses.get(r, 0) + 1
+    return [node for node in order if graph.args[node] and uses[node] > 1]
+
+
+def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(definitions, texts)`` naming every operation the roots use more than once."""
+    order = graph.reachable(roots)
     taken = {graph.data[n] for n in order if graph.op[n] == "var"}
     prefix = "_"
     while any(isinstance(v, str) and v.startswith(prefix) and v[len(prefix):].isdigit() for v in taken):
         prefix += "_"
     names: dict[int, str] = {}
     definitions: list[tuple[str, str]] = []
-    for node in order:
-        if graph.args[node] and uses[node] > 1:
-            name = f"{prefix}{len(names) + 1}"
-            definitions.append((name, to_infix(graph, node, names)))
-            names[node] = name
+    for node in shared_names(graph, roots):
+        name = f"{prefix}{len(names) + 1}"
+        definitions.append((name, to_infix(graph, node, names)))
+        names[node] = name
     return definitions, [names.get(r) or to_infix(graph, r, names) for r in roots]
 
 

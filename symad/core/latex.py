@@ -1,0 +1,162 @@
+"""DAG → LaTeX: fractions, powers, function names, the fewest parentheses.
+
+Like :mod:`symad.core.printing`, a walk over an explicit stack of pieces (no recursion).
+Each op's form follows from its op-table entry (infix symbol and precedence, prefix,
+function); a few have a form of their own in mathematics (``\\frac``, ``\\sqrt``,
+``|x|``, ``\\lfloor x \\rfloor``, cases for ``where``).  Large derivatives name their
+shared subexpressions, as the text form does, and print as aligned definitions.
+"""
+
+from __future__ import annotations
+
+import re
+
+from symad.core.graph import Graph
+from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
+from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, shared_names
+
+_INFIX = {"add": "+", "sub": "-", "mul": r"\,", "lt": "<", "le": r"\le", "gt": ">", "ge": r"\ge", "eq": "=",
+          "ne": r"\ne", "and": r"\land", "or": r"\lor"}
+_PREFIX = {"neg": "-", "not": r"\lnot "}
+# LaTeX's own function names; any other function is \operatorname{name}.
+_NAMED = {"sin": r"\sin", "cos": r"\cos", "tan": r"\tan", "asin": r"\arcsin", "acos": r"\arccos",
+          "atan": r"\arctan", "sinh": r"\sinh", "cosh": r"\cosh", "tanh": r"\tanh", "exp": r"\exp", "log": r"\log",
+          "min": r"\min", "max": r"\max"}
+# (opening, closing) around the one argument
+_AROUND = {"sqrt": (r"\sqrt{", "}"), "abs": (r"\left|", r"\right|"), "floor": (r"\left\lfloor ", r"\right\rfloor"),
+           "ceil": (r"\left\lceil ", r"\right\rceil")}
+_GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
+          "xi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega", "Gamma", "Delta", "Theta",
+          "Lambda", "Xi", "Pi", "Sigma", "Phi", "Psi", "Omega"}
+_SPLIT = re.compile(r"([A-Za-z]+?)_?(\d+)")
+_SCIENTIFIC = re.compile(r"(-?[0-9.]+)e([+-]?[0-9]+)")
+_INDEXED = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\[(-?\d+)\]")
+
+
+def latex_name(name: str) -> str:
+    """A variable's name in LaTeX: ``x``, ``x_{2}`` (``x2``, ``x_2``, ``x[2]``), ``\\theta``, ``\\mathit{rate}``."""
+    m = _INDEXED.fullmatch(name)
+    if m:
+        return f"{latex_name(m.group(1))}_{{{m.group(2)}}}"
+    m = _SPLIT.fullmatch(name)
+    if m:
+        return f"{latex_name(m.group(1))}_{{{m.group(2)}}}"
+    if name in _GREEK:
+        return "\\" + name
+    if len(name) == 1:
+        return name
+    return r"\mathit{" + name.replace("_", r"\_") + "}"
+
+
+def latex_number(value: float) -> str:
+    """A number in LaTeX: ``2``, ``0.5``, ``\\pi``, ``1.5 \\cdot 10^{-5}``, ``\\infty``."""
+    text = format_number(value)
+    if text.lstrip("-") in ("pi", "inf", "nan"):
+        text = text.replace("pi", r"\pi").replace("inf", r"\infty").replace("nan", r"\mathrm{NaN}")
+    m = _SCIENTIFIC.fullmatch(text)
+    if m:
+        mantissa, exponent = m.group(1), int(m.group(2))
+        if mantissa in ("1", "-1"):
+            return f"{mantissa[:-1]}10^{{{exponent}}}"
+        return f"{mantissa} \\cdot 10^{{{exponent}}}"
+    return text
+
+
+def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
+    """The expression in LaTeX (nodes in ``names`` print as those names)."""
+    names = names or {}
+    out: list[str] = []
+    stack: list[object] = [root]  # ints are nodes, strings literal pieces
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+
+    def prec(node: int) -> int:
+        if node in names:
+            return PREC_ATOM
+        op = op_of[node]
+        if op == "div" or (op in OPS and OPS[op].kind not in ("infix", "prefix")):
+            return PREC_ATOM  # \frac{..}{..} and f(..) need no parentheses around them
+        if op == "const" and "\\cdot" in latex_number(data_of[node]):  # type: ignore[arg-type]
+            return PREC_SUM + 1  # 1.5 \cdot 10^{-5} is a product
+        return precedence(graph, node)
+
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        node = item  # type: ignore[assignment]
+        if node in names and node != root:
+            out.append(names[node])
+            continue
+        op = op_of[node]
+        if op == "const":
+            out.append(latex_number(data_of[node]))  # type: ignore[arg-type]
+            continue
+        if op == "var":
+            out.append(latex_name(data_of[node]))  # type: ignore[arg-type]
+            continue
+        spec, args = OPS[op], args_of[node]
+        pieces: list[object]
+        if op == "div":
+            pieces = [r"\frac{", args[0], "}{", args[1], "}"]
+        elif op == "pow":
+            base, exponent = args
+            pieces = [*_wrap(base, prec(base) <= spec.prec or op_of[base] == "div"), "^{", exponent, "}"]
+        elif op == "where":
+            c, a, b = args
+            pieces = [r"\begin{cases} ", a, r" & \text{if } ", c, r" \\ ", b, r" & \text{otherwise} \end{cases}"]
+        elif op in _AROUND:
+            opening, closing = _AROUND[op]
+            pieces = [opening, args[0], closing]
+        elif spec.kind == "infix":
+            left, right = args
+            lp, rp = prec(left), prec(right)
+            left_paren = lp <= spec.prec if spec.assoc == "none" else lp < spec.prec
+            right_paren = rp <= spec.prec
+            symbol = f" {_INFIX[op]} "
+            if op == "mul":  # juxtaposed: 2\,x\,y; but a factor starting with a number after a \cdot
+                right_paren = rp < spec.prec or rp == PREC_UNARY  # x\,\left(-y\right)
+                symbol = r" \cdot " if _leading_number(graph, right) else r"\,"
+            pieces = [*_wrap(left, left_paren), symbol, *_wrap(right, right_paren)]
+        elif spec.kind == "prefix":
+            (arg,) = args
+            pieces = [_PREFIX[op], *_wrap(arg, prec(arg) < (PREC_ATOM if op == "not" else PREC_UNARY))]
+        else:
+            name = _NAMED.get(op) or r"\operatorname{" + op.replace("_", r"\_") + "}"
+            pieces = [name, r"\left("]
+            for i, arg in enumerate(args):
+                if i:
+                    pieces.append(", ")
+                pieces.append(arg)
+            pieces.append(r"\right)")
+        stack.extend(reversed(pieces))
+    return "".join(out)
+
+
+def _leading_number(graph: Graph, node: int) -> bool:
+    """Whether the printed node starts with a number (a product's or power's leftmost factor)."""
+    while graph.op[node] in ("mul", "pow"):
+        node = graph.args[node][0]
+    return graph.op[node] == "const"
+
+
+def _wrap(node: int, paren: bool) -> list[object]:
+    return [r"\left(", node, r"\right)"] if paren else [node]
+
+
+def latex_block(graph: Graph, roots: list[int], labels: list[str]) -> str:
+    """``label = expression`` for each root, one per line of an ``aligned`` block; when the
+    roots as trees would be much larger than their DAG, shared subexpressions are named
+    ``t_{1}, t_{2}, ...`` and defined first."""
+    order = graph.reachable(roots)
+    tree = sum(graph.tree_size(r) for r in roots)
+    names: dict[int, str] = {}
+    lines: list[str] = []
+    if tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order):
+        for node in shared_names(graph, roots):
+            body = to_latex(graph, node, names)
+            names[node] = f"t_{{{len(names) + 1}}}"
+            lines.append(f"{names[node]} &= {body}")
+    lines += [f"{label} &= {to_latex(graph, r, names)}" for label, r in zip(labels, roots)]
+    return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
