@@ -13,7 +13,7 @@ import re
 
 from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
-from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, shared_names
+from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, render, shared_names
 
 _INFIX = {"add": "+", "sub": "-", "mul": r"\,", "lt": "<", "le": r"\le", "gt": ">", "ge": r"\ge", "eq": "=",
           "ne": r"\ne", "and": r"\land", "or": r"\lor"}
@@ -65,9 +65,7 @@ def latex_number(value: float) -> str:
 def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
     """The expression in LaTeX (nodes in ``names`` print as those names)."""
     names = names or {}
-    out: list[str] = []
-    stack: list[object] = [root]  # ints are nodes, strings literal pieces
-    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    op_of, data_of = graph.op, graph.data
 
     def prec(node: int) -> int:
         if node in names:
@@ -79,23 +77,8 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
             return PREC_SUM + 1  # 1.5 \cdot 10^{-5} is a product
         return precedence(graph, node)
 
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
-            continue
-        node = item  # type: ignore[assignment]
-        if node in names and node != root:
-            out.append(names[node])
-            continue
-        op = op_of[node]
-        if op == "const":
-            out.append(latex_number(data_of[node]))  # type: ignore[arg-type]
-            continue
-        if op == "var":
-            out.append(latex_name(data_of[node]))  # type: ignore[arg-type]
-            continue
-        spec, args = OPS[op], args_of[node]
+    def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
+        spec = OPS[op]
         pieces: list[object]
         if op == "div":
             pieces = [r"\frac{", args[0], "}{", args[1], "}"]
@@ -129,8 +112,10 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
                     pieces.append(", ")
                 pieces.append(arg)
             pieces.append(r"\right)")
-        stack.extend(reversed(pieces))
-    return "".join(out)
+        return pieces
+
+    return render(graph, root, names, lambda op, data: latex_number(data) if op == "const" else latex_name(data),
+                  compose)
 
 
 def _leading_number(graph: Graph, node: int) -> bool:

@@ -7,6 +7,8 @@ deep expressions neither recurse nor copy ever-longer strings.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
@@ -136,6 +138,41 @@ def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
     those names.
     """
     names = names or {}
+
+    def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
+        spec = OPS[op]
+        if spec.kind == "infix":
+            left, right = args
+            lp = PREC_ATOM if left in names else precedence(graph, left)
+            rp = PREC_ATOM if right in names else precedence(graph, right)
+            if spec.assoc == "left":
+                left_paren, right_paren = lp < spec.prec, rp <= spec.prec
+            elif spec.assoc == "none":  # a comparison: `(a < b) < c` is not the chain `a < b < c`
+                left_paren, right_paren = lp <= spec.prec, rp <= spec.prec
+            else:  # right-assoc power: base is an atom, exponent a unary expression
+                left_paren, right_paren = lp <= spec.prec, rp < PREC_UNARY
+            sep = f" {spec.symbol} " if spec.prec <= PREC_SUM else spec.symbol
+            return [*_wrap(left, left_paren), sep, *_wrap(right, right_paren)]
+        if spec.kind == "prefix":
+            (arg,) = args
+            paren = arg not in names and precedence(graph, arg) < spec.prec
+            return [spec.symbol, *_wrap(arg, paren)]
+        pieces: list[object] = [spec.symbol, "("]
+        for i, arg in enumerate(args):
+            if i:
+                pieces.append(", ")
+            pieces.append(arg)
+        pieces.append(")")
+        return pieces
+
+    return render(graph, root, names, lambda op, data: format_number(data) if op == "const" else data, compose)
+
+
+def render(graph: Graph, root: int, names: dict[int, str], leaf: Callable[[str, Any], str],
+           compose: Callable[[int, str, tuple[int, ...]], list[object]]) -> str:
+    """Text of ``root`` from an explicit stack of pieces: ``leaf(op, data)`` for a constant or a
+    variable, ``compose(node, op, args)`` for an operation (strings, and nodes to print in their
+    place), nodes in ``names`` as their names.  No recursion, one join at the end."""
     out: list[str] = []
     stack: list[object] = [root]  # ints are nodes to print, strings are literal pieces
     op_of, args_of, data_of = graph.op, graph.args, graph.data
@@ -149,39 +186,10 @@ def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
             out.append(names[node])
             continue
         op = op_of[node]
-        if op == "const":
-            out.append(format_number(data_of[node]))  # type: ignore[arg-type]
+        if op in ("const", "var"):
+            out.append(leaf(op, data_of[node]))
             continue
-        if op == "var":
-            out.append(data_of[node])  # type: ignore[arg-type]
-            continue
-        spec = OPS[op]
-        args = args_of[node]
-        pieces: list[object]
-        if spec.kind == "infix":
-            left, right = args
-            lp = PREC_ATOM if left in names else precedence(graph, left)
-            rp = PREC_ATOM if right in names else precedence(graph, right)
-            if spec.assoc == "left":
-                left_paren, right_paren = lp < spec.prec, rp <= spec.prec
-            elif spec.assoc == "none":  # a comparison: `(a < b) < c` is not the chain `a < b < c`
-                left_paren, right_paren = lp <= spec.prec, rp <= spec.prec
-            else:  # right-assoc power: base is an atom, exponent a unary expression
-                left_paren, right_paren = lp <= spec.prec, rp < PREC_UNARY
-            sep = f" {spec.symbol} " if spec.prec <= PREC_SUM else spec.symbol
-            pieces = [*_wrap(left, left_paren), sep, *_wrap(right, right_paren)]
-        elif spec.kind == "prefix":
-            (arg,) = args
-            paren = arg not in names and precedence(graph, arg) < spec.prec
-            pieces = [spec.symbol, *_wrap(arg, paren)]
-        else:
-            pieces = [spec.symbol, "("]
-            for i, arg in enumerate(args):
-                if i:
-                    pieces.append(", ")
-                pieces.append(arg)
-            pieces.append(")")
-        stack.extend(reversed(pieces))
+        stack.extend(reversed(compose(node, op, args_of[node])))
     return "".join(out)
 
 

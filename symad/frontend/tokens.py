@@ -35,17 +35,13 @@ class Token(NamedTuple):
             return OPS[self.text].symbol if OPS[self.text].kind == "infix" else self.text
         if kind == "call" and self.text in FUNCTIONS and self.arity != min(FUNCTIONS[self.text]):
             return f"{self.text}/{self.arity}"
-        if kind == "define":
-            return f"={self.text}"
         if kind == "chain":
             return f"&{OPS[self.text].symbol}"
-        if kind == "index":
-            return f"{self.text}[]"
-        if kind in ("range", "function"):
-            return "{" + self.text
-        if kind == "end":
-            return "}"
-        return self.text  # (an output separator prints as ";")
+        return _FORMS.get(kind, "{}").format(self.text)  # (an output separator prints as ";")
+
+
+# How the other kinds print in postfix: `=t` binds t, `x[]` indexes x, braces hold a body.
+_FORMS = {"define": "={}", "index": "{}[]", "range": "{{{}", "function": "{{{}", "end": "}}"}
 
 
 def line_column(text: str, pos: int) -> tuple[int, int]:
