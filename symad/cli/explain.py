@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", action="append", default=[], metavar="x=1",
                         help="forward mode's direction (default: 1 for the first variable, 0 for the others)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--latex", action="store_true", help="print the steps as a LaTeX aligned block")
     parser.epilog = (f"Text tables align their columns up to {ALIGN_MAX} characters: a longer cell (a node "
                      "with many users)\nis printed whole but unpadded. Every row, term and value is printed "
                      "in full, also\nwith --markdown and --json, so the output grows with the DAG.\n\n"
@@ -41,5 +42,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         print(result.to_json())
     elif args.markdown:
         print(result.to_markdown())
+    elif args.latex:
+        print(result.to_latex())
     else:
         print(result.to_text())

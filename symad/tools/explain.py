@@ -18,15 +18,33 @@ from symad.ad import branches
 from symad.ad.local import local_partial
 from symad.ad.sweep import active, forward_nodes, reverse_nodes
 from symad.backends.interpret import node_values
+from symad.core.graph import Graph
+from symad.core.latex import latex_name, latex_number, to_latex
 from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, precedence, to_infix
 from symad.expr import Expr
+from symad.frontend.parser import parse_into
 
 BAR, DOT = "\u0304", "\u0307"  # combining macron (adjoint z̄) and dot above (tangent ż)
 BLOCKED = "0 (branch not taken)"  # a contribution a `where` keeps from its arm not taken
 # Text tables align a column only up to this width: a wider cell (a node with
 # thousands of users) is printed whole but unpadded, and pads no other row.
 ALIGN_MAX = 60
+
+
+def _tex(text: str, factor: bool = False, condition: bool = False) -> str:
+    """A row's text (symad's language over z names) in LaTeX, in parentheses as a factor (unless
+    an atom or a product) or, with ``condition``, if a comparison (``z_2 = (z_1 > 0) = 0``)."""
+    g = Graph()
+    node = parse_into(text, g)
+    out = to_latex(g, node)
+    least = OPS["mul"].prec if factor else OPS["add"].prec if condition else None
+    return f"\\left({out}\\right)" if least is not None and precedence(g, node) < least else out
+
+
+def _tex_factor(value: float) -> str:
+    text = latex_number(value)
+    return f"\\left({text}\\right)" if text.startswith("-") else text
 
 
 def _num(v: float) -> str:
@@ -147,6 +165,29 @@ class Explanation:
             out.append(f"| {mark} | `{how}` | {value} |")
         out += ["", self._result_line()]
         return "\n".join(out)
+
+    def to_latex(self) -> str:
+        """The forward pass and the sweep as one LaTeX ``aligned`` block."""
+        bar = r"\bar" if self.mode == "reverse" else r"\dot"
+
+        def mark(name: str) -> str:
+            return f"{bar}{{z}}_{{{name[1:]}}}"
+
+        at = r",\ ".join(f"{latex_name(k)} = {latex_number(v)}" for k, v in self.point.items())
+        lines = [r"&\text{forward pass}" + (f" \\text{{ at }} {at}" if at else "")]
+        lines += [f"{_tex(r.name)} &= {_tex(r.expr, condition=True)} = {latex_number(r.value)}" for r in self.rows]
+        lines.append(r"&\text{backward sweep: } \bar{z} = \partial f/\partial z" if self.mode == "reverse"
+                     else r"&\text{forward sweep: } \dot{z} = dz/dt")
+        for r in self.sweep:
+            value = latex_number(r.derivative or 0.0)
+            if r.seed:
+                lines.append(f"{mark(r.name)} &= {value}")
+                continue
+            terms = [f"{mark(t.source)} \\cdot {_tex(t.local, factor=True)}" for t in r.terms]
+            numbers = [r"0\ \text{(branch not taken)}" if t.blocked
+                       else f"{_tex_factor(t.factor)} \\cdot {_tex_factor(t.local_value)}" for t in r.terms]
+            lines.append(f"{mark(r.name)} &= {' + '.join(terms)} = {' + '.join(numbers)} = {value}")
+        return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

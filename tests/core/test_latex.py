@@ -97,3 +97,23 @@ def test_big_derivatives_name_their_shared_parts() -> None:
     assert out.startswith("\\begin{aligned}\nt_{1} &= ") and "\nf &= " in out
     assert len(out) < 2000 and balanced(out)
     assert e._repr_latex_().startswith("$\\displaystyle ")
+
+
+# ---------------------------------------------------------------- the command line
+def test_cli_latex_on_diff_hessian_and_explain() -> None:
+    from support.cli_helpers import run
+
+    r = run("diff", "x^3*y", "--latex")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("\\begin{aligned}\n\\frac{\\partial f}{\\partial x} &= y \\cdot 3\\,x^{2} \\\\\n"
+                        "\\frac{\\partial f}{\\partial y} &= x^{3}\n\\end{aligned}\n")
+    r = run("hessian", "x^3*y", "--latex")
+    assert r.returncode == 0 and r.stdout.startswith("\\begin{pmatrix}\n") and balanced(r.stdout), r.stderr
+    r = run("hessian", "x^3*y", "--latex", "--at", "x=1,y=2")
+    assert r.returncode == 2 and "--latex prints the Hessian's expressions" in r.stderr
+    r = run("explain", "(x+y)+x*(x+y)", "--at", "x=1,y=2", "--latex")
+    assert r.returncode == 0, r.stderr
+    assert "\\bar{z}_{1} &= \\bar{z}_{4} \\cdot z_{3} + \\bar{z}_{3} \\cdot 1 = 1 \\cdot 3 + 2 \\cdot 1 = 5" in r.stdout
+    assert balanced(r.stdout)
+    r = run("explain", "where(x > 0, sqrt(x), 0)", "--at", "x=-1", "--latex")
+    assert "0\\ \\text{(branch not taken)}" in r.stdout and "z_{2} &= \\left(z_{1} > 0\\right) = 0" in r.stdout
