@@ -7,8 +7,10 @@ Every figure is the median of ``--repeats`` fresh processes (``benchmarks/data_s
 through :func:`benchmarks.run.run_worker`), taken in turn.  Logistic regression with 20
 features on the same arrays (float64, C order) for every peer: JAX ``jit(value_and_grad)``,
 hand-written NumPy, CasADi (``map`` of the row function, summed), and
-PyTorch where installed.  symad's build is timed cold (an empty code cache: the loop is
-compiled) and warm (the code cache of an earlier run: what a script run again sees).
+PyTorch where installed.  symad's build is timed cold (a formula never run on this machine:
+a code cache holding only symad's own runtime, the instruction interpreter, which every formula
+shares and which is built once a machine), warm (the code cache of an earlier run: what a script
+run again sees), and on first use (an empty code cache: the runtime is built in that process).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import datetime
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,24 +55,35 @@ class Suite:
         self.fit_rows = 20_000 if args.quick else 100_000
         self.warm_cache = tempfile.mkdtemp(prefix="symad-bench-cache-")
         self.base_env = run.bytecode_env(dict(os.environ))  # every peer uses the machine's cores, as by default
+        self.runtime = tempfile.mkdtemp(prefix="symad-runtime-")  # the interpreter's code alone
+        subprocess.run([sys.executable, "-c", "from symad.backends.llvm import jit; jit.interpreter()"],
+                       env={**self.base_env, "SYMAD_CACHE_DIR": self.runtime}, cwd=ROOT, check=True, timeout=TIMEOUT_S)
 
     def sample(self, wargs: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:
         task = wargs[wargs.index("--task") + 1]
         return run.run_worker(wargs, TIMEOUT_S, last_phase=PHASES[task], script="data_sum_worker.py", env=env)
 
-    def env(self, cold: bool) -> dict[str, str]:
+    def env(self, cache: str) -> dict[str, str]:
+        """The environment of a process whose code cache is ``cache``: "warm" (an earlier run's),
+        "cold" (symad's runtime alone) or "empty"."""
         env = dict(self.base_env)
-        env["SYMAD_CACHE_DIR"] = tempfile.mkdtemp(prefix="symad-cold-") if cold else self.warm_cache
+        if cache == "warm":
+            env["SYMAD_CACHE_DIR"] = self.warm_cache
+        else:
+            env["SYMAD_CACHE_DIR"] = folder = tempfile.mkdtemp(prefix=f"symad-{cache}-")
+            if cache == "cold":
+                for entry in Path(self.runtime).iterdir():
+                    shutil.copy2(entry, folder)
         return env
 
-    def configs_run(self, task: str, configs: list[tuple[str, str, list[str], bool]]) -> dict[str, list]:
+    def configs_run(self, task: str, configs: list[tuple[str, str, list[str], str]]) -> dict[str, list]:
         """Every configuration once, then again (a burst of load falls on all alike)."""
         samples: dict[str, list] = {name: [] for name, *_ in configs}
         for _ in range(self.repeats):
-            for name, _peer, wargs, cold in configs:
+            for name, _peer, wargs, cache in configs:
                 if samples[name] and samples[name][-1].get("status") not in ("ok", None):
                     continue  # unavailable or failed: once is enough
-                r = self.sample(["--task", task, *wargs], self.env(cold))
+                r = self.sample(["--task", task, *wargs], self.env(cache))
                 samples[name].append(r)
                 status = r.get("status")
                 print(f"{task:7} {name:32} {status:9} {r.get('pass_s', r.get('solve_s', ''))!s:.8}"
@@ -80,36 +94,37 @@ class Suite:
         out: dict[str, Any] = {}
         # the warm cache: filled by a run before any is timed, as a script run earlier did
         self.sample(["--task", "pass", "--peer", "symad", "--rows", "100", "--passes", "1", "--min-time", "0"],
-                    self.env(cold=False))
+                    self.env("warm"))
         for rows in self.rows:
             configs = []
             for peer, variant in PEERS:
                 wargs = ["--peer", peer, "--rows", str(rows)] + (["--variant", variant] if variant else [])
                 if peer == "symad":
-                    configs.append(("symad (cold)", peer, wargs, True))
-                    configs.append(("symad (warm)", peer, wargs, False))
+                    configs.append(("symad (cold)", peer, wargs, "cold"))
+                    configs.append(("symad (warm)", peer, wargs, "warm"))
+                    configs.append(("symad (first use)", peer, wargs, "empty"))
                 else:
-                    configs.append((label(peer, variant), peer, wargs, False))
+                    configs.append((label(peer, variant), peer, wargs, "warm"))
             out[str(rows)] = self.configs_run("pass", configs)
         return out
 
     def fits(self) -> dict[str, Any]:
-        configs = [("symad", "symad", ["--peer", "symad", "--rows", str(self.fit_rows)], False),
-                   ("jax", "jax", ["--peer", "jax", "--rows", str(self.fit_rows)], False),
-                   ("numpy", "numpy", ["--peer", "numpy", "--rows", str(self.fit_rows)], False)]
+        configs = [("symad", "symad", ["--peer", "symad", "--rows", str(self.fit_rows)], "warm"),
+                   ("jax", "jax", ["--peer", "jax", "--rows", str(self.fit_rows)], "warm"),
+                   ("numpy", "numpy", ["--peer", "numpy", "--rows", str(self.fit_rows)], "warm")]
         return self.configs_run("fit", configs)
 
     def inline(self) -> dict[str, Any]:
         rows = 200 if self.args.quick else 1000
         common = ["--rows", str(rows), "--features", "10"]
-        configs = [("objective()", "symad", ["--task", "fit", "--peer", "symad", *common], False),
+        configs = [("objective()", "symad", ["--task", "fit", "--peer", "symad", *common], "warm"),
                    ("compile() of the text with the data", "symad", ["--task", "inline", "--peer", "symad", *common],
-                    False),
+                    "warm"),
                    ("… and prepare()", "symad", ["--task", "inline", "--peer", "symad", "--variant", "prepare",
-                                                 *common], False)]
+                                                 *common], "warm")]
         samples: dict[str, list] = {}
-        for name, _peer, wargs, cold in configs:
-            r = self.sample(wargs, self.env(cold))
+        for name, _peer, wargs, cache in configs:
+            r = self.sample(wargs, self.env(cache))
             samples[name] = [r]
             print(f"inline  {name:32} {r.get('status')} {r.get('build_s', '')!s:.8} {r.get('error', '')[:100]}",
                   file=sys.stderr, flush=True)
@@ -150,12 +165,14 @@ def targets(data: dict[str, Any]) -> list[list[str]]:
 
     for rows, peers in passes.items():
         cold, warm = peers.get("symad (cold)", {}), peers.get("symad (warm)", {})
+        empty = peers.get("symad (first use)", {})
         b = cold.get("build_s")
         row(f"build ≤ {BUILD_TARGET_S * 1e3:g} ms, independent of the rows", f"{int(rows):,} rows × 20",
             f"{fmt_s(b)} (cold)", None, None if b is None else b <= BUILD_TARGET_S,
             f"cold: first result after {fmt_s(_plus(cold, 'build_s', 'first_s'))}, the optimised loop ready "
             f"after {fmt_s(cold.get('optimised_s'))}; warm (code cache of an earlier run): build "
-            f"{fmt_s(warm.get('build_s'))}")
+            f"{fmt_s(warm.get('build_s'))}; first use of symad on a machine (its runtime built): build "
+            f"{fmt_s(empty.get('build_s'))}")
     big = str(max(int(r) for r in passes))
     peers = passes[big]
     mine = peers.get("symad (warm)", {}).get("pass_s")
@@ -212,10 +229,12 @@ def render(data: dict[str, Any]) -> str:
            "the build (the arrays in hand → a compiled value-and-gradient callable; symad's `objective(...)."
            "prepare(optimised=False)`, what its first call waits for; the peers' first call, which compiles), "
            "the first pass, their sum (the first result), when symad's optimised loop was ready (from the start of "
-           "the build; cold, quick `-O0` code serves until then, the same bits), then the median of steady passes; "
-           "memory: the peak during the build and the passes beyond what the process held before (Linux's VmHWM, "
-           "reset first). Cold: an empty code cache (a formula never run on this machine); warm: the code cache "
-           "of an earlier run (a script run again). Median of "
+           "the build; until then symad's instruction interpreter runs the loop, the same bits), then the median "
+           "of steady passes; memory: the peak during the build and the passes beyond what the process held "
+           "before (Linux's VmHWM, reset first). Cold: a formula never run on this machine (the code cache holds "
+           "only symad's runtime, the instruction interpreter every formula shares, built once a machine); warm: "
+           "the code cache of an earlier run (a script run again); first use: an empty code cache (symad's "
+           "first run on a machine builds its runtime). Median of "
            f"{m['repeats']} fresh processes.\n\n"]
     for rows, peers in data["passes"].items():
         out.append(f"**{int(rows):,} rows**\n\n")

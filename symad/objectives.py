@@ -145,9 +145,9 @@ class Objective:
         """Compile the value-and-gradient loop now (else on the first call).
 
         When neither this process nor the disk cache has the loop's optimised code, the first
-        passes run on quick code while the optimised loop compiles in the background; with
-        ``optimised=False`` return as soon as the quick code is ready (what a first call
-        waits for), else once the optimised loop is.
+        passes run on the instruction interpreter while the optimised loop compiles in the
+        background; with ``optimised=False`` return as soon as the interpreter's program is
+        ready (what a first call waits for), else once the optimised loop is.
         """
         sums = self._row_sums("value_grad")
         sums.optimised_program() if optimised else sums.program()

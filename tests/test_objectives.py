@@ -90,15 +90,16 @@ def test_the_same_bits_on_one_core_or_several():
 
 
 @pytest.mark.skipif(not jit.available(), reason="llvmlite not installed")
-def test_quick_code_serves_until_the_optimised_loop_arrives_with_the_same_bits(tmp_path, monkeypatch):
+def test_the_interpreter_serves_until_the_optimised_loop_arrives_with_the_same_bits(tmp_path, monkeypatch):
     from symad.backends.llvm import cache
+    from symad.backends.vm import InterpretedRows
 
-    monkeypatch.setattr(cache, "_dir", [tmp_path])  # an empty code cache: nothing compiled yet
+    monkeypatch.setattr(cache, "_dir", [tmp_path])  # a code cache without this loop: never compiled here
     jit.clear_cache()
     compiled = []
     compile_rows = jit.compile_rows
     monkeypatch.setattr(jit, "compile_rows", lambda s, src, opt=2: compiled.append(opt) or compile_rows(s, src, opt))
-    X, y = classification(2 * row_sums.BLOCK_ROWS + 3)  # blocks of both parities
+    X, y = classification(2 * row_sums.BLOCK_ROWS + 3)  # blocks of both parities, the last one odd
     wb = np.random.default_rng(5).normal(size=D + 1)
     idx = np.random.default_rng(6).choice(len(y), size=999)
 
@@ -106,17 +107,29 @@ def test_quick_code_serves_until_the_optimised_loop_arrives_with_the_same_bits(t
         return [np.concatenate([[v], g]) for v, g in (obj.value_and_grad(wb), obj.value_and_grad(wb, rows=idx))]
 
     cold = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
-    first = passes(cold)  # on quick code (-O0), the optimised loop compiling meanwhile
-    assert compiled[0] == 0
-    assert cold.prepare()._sums["value_grad"].optimised and compiled == [0, 2]
+    sums = cold.prepare(optimised=False)._sums["value_grad"]
+    assert isinstance(sums.program(), (InterpretedRows, jit.RowsProgram))  # the interpreter, unless already replaced
+    first = passes(cold)
+    assert cold.prepare()._sums["value_grad"].optimised and compiled == [2]
     for a, b in zip(first, passes(cold)):
         np.testing.assert_array_equal(a, b)
+    # each block the same bits on every loop, so a pass may change loops between blocks
+    loops = [InterpretedRows(sums.schedule, sums.sources), jit.compile_rows(sums.schedule, sums.sources, opt=0),
+             sums.program()]
+    blocks = []
+    for loop in loops:
+        sums._program = loop
+        blocks.append([sums.block_sums(wb), sums.block_sums(wb, idx)])
+    for other in blocks[1:]:
+        for a, b in zip(blocks[0], other):
+            np.testing.assert_array_equal(a, b)
 
     jit.clear_cache()  # a script run again: the optimised loop comes from the disk cache
+    compiled.clear()
     warm = symad.objective(LOGISTIC, as_data(X, y), wrt=WRT)
     for a, b in zip(first, passes(warm)):
         np.testing.assert_array_equal(a, b)
-    assert warm._sums["value_grad"].optimised and compiled == [0, 2]
+    assert warm._sums["value_grad"].optimised and compiled == []
 
 
 def test_mini_batches_are_the_objective_of_those_rows(backend):

@@ -6,11 +6,12 @@ block order.  The result is therefore the same bits on every run and on any numb
 cores.  The data are read in place: each column is a float64 array at any stride.
 
 Native code (:func:`symad.backends.llvm.jit.compile_rows`) runs the loop.  Under the ``auto``
-backend, when the optimised loop is neither compiled in this process nor on disk, quick code
-(``-O0``: a few milliseconds to build, about 1.6x slower to run) serves the first passes while
-the optimised loop compiles in a background thread and then replaces it; both give the same
-bits.  Without llvmlite, NumPy code runs the loop, a block at a time (its inputs gathered
-into a block-sized array).
+backend, when the optimised loop is neither compiled in this process nor on disk, the shared
+instruction interpreter runs it (:class:`symad.backends.vm.InterpretedRows`: built in about a
+microsecond a step, without loading LLVM) while the optimised loop compiles in a background
+thread; blocks started after it arrives run on it, even within a pass.  Both give the same
+bits, so which one ran a block never shows.  Without llvmlite, NumPy code runs the loop, a
+block at a time (its inputs gathered into a block-sized array).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from symad.backends import background
 from symad.backends.llvm import jit
 from symad.backends.program import Program
 from symad.backends.schedule import Schedule
+from symad.backends.vm import InterpretedRows
 from symad.core import forksafe
 
 BLOCK_ROWS = 8192
@@ -73,7 +75,7 @@ class RowSums:
         self.columns = columns  # kept alive: the machine code reads them by address
         self.threads = threads or default_threads()
         self.native = backend != "python" and jit.available()
-        # quick code first, the optimised loop in the background (backend auto; not on Dask's workers)
+        # the interpreter first, the optimised loop in the background (backend auto; not on Dask's workers)
         self.tiered = tiered and self.native and backend == "auto"
         self._program: Any = None
         self._optimised = False  # whether _program is the optimised loop (or the only one there is)
@@ -122,16 +124,16 @@ class RowSums:
         if best is not None:
             self._optimised = True
             return best
-        quick = jit.compile_rows(self.schedule, self.sources, opt=0)
+        first = InterpretedRows(self.schedule, self.sources)
         # Not abandonable: the exit waits for it (tens of milliseconds), so that it reaches the
         # disk cache and a script run again starts on it.
         self._thread = background.start(self._optimise, name="symad-rows")
-        return quick
+        return first
 
     def _optimise(self) -> None:
         try:
             program = jit.compile_rows(self.schedule, self.sources)
-        except Exception:  # noqa: BLE001 - the quick loop keeps serving; optimised_program() compiles again
+        except Exception:  # noqa: BLE001 - the interpreter keeps serving; optimised_program() compiles again
             return
         with self._lock:
             self._program, self._optimised = program, True
@@ -147,8 +149,8 @@ class RowSums:
         blocks = max(1, -(-count // BLOCK_ROWS))
         partial = np.zeros((blocks, self.n_out))
         program = self.program()
-        if isinstance(program, jit.RowsProgram):
-            run = self._native_block(program, w, rows, count, partial)
+        if self.native:
+            run = self._native_block(w, rows, count, partial)
         else:
             run = self._numpy_block(program, w, rows, count, partial)
         workers = min(self.threads, blocks)
@@ -156,26 +158,30 @@ class RowSums:
             for b in range(blocks):
                 run(b)
         else:
-            share = [range(t, blocks, workers) for t in range(workers)]
+            todo = iter(range(blocks))  # each worker takes the next block: a block's sum is the same whoever runs it
 
-            def run_share(bs: range) -> None:
-                for b in bs:
+            def work() -> None:
+                for b in todo:
                     run(b)
 
-            futures = [_executor(workers).submit(run_share, bs) for bs in share[1:]]
-            run_share(share[0])
+            futures = [_executor(workers).submit(work) for _ in range(workers - 1)]
+            work()
             for f in futures:
                 f.result()
         return partial
 
-    def _native_block(self, program: jit.RowsProgram, w: np.ndarray, rows: np.ndarray | None, count: int,
-                      partial: np.ndarray) -> Any:
-        call, wp, cp, sp = program.rows, w.ctypes.data, self._cols.ctypes.data, self._strides.ctypes.data
+    def _native_block(self, w: np.ndarray, rows: np.ndarray | None, count: int, partial: np.ndarray) -> Any:
+        wp, cp, sp = w.ctypes.data, self._cols.ctypes.data, self._strides.ctypes.data
         ip = None if rows is None else rows.ctypes.data
         out, width = partial.ctypes.data, 8 * self.n_out
 
         def run(b: int) -> None:
-            call(wp, cp, sp, ip, b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS), out + b * width)
+            program = self._program  # the loop serving now: the optimised one once it has arrived
+            start, end, at = b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS), out + b * width
+            if isinstance(program, jit.RowsProgram):
+                program.rows(wp, cp, sp, ip, start, end, at)
+            else:
+                program.rows(w, cp, sp, ip, start, end, at)
 
         return run
 

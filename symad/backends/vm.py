@@ -119,3 +119,29 @@ class VMProgram:
 
     def __getstate__(self) -> Any:
         raise TypeError("a VMProgram holds addresses: pickle the Function instead")
+
+
+class InterpretedRows:
+    """Sums of a schedule's outputs over rows of data, run by the interpreter: the bits of the
+    compiled loop (:class:`symad.backends.llvm.jit.RowsProgram`), ready in microseconds a step.
+
+    ``sources`` as :class:`symad.backends.row_sums.RowSums` takes them.  ``rows(w, cols, strides,
+    idx, start, end, out)`` has the compiled loop's arguments, ``w`` as an array; it releases the GIL.
+    """
+
+    def __init__(self, schedule: Schedule, sources: list[tuple[str, int]]):
+        self.vm = VMProgram(schedule)
+        self.n_out = self.vm.n_out
+        # (value slot, column) of each data input; the inputs' slots are their positions
+        self.colin = np.array([(k, i) for k, (kind, i) in enumerate(sources) if kind == "col"],
+                              dtype=np.int64).reshape(-1, 2)
+        self.w_slots = np.array([k for k, (kind, _) in enumerate(sources) if kind == "w"], dtype=np.intp)
+        self.w_items = np.array([i for kind, i in sources if kind == "w"], dtype=np.intp)
+
+    def rows(self, w: np.ndarray, cols: int, strides: int, idx: int | None, start: int, end: int, out: int) -> None:
+        """The sums over rows ``start`` … ``end - 1`` (of ``idx`` if given) into the doubles at ``out``."""
+        values = self.vm.values.copy()  # this call's own: the GIL is released
+        values[self.w_slots] = w[self.w_items]
+        acc = np.empty(2 * self.n_out)
+        self.vm.interpreter.rows(self.vm.address, values.ctypes.data, self.colin.ctypes.data, len(self.colin),
+                                 cols, strides, idx, start, end, out, acc.ctypes.data)

@@ -13,8 +13,10 @@ from support.properties import property_test
 
 import symad
 from symad import Graph
+from symad.ad.reverse import gradient
 from symad.backends.llvm import ir, jit
-from symad.backends.vm import VMProgram
+from symad.backends.schedule import Schedule
+from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core.ops import OPS
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
@@ -71,6 +73,39 @@ def test_random_expressions_give_the_bits_of_compiled_code(text):
             rest_vm, rest_native = np.empty(vm.n_out - 1), np.empty(vm.n_out - 1)
             assert _same(np.array([vm.call(x, rest_vm), *rest_vm]), np.array([native.call(x, rest_native),
                                                                               *rest_native])), text
+
+
+@property_test(25)
+@given(expressions(max_depth=4))
+def test_random_expressions_summed_over_rows_give_the_bits_of_the_compiled_loop(text):
+    e = symad.parse(text, Graph())
+    if not e.variables:
+        return
+    g = e.graph
+    inputs = [g.var(v) for v in e.variables]
+    partials = gradient(g, e.id, inputs)
+    schedule = Schedule.build(g, [e.id, *(partials[v] for v in inputs)], inputs)
+    # the first variable a parameter w[0], the others data columns (one of them strided)
+    sources = [("w", 0)] + [("col", j) for j in range(len(inputs) - 1)]
+    rng = np.random.default_rng(7)
+    table = rng.uniform(-3, 3, (len(inputs), 41))
+    columns = [table[k + 1] for k in range(len(inputs) - 1)]
+    if columns:
+        columns[0] = np.repeat(columns[0], 2)[::2]
+    cols = np.array([c.ctypes.data for c in columns] or [0], dtype=np.uintp)
+    strides = np.array([c.strides[0] // 8 for c in columns] or [0], dtype=np.int64)
+    w = table[0, :1].copy()
+    loops = [InterpretedRows(schedule, sources), jit.compile_rows(schedule, sources)]
+    with np.errstate(all="ignore"):
+        for start, end, idx in ((0, 41, None), (3, 20, None), (0, 0, None), (0, 7, np.array([5, 1, 1, 40, 0, 9, 3]))):
+            outs = []
+            for loop in loops:
+                out = np.full(len(schedule.outputs), 7.0)
+                arg = w if isinstance(loop, InterpretedRows) else w.ctypes.data
+                loop.rows(arg, cols.ctypes.data, strides.ctypes.data, None if idx is None else idx.ctypes.data,
+                          start, end, out.ctypes.data)
+                outs.append(out)
+            assert _same(outs[0], outs[1]), (text, start, end)
 
 
 def test_a_constant_output_and_an_input_output():

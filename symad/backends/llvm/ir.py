@@ -289,7 +289,11 @@ def interpreter_ir(data_offset: int | None) -> str:
     * ``run(code, n, values)``: the ``n`` instructions in order;
     * ``batch(program, values, rows, out, n_points)``: a row of inputs in, a row of outputs out;
     * ``call(program, x, rest) -> output 0``: ``batch`` of one point on the data of two NumPy
-      arrays (see :func:`_call_ir`), for a caller that keeps the GIL (``values`` is shared).
+      arrays (see :func:`_call_ir`), for a caller that keeps the GIL (``values`` is shared);
+    * ``rows(program, values, colin, ncol, cols, strides, idx, start, end, out, acc)``: the
+      outputs summed over rows of data, the same bits as :func:`rows_ir`'s loop; ``colin`` holds
+      ``ncol`` pairs (value slot, column) placing the data (``values`` holds the rest),
+      ``acc`` is scratch for ``2 * n_out`` sums.
     """
     declared: dict[str, int] = {}
     cases, bodies = [], []
@@ -362,5 +366,94 @@ def interpreter_ir(data_offset: int | None) -> str:
                 f"  %xa = getelementptr i8, ptr %xo, i64 {data_offset}\n  %x = load ptr, ptr %xa\n"
                 f"  %ra = getelementptr i8, ptr %ro, i64 {data_offset}\n  %r = load ptr, ptr %ra\n"
                 "  %value = call double @point(ptr %prog, ptr %vals, ptr %x, ptr %r)\n  ret double %value\n}\n")
-    return (decls + "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n"
-            + batch + "\n" + call + "\nattributes #0 = { nobuiltin }\n")
+    rows = ("define void @rows(ptr %prog, ptr noalias %vals, ptr %colin, i64 %ncol, ptr %cols, ptr %strides,"
+            " ptr %idx, i64 %start, i64 %end, ptr noalias %out, ptr noalias %acc) {\nentry:\n" + fields + pointers
+            + _INTERPRETED_ROWS)
+    return (decls + "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n"
+            "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n\n" + run + "\n" + point + "\n"
+            + batch + "\n" + rows + "\n" + call + "\nattributes #0 = { nobuiltin }\n")
+
+
+# The body of the interpreter's `rows`: rows_ir's loop, one row at a time.  Row `start + k` adds
+# its outputs to lane k % 2 (`acc`: two lanes of n_out sums), in row order, and the lanes are
+# added at the end: the additions of the compiled loop, in its order, so the same bits.
+_INTERPRETED_ROWS = """\
+  %lanes = mul i64 %n_out, 16
+  call void @llvm.memset.p0.i64(ptr %acc, i8 0, i64 %lanes, i1 false)
+  %indexed = icmp ne ptr %idx, null
+  %anyrow = icmp slt i64 %start, %end
+  br i1 %anyrow, label %row, label %finish
+row:
+  %r = phi i64 [%start, %entry], [%r1, %summed]
+  br i1 %indexed, label %pick, label %go
+pick:
+  %ip = getelementptr i64, ptr %idx, i64 %r
+  %picked = load i64, ptr %ip
+  br label %go
+go:
+  %rr = phi i64 [%picked, %pick], [%r, %row]
+  %anycol = icmp sgt i64 %ncol, 0
+  br i1 %anycol, label %column, label %compute
+column:
+  %c = phi i64 [0, %go], [%c1, %column]
+  %slotp = getelementptr [2 x i64], ptr %colin, i64 %c
+  %slot = load i64, ptr %slotp
+  %jp = getelementptr i64, ptr %slotp, i64 1
+  %j = load i64, ptr %jp
+  %cpp = getelementptr ptr, ptr %cols, i64 %j
+  %cp = load ptr, ptr %cpp
+  %csp = getelementptr i64, ptr %strides, i64 %j
+  %cs = load i64, ptr %csp
+  %off = mul i64 %rr, %cs
+  %vp = getelementptr double, ptr %cp, i64 %off
+  %v = load double, ptr %vp
+  %dp = getelementptr double, ptr %vals, i64 %slot
+  store double %v, ptr %dp
+  %c1 = add i64 %c, 1
+  %morecol = icmp slt i64 %c1, %ncol
+  br i1 %morecol, label %column, label %compute
+compute:
+  call void @run(ptr %code_p, i64 %n_code, ptr %vals)
+  %k0 = sub i64 %r, %start
+  %lane = and i64 %k0, 1
+  %base = mul i64 %lane, %n_out
+  %anyout = icmp sgt i64 %n_out, 0
+  br i1 %anyout, label %add, label %summed
+add:
+  %k = phi i64 [0, %compute], [%k1, %add]
+  %op = getelementptr i64, ptr %outs_p, i64 %k
+  %o = load i64, ptr %op
+  %ovp = getelementptr double, ptr %vals, i64 %o
+  %ov = load double, ptr %ovp
+  %ai = add i64 %base, %k
+  %ap = getelementptr double, ptr %acc, i64 %ai
+  %a = load double, ptr %ap
+  %s = fadd double %a, %ov
+  store double %s, ptr %ap
+  %k1 = add i64 %k, 1
+  %moreout = icmp slt i64 %k1, %n_out
+  br i1 %moreout, label %add, label %summed
+summed:
+  %r1 = add i64 %r, 1
+  %morerow = icmp slt i64 %r1, %end
+  br i1 %morerow, label %row, label %finish
+finish:
+  %anyfin = icmp sgt i64 %n_out, 0
+  br i1 %anyfin, label %total, label %done
+total:
+  %f = phi i64 [0, %finish], [%f1, %total]
+  %lap = getelementptr double, ptr %acc, i64 %f
+  %la = load double, ptr %lap
+  %fb = add i64 %f, %n_out
+  %lbp = getelementptr double, ptr %acc, i64 %fb
+  %lb = load double, ptr %lbp
+  %fin = fadd double %la, %lb
+  %outp = getelementptr double, ptr %out, i64 %f
+  store double %fin, ptr %outp
+  %f1 = add i64 %f, 1
+  %morefin = icmp slt i64 %f1, %n_out
+  br i1 %morefin, label %total, label %done
+done:
+  ret void
+}
+"""

@@ -235,8 +235,8 @@ _last_rows_ir: list[tuple[str, str]] = []  # (key, IR text) of the loop last ask
 
 
 def _rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
-    """:func:`ir.rows_ir`, generated once for the three uses a first call makes of one loop's IR
-    (looked up on disk, compiled at -O0, then at -O2); only the last loop's text is kept."""
+    """:func:`ir.rows_ir`, generated once for the uses a first call makes of one loop's IR
+    (looked up on disk, then compiled); only the last loop's text is kept."""
     key = _rows_key(schedule, sources, -1)
     with _lock:
         if _last_rows_ir and _last_rows_ir[0][0] == key:
@@ -341,18 +341,23 @@ class Interpreter:
     """The machine code of the instruction interpreter (:func:`symad.backends.llvm.ir.interpreter_ir`).
 
     * ``batch(program, values, rows, out, n)`` (releases the GIL);
-    * ``call(program, x, rest) -> output 0`` on two NumPy arrays (keeps the GIL), or None.
+    * ``call(program, x, rest) -> output 0`` on two NumPy arrays (keeps the GIL), or None;
+    * ``rows(program, values, colin, ncol, cols, strides, idx, start, end, out, acc)``: sums over
+      rows of data, the bits of :class:`RowsProgram`'s loop (releases the GIL).
     """
 
     def __init__(self, engine: Any):
         self.engine = engine
         self.batch = INTERPRET_BATCH(engine.get_function_address("batch"))
+        self.rows = INTERPRET_ROWS(engine.get_function_address("rows"))
         call = engine.get_function_address("call")
         self.call = INTERPRET_CALL(call) if call else None
 
 
 INTERPRET_BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                    ctypes.c_int64)
+INTERPRET_ROWS = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3, ctypes.c_int64, *[ctypes.c_void_p] * 3,
+                                  ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)
 INTERPRET_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
 _interpreter: list[Interpreter] = []
 
