@@ -549,8 +549,9 @@ def render(data: Data, first_call: Data | None = None, data_sum: Data | None = N
         add("\n## Targets: models over data (issue #16)\n\n")
         add(f"From `{dm['command']}` ({dm['date']}, symad at commit {dm.get('commit', '?')}"
             + (", **quick run**, not a measurement" if dm.get("quick") else "")
-            + "): a loss over rows of data, symad's `objective` beside JAX, NumPy and CasADi on the same "
-            "arrays, every figure from fresh processes. The tables and the method: [data_sum.md](data_sum.md).\n\n")
+            + "): a loss over rows of data, symad's `objective` beside JAX, NumPy, CasADi and PyTorch (where "
+            "installed) on the same arrays, every figure from fresh processes. The tables and the method: "
+            "[data_sum.md](data_sum.md).\n\n")
         add(table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], data_sum["targets"]))
 
     if r.point_keys:
