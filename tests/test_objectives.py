@@ -378,3 +378,35 @@ def test_bad_stochastic_settings_are_explained(fun, kwargs, words):
     obj = symad.objective("(a*x + b - y)^2", {"x": [0.0, 1.0, 2.0], "y": [1.0, 3.0, 5.0]})
     with pytest.raises(SymadError, match=words):
         symad_minimize(obj if fun == "objective" else "(a-1)^2 + b^2", [0.0, 0.0], **kwargs)
+
+
+@pytest.mark.skipif(not jit.available(), reason="llvmlite not installed")
+def test_a_first_pass_needs_no_llvm_once_the_interpreter_is_kept(tmp_path):
+    """A formula never run: its first passes run on the interpreter kept in the code cache, so
+    LLVM (tens of milliseconds to load) is not loaded before the first result."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SYMAD_CACHE_DIR": str(tmp_path)}
+    os.chmod(tmp_path, 0o700)
+    subprocess.run([sys.executable, "-c", "from symad.backends.llvm import jit; jit.interpreter()"], env=env,
+                   check=True, timeout=120)
+    script = f"""
+import sys
+import numpy as np
+import symad
+from symad.backends import row_sums
+from symad.backends.vm import InterpretedRows
+row_sums.RowSums._optimise = lambda self: None  # no optimised loop: what runs before it arrives
+rng = np.random.default_rng(0)
+fit = symad.objective({LOGISTIC!r}, data={{**{{f"x{{j}}": rng.normal(size=9000) for j in range({D})}},
+                                          "y": np.sign(rng.normal(size=9000))}})
+value, grad = fit.value_and_grad(np.full({D + 1}, 0.1))
+assert isinstance(fit._sums["value_grad"].program(), InterpretedRows)
+assert np.isfinite(value) and grad.shape == ({D + 1},)
+print("llvmlite.binding" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
