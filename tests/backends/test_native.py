@@ -267,3 +267,19 @@ def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_pytho
     v, g = f.value_and_grad(pts)
     np.testing.assert_array_equal(v, pts[:, 0] * pts[:, 1] + 1)
     np.testing.assert_array_equal(g, pts[:, ::-1])
+
+
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="reads x86-64 assembly")
+def test_selects_compile_without_branches():
+    """A branch's condition is data: its value and its adjoints select with blends, never jumps
+    (x86 code generation turns scalar selects sharing a condition into branches, wrong for about
+    every other point of a batch)."""
+    text = " + ".join(f"(if 0 < x{i} < x{i + 1} then x{i}*x{i + 1} else x{i} - x{i + 1})" for i in range(1, 30))
+    e = parse(text, Graph())
+    program = e.compile(backend="python").value_grad_program()
+    tm = native._target_machine_for(2)
+    module = codegen.optimized_module(llvm_ir.module_ir(program.schedule), tm, 2, program.schedule.size)
+    assembly = tm.emit_assembly(module)
+    point = assembly[assembly.index("point:"):assembly.index("batch:")]
+    jumps = [line.split()[0] for line in point.splitlines() if line.strip().startswith("j")]
+    assert jumps == [], jumps

@@ -7,6 +7,7 @@ intrinsic or C library function).  :mod:`symad.backends.llvm.jit` compiles it.
 
 from __future__ import annotations
 
+import re
 import struct
 
 from symad.backends.schedule import Schedule
@@ -18,6 +19,22 @@ def _hex(value: float) -> str:
     """An LLVM double literal with the exact bits of ``value``."""
     return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
 
+
+_SELECT = re.compile(r"(%\S+) = select i1 (\S+), double (\S+), double (\S+)")
+
+
+def _branchless_select(r: str, c: str, a: str, b: str) -> list[str]:
+    """``r = select i1 c, double a, double b`` as a select of two-lane vectors (lane 0 used).
+
+    A condition is data, which no branch predictor can guess, but x86 code generation turns a
+    scalar select of doubles whose condition has other uses (a branch's value and its
+    adjoints share one) into a branch, wrong for about every other point of a batch; a vector
+    select is always a blend.  The same bits: both arms are computed anyway."""
+    return [f"  {r}.c = insertelement <2 x i1> poison, i1 {c}, i32 0",
+            f"  {r}.a = insertelement <2 x double> poison, double {a}, i32 0",
+            f"  {r}.b = insertelement <2 x double> poison, double {b}, i32 0",
+            f"  {r}.v = select <2 x i1> {r}.c, <2 x double> {r}.a, <2 x double> {r}.b",
+            f"  {r} = extractelement <2 x double> {r}.v, i32 0"]
 
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
@@ -38,7 +55,11 @@ def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declar
     lowering = OPS[op].llvm
     if isinstance(lowering, Inline):
         declared.update(lowering.calls)
-        return ["  " + ln for ln in lowering.template.format(*vals, r=r, t=t).split("\n")]
+        lines = []
+        for ln in lowering.template.format(*vals, r=r, t=t).split("\n"):
+            m = _SELECT.fullmatch(ln) if OPS[op].arms else None
+            lines += _branchless_select(*m.groups()) if m else ["  " + ln]
+        return lines
     declared[lowering.symbol] = OPS[op].arity
     params = ", ".join(f"double {v}" for v in vals)
     return [f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}"]
