@@ -36,6 +36,7 @@ def _branchless_select(r: str, c: str, a: str, b: str) -> list[str]:
             f"  {r}.v = select <2 x i1> {r}.c, <2 x double> {r}.a, <2 x double> {r}.b",
             f"  {r} = extractelement <2 x double> {r}.v, i32 0"]
 
+
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
@@ -55,9 +56,9 @@ def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declar
     lowering = OPS[op].llvm
     if isinstance(lowering, Inline):
         declared.update(lowering.calls)
-        lines = []
+        lines, selects = [], bool(OPS[op].arms)  # the select of `where`'s arms (see _branchless_select)
         for ln in lowering.template.format(*vals, r=r, t=t).split("\n"):
-            m = _SELECT.fullmatch(ln) if OPS[op].arms else None
+            m = _SELECT.fullmatch(ln) if selects else None
             lines += _branchless_select(*m.groups()) if m else ["  " + ln]
         return lines
     declared[lowering.symbol] = OPS[op].arity
