@@ -270,16 +270,39 @@ def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_pytho
 
 
 @pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="reads x86-64 assembly")
-def test_selects_compile_without_branches():
-    """A branch's condition is data: its value and its adjoints select with blends, never jumps
-    (x86 code generation turns scalar selects sharing a condition into branches, wrong for about
-    every other point of a batch)."""
+@pytest.mark.parametrize(("cpu", "blends", "selecting"), [("haswell", True, "vblendvpd"),
+                                                          ("skylake-avx512", False, "{%k")])
+def test_selects_compile_without_branches(monkeypatch, cpu, blends, selecting):
+    """A branch's condition is data: its value and its adjoints select without jumps, on x86
+    without AVX-512 (vector selects: blends; scalar selects sharing a condition would be
+    branches, wrong for about every other point of a batch) and with it (masked moves)."""
+    import llvmlite.binding as llvm
+
+    monkeypatch.setattr(llvm_ir, "selects_as_blends", lambda: blends)
     text = " + ".join(f"(if 0 < x{i} < x{i + 1} then x{i}*x{i + 1} else x{i} - x{i + 1})" for i in range(1, 30))
     e = parse(text, Graph())
     program = e.compile(backend="python").value_grad_program()
-    tm = native._target_machine_for(2)
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine(cpu=cpu, features="", opt=2)
     module = codegen.optimized_module(llvm_ir.module_ir(program.schedule), tm, 2, program.schedule.size)
     assembly = tm.emit_assembly(module)
     point = assembly[assembly.index("point:"):assembly.index("batch:")]
     jumps = [line.split()[0] for line in point.splitlines() if line.strip().startswith("j")]
     assert jumps == [], jumps
+    assert selecting in point
+
+
+def test_both_select_lowerings_give_the_same_bits(monkeypatch):
+    text = "where(x > y, sqrt(x), log(y)) + (if 0 < x < y then x*y else 1/(x - y))"
+    pts = np.random.default_rng(5).uniform(-2, 2, (64, 2))
+    pts[:4] = [[0.0, 0.0], [-1.0, -1.0], [np.inf, 1.0], [np.nan, 1.0]]
+    results = []
+    for blends in (True, False):
+        monkeypatch.setattr(llvm_ir, "selects_as_blends", lambda blends=blends: blends)
+        native.clear_cache()
+        f = parse(text, Graph()).compile(backend="native")
+        results.append(f.value_and_grad(pts))
+    native.clear_cache()
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a.view(np.int64), b.view(np.int64))

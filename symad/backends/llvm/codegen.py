@@ -14,7 +14,6 @@ QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: onl
 
 
 @functools.lru_cache(maxsize=1)
-@functools.lru_cache(maxsize=1)
 def host_cpu() -> tuple[str, str]:
     """This machine's CPU name and features, as LLVM names them (asked once: it costs ~1 ms)."""
     import llvmlite.binding as llvm
