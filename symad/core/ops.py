@@ -204,22 +204,22 @@ define("neg", 1, lambda a: -a, _np("negative"), (-1.0,), llvm=Inline("{r} = fneg
 # ===================================================================== elementary functions
 define("sin", 1, math.sin, _np("sin"), (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
 define("cos", 1, math.cos, _np("cos"), (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
-define("tan", 1, math.tan, _np("tan"), (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
-define("asin", 1, math.asin, _np("arcsin"), (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
+define("tan", 1, math.tan, _np("tan", math.tan), (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
+define("asin", 1, math.asin, _np("arcsin", math.asin), (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
        domain=((0.3,), (-0.6,)))
-define("acos", 1, math.acos, _np("arccos"), (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
+define("acos", 1, math.acos, _np("arccos", math.acos), (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
        domain=((0.3,), (-0.6,)))
-define("atan", 1, math.atan, _np("arctan"), (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
-define("sinh", 1, math.sinh, _np("sinh"), (lambda a, out: cosh(a),), llvm=Call("sinh"))
-define("cosh", 1, math.cosh, _np("cosh"), (lambda a, out: sinh(a),), llvm=Call("cosh"))
+define("atan", 1, math.atan, _np("arctan", math.atan), (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
+define("sinh", 1, math.sinh, _np("sinh", math.sinh), (lambda a, out: cosh(a),), llvm=Call("sinh"))
+define("cosh", 1, math.cosh, _np("cosh", math.cosh), (lambda a, out: sinh(a),), llvm=Call("cosh"))
 define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: 1.0 - out * out,), llvm=Call("tanh"))
-define("exp", 1, math.exp, _np("exp"), (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
-define("log", 1, math.log, _np("log"), (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
+define("exp", 1, math.exp, _np("exp", math.exp), (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
+define("log", 1, math.log, _np("log", math.log), (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
        domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b")
 define("sqrt", 1, math.sqrt, _np("sqrt"), (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
        domain=((0.7,), (2.5,)))
 define("abs", 1, abs, _np("abs"), (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
-define("atan2", 2, math.atan2, _np("arctan2"), (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
+define("atan2", 2, math.atan2, _np("arctan2", math.atan2), (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
        domain=((0.5, -1.2), (-0.7, 0.4), (1.1, 0.9)))
 define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)),
        llvm=Inline(_MIN_MAX.replace("BITS", "or").replace("FIRST", "g").replace("SECOND", "l")),
@@ -238,40 +238,59 @@ define("step", 1, sem.py_step, sem.np_step, (0.0,),
 # Stable in value and in derivative: each derivative is itself a stable op (softplus' is
 # sigmoid, not e^x/(1 + e^x)).  The composite ones compute, step for step, what
 # symad.core.semantics computes on floats and arrays.
-_EXP, _LOG1P, _FABS = ("llvm.exp.f64", 1), ("log1p", 1), ("llvm.fabs.f64", 1)
-_E_ABS = ("{t}a = call double @llvm.fabs.f64(double {0})\n{t}n = fneg double {t}a\n"
-          "{t}e = call double @llvm.exp.f64(double {t}n)\n{t}l = call double @log1p(double {t}e)\n")
+_EXP, _LOG, _FABS = ("llvm.exp.f64", 1), ("llvm.log.f64", 1), ("llvm.fabs.f64", 1)
+
+
+def _log1p_lines(x: str, r: str) -> str:
+    """IR template of ``r = log1p(x)`` as :func:`symad.core.semantics.py_log1p` computes it (the
+    denominator is 1 where it is not used, so that no evaluator divides by zero)."""
+    return (f"{{t}}Lu = fadd double 1.0, {x}\n{{t}}Lo = fcmp oeq double {{t}}Lu, 1.0\n"
+            f"{{t}}Ld = fsub double {{t}}Lu, 1.0\n{{t}}Le = select i1 {{t}}Lo, double 1.0, double {{t}}Ld\n"
+            f"{{t}}Lq = fdiv double {x}, {{t}}Le\n{{t}}Ll = call double @llvm.log.f64(double {{t}}Lu)\n"
+            f"{{t}}Lp = fmul double {{t}}Ll, {{t}}Lq\n{{t}}Li = fcmp oeq double {{t}}Lu, 0x7FF0000000000000\n"
+            f"{{t}}Ls = select i1 {{t}}Li, double {{t}}Lu, double {{t}}Lp\n"
+            f"{r} = select i1 {{t}}Lo, double {x}, double {{t}}Ls\n")
+
+
+# e = exp(-|x|), u = 1 + e, q = 1/u: what the stable functions share (as symad.core.semantics
+# computes them), so that LLVM computes them once for a value and its derivative
+def _e_abs(x: str) -> str:
+    return (f"{{t}}Ea = call double @llvm.fabs.f64(double {x})\n{{t}}En = fneg double {{t}}Ea\n"
+            "{t}Ee = call double @llvm.exp.f64(double {t}En)\n{t}Eu = fadd double 1.0, {t}Ee\n"
+            "{t}Eq = fdiv double 1.0, {t}Eu\n")
+
+
+# {t}El = log1p(e) for e in [0, 1], from u and q (semantics.py_log1p_unit)
+_UNIT_LOG1P = ("{t}Eg = call double @llvm.log.f64(double {t}Eu)\n{t}Ed = fsub double {t}Eu, 1.0\n"
+               "{t}Ec = fsub double {t}Ee, {t}Ed\n{t}Ek = fmul double {t}Ec, {t}Eq\n"
+               "{t}El = fadd double {t}Eg, {t}Ek\n")
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
-define("log1p", 1, math.log1p, _np("log1p"), (lambda a, out: 1.0 / (1.0 + a),), llvm=Call("log1p"),
+define("log1p", 1, sem.py_log1p, sem.np_log1p, (lambda a, out: 1.0 / (1.0 + a),),
+       llvm=Inline(_log1p_lines("{0}", "{r}").rstrip("\n"), calls=(_LOG,)),
        domain=((0.4,), (-0.6,)), doc="log(1 + x), accurate for small x")
-define("expm1", 1, math.expm1, _np("expm1"), (lambda a, out: out + 1.0,), llvm=Call("expm1"),
+define("expm1", 1, math.expm1, _np("expm1", math.expm1), (lambda a, out: out + 1.0,), llvm=Call("expm1"),
        doc="exp(x) - 1, accurate for small x")
 define("sigmoid", 1, sem.py_sigmoid, sem.np_sigmoid, (lambda a, out: out * sigmoid(-a),),
-       # exp(-|x|) as softplus and logaddexp compute it, so that LLVM computes it once for both
-       # (softplus' is sigmoid; sigmoid(-x) needs the same exp(-|x|) as sigmoid(x))
-       llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n{t}a = call double @llvm.fabs.f64(double {0})\n"
-                   "{t}n = fneg double {t}a\n{t}e = call double @llvm.exp.f64(double {t}n)\n"
-                   "{t}d = fadd double 1.0, {t}e\n{t}q = fdiv double 1.0, {t}d\n{t}s = fdiv double {t}e, {t}d\n"
-                   "{r} = select i1 {t}p, double {t}q, double {t}s", calls=(_FABS, _EXP)),
+       llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n" + _e_abs("{0}") + "{t}s = fmul double {t}Ee, {t}Eq\n"
+                   "{r} = select i1 {t}p, double {t}Eq, double {t}s", calls=(_FABS, _EXP)),
        doc="the logistic function 1/(1 + exp(-x)), without overflow")
 define("softplus", 1, sem.py_softplus, sem.np_softplus, (lambda a, out: sigmoid(a),),
-       llvm=Inline("{t}p = fcmp ogt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n" + _E_ABS
-                   + "{r} = fadd double {t}m, {t}l", calls=(_FABS, _EXP, _LOG1P)),
+       llvm=Inline("{t}p = fcmp ogt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n"
+                   + _e_abs("{0}") + _UNIT_LOG1P + "{r} = fadd double {t}m, {t}El", calls=(_FABS, _EXP, _LOG)),
        doc="log(1 + exp(x)), stable: max(x, 0) + log1p(exp(-|x|)); its derivative is sigmoid")
 define("log_sigmoid", 1, sem.py_log_sigmoid, sem.np_log_sigmoid, (lambda a, out: sigmoid(-a),),
-       llvm=Inline("{t}p = fcmp olt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n" + _E_ABS
-                   + "{r} = fsub double {t}m, {t}l", calls=(_FABS, _EXP, _LOG1P)),
+       llvm=Inline("{t}p = fcmp olt double {0}, 0.0\n{t}m = select i1 {t}p, double {0}, double 0.0\n"
+                   + _e_abs("{0}") + _UNIT_LOG1P + "{r} = fsub double {t}m, {t}El", calls=(_FABS, _EXP, _LOG)),
        doc="log(sigmoid(x)) = -softplus(-x)")
 define("logaddexp", 2, sem.py_logaddexp, sem.np_logaddexp,
        # sigmoid(-(a - b)), not sigmoid(b - a): the same |a - b| as the value's, so one exp serves all three
        (lambda a, b, out: sigmoid(a - b), lambda a, b, out: sigmoid(-(a - b))),
        llvm=Inline("{t}q = fcmp oeq double {0}, {1}\n{t}d = fsub double {0}, {1}\n"
-                   "{t}g = fcmp ogt double {t}d, 0.0\n{t}a = call double @llvm.fabs.f64(double {t}d)\n"
-                   "{t}z = fneg double {t}a\n{t}e = call double @llvm.exp.f64(double {t}z)\n"
-                   "{t}l = call double @log1p(double {t}e)\n{t}m = select i1 {t}g, double {0}, double {1}\n"
-                   "{t}s = fadd double {t}m, {t}l\n{t}w = fadd double {0}, 0x3FE62E42FEFA39EF\n"
-                   "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_FABS, _EXP, _LOG1P)),
+                   "{t}g = fcmp ogt double {t}d, 0.0\n" + _e_abs("{t}d") + _UNIT_LOG1P
+                   + "{t}m = select i1 {t}g, double {0}, double {1}\n"
+                   "{t}s = fadd double {t}m, {t}El\n{t}w = fadd double {0}, 0x3FE62E42FEFA39EF\n"
+                   "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_FABS, _EXP, _LOG)),
        commutative=True, domain=((0.4, -1.1), (-0.6, 0.8), (3.0, 3.5)),
        doc="log(exp(a) + exp(b)) without overflow; logsumexp(a, b, ...) folds it")
 define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQRT_PI * exp(-(a * a)),),
@@ -285,12 +304,12 @@ define("sinc", 1, sem.py_sinc, sem.np_sinc, (_sinc_partial,),
                    "{t}d = select i1 {t}z, double 1.0, double {0}\n{t}q = fdiv double {t}s, {t}d\n"
                    "{r} = select i1 {t}z, double 1.0, double {t}q", calls=(("llvm.sin.f64", 1),)),
        domain=((0.05,), (-1.3,)), doc="sin(x)/x, 1 at 0 (unnormalised; NumPy's sinc is sin(pi x)/(pi x))")
-define("cbrt", 1, math.cbrt, _np("cbrt"), (lambda a, out: 1.0 / (3.0 * (out * out)),), llvm=Call("cbrt"),
+define("cbrt", 1, math.cbrt, _np("cbrt", math.cbrt), (lambda a, out: 1.0 / (3.0 * (out * out)),), llvm=Call("cbrt"),
        doc="the real cube root (negative for negative x)")
-define("asinh", 1, math.asinh, _np("arcsinh"), (lambda a, out: 1.0 / hypot(a, 1.0),), llvm=Call("asinh"))
-define("acosh", 1, math.acosh, _np("arccosh"), (lambda a, out: 1.0 / (sqrt(a - 1.0) * sqrt(a + 1.0)),),
+define("asinh", 1, math.asinh, _np("arcsinh", math.asinh), (lambda a, out: 1.0 / hypot(a, 1.0),), llvm=Call("asinh"))
+define("acosh", 1, math.acosh, _np("arccosh", math.acosh), (lambda a, out: 1.0 / (sqrt(a - 1.0) * sqrt(a + 1.0)),),
        llvm=Call("acosh"), domain=((1.4,), (2.5,)))
-define("atanh", 1, math.atanh, _np("arctanh"), (lambda a, out: 1.0 / ((1.0 - a) * (1.0 + a)),),
+define("atanh", 1, math.atanh, _np("arctanh", math.atanh), (lambda a, out: 1.0 / ((1.0 - a) * (1.0 + a)),),
        llvm=Call("atanh"), domain=((0.4,), (-0.6,)))
 define("floor", 1, sem.py_floor, _np("floor"), (0.0,), llvm=Call("llvm.floor.f64"),
        domain=((0.4,), (-1.3,)), doc="the largest integer ≤ x; derivative 0")

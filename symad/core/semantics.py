@@ -20,22 +20,71 @@ def numpy() -> Any:
     return importlib.import_module("numpy")
 
 
+def numpy_vector_code() -> bool:
+    """Whether NumPy runs its own vector code for ``exp``, ``log``, ``pow`` and the like (SVML,
+    on a CPU with AVX-512), whose last bits differ from the C library's on some inputs."""
+    for module in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        try:
+            features = importlib.import_module(module).__cpu_features__
+        except (ImportError, AttributeError):
+            continue
+        return bool(features.get("AVX512F") or features.get("AVX512_SKX"))
+    return True  # unknown: the C library's bits, element by element
+
+
 class NumpyFunction:
-    """``numpy.<name>``, looked up on its first call."""
+    """``numpy.<name>``, looked up on its first call; where NumPy runs its own vector code for
+    it (:func:`numpy_vector_code`), ``libm`` (the C library's, through ``math``) on each element."""
 
-    __slots__ = ("fn", "name")
+    __slots__ = ("fn", "libm", "name")
 
-    def __init__(self, name: str):
-        self.name, self.fn = name, None
+    def __init__(self, name: str, libm: Callable[..., float] | None = None):
+        self.name, self.libm, self.fn = name, libm, None
 
     def __call__(self, *args: Any) -> Any:
         fn = self.fn
         if fn is None:
-            fn = self.fn = getattr(numpy(), self.name)
+            fn = getattr(numpy(), self.name)
+            if self.libm is not None and numpy_vector_code():
+                fn = each_libm(self.libm, fn)
+            self.fn = fn
         return fn(*args)
 
     def __repr__(self) -> str:
         return f"numpy.{self.name}"
+
+
+def each_libm(fn: Callable[..., float], fallback: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """``fn``, a C library function (through ``math``), on each element (broadcast); where it
+    raises (a domain error, an overflow: IEEE gives nan or inf), ``fallback``'s value (NumPy's).
+
+    For ops whose NumPy version is NumPy's own vector code (``tanh``: 1 ulp off libm's on
+    ~16% of inputs): 7x slower than it on arrays, but the bits of ``math`` and native code.
+    """
+
+    def safe(*xs: float) -> float:
+        try:
+            return fn(*xs)
+        except (ValueError, ArithmeticError):
+            return float(fallback(*xs))  # type: ignore[misc]
+
+    one = fn if fallback is None else safe
+
+    def each(*args: Any) -> Any:
+        np = numpy()
+        if all(np.ndim(a) == 0 for a in args):
+            return np.float64(one(*(float(a) for a in args)))
+        arrays = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in args))
+        columns = [a.ravel().tolist() for a in arrays]
+        return np.fromiter(map(one, *columns), np.float64, arrays[0].size).reshape(arrays[0].shape)
+
+    each.__name__ = fn.__name__
+    return each
+
+
+np_exp = NumpyFunction("exp", math.exp)
+np_log = NumpyFunction("log", math.log)
+
 
 # ===================================================================== small integer powers
 # x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator
@@ -120,35 +169,20 @@ def np_step(x: Any) -> Any:
     return np.heaviside(x, 0.5)
 
 
+_each_pow = each_libm(math.pow, NumpyFunction("power"))
+
+
 def np_pow(a: Any, b: Any) -> Any:
     """``a^b`` by the C library's ``pow``, as ``math.pow`` and native code compute it."""
     np = numpy()
+    if numpy_vector_code():
+        return _each_pow(a, b)
     if np.ndim(b):
         return np.power(a, b)
     # With one exponent for all bases, NumPy computes a^2, a^-1 and a^0.5 as a*a, 1/a and
     # sqrt(a), 1 ulp off the C library's pow on ~0.1% of inputs (and sqrt(−0) = −0,
     # sqrt(−inf) = nan, where pow gives +0 and inf).  An array of exponents takes its pow loop.
     return np.power(np.reshape(a, -1), np.full(max(1, np.size(a)), b)).reshape(np.shape(a))[()]
-
-
-def each_libm(fn: Callable[[float], float]) -> Callable[[Any], Any]:
-    """``fn``, a C library function (through ``math``) defined at every double, on each element.
-
-    For ops whose NumPy version is NumPy's own vector code (``tanh``: 1 ulp off libm's on
-    ~16% of inputs): 7x slower than it on arrays, but the bits of ``math`` and native code.
-    """
-
-    def each(x: Any) -> Any:
-        np = numpy()
-        if np.ndim(x) == 0:
-            return np.float64(fn(float(x)))
-        x = np.asarray(x, dtype=np.float64)
-        return np.fromiter(map(fn, x.ravel().tolist()), np.float64, x.size).reshape(x.shape)
-
-    each.__name__ = fn.__name__
-    return each
-
-
 
 
 # ===================================================================== numerically stable functions
@@ -158,20 +192,53 @@ def each_libm(fn: Callable[[float], float]) -> Callable[[Any], Any]:
 LN2 = math.log(2.0)
 
 
+def py_log1p(x: float) -> float:
+    """log(1 + x), accurate for small x, from the C library's ``log``: Goldberg's formula
+    ``log(u) * (x / (u - 1))`` with ``u = 1 + x`` rounded, which cancels the rounding of ``u``
+    (within 2 ulp; the C library's ``log1p`` is within 1 but costs twice as much over a batch)."""
+    u = 1.0 + x
+    if u == 1.0:
+        return x
+    if u == math.inf:
+        return u
+    return math.log(u) * (x / (u - 1.0))
+
+
+def np_log1p(x: Any) -> Any:
+    np = numpy()
+    u = np.add(1.0, x)
+    one = u == 1.0
+    q = np.divide(x, np.where(one, 1.0, u - 1.0))
+    return np.where(one, x, np.where(u == np.inf, u, np_log(u) * q))[()]
+
+
 def py_sigmoid(x: float) -> float:
-    """1/(1 + e^-x), from e^-|x| ≤ 1: no overflow; ``sigmoid(-800) = 0``."""
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
+    """1/(1 + e^-x), from e = e^-|x| ≤ 1: ``q = 1/(1 + e)`` where x ≥ 0, else ``e*q`` (no overflow;
+    ``sigmoid(-800) = 0``).  The stable functions below share e, 1 + e and q: one ``exp`` and one
+    division serve a value and its derivative."""
+    e = math.exp(-abs(x))
+    q = 1.0 / (1.0 + e)
+    return q if x >= 0 else e * q
 
 
 def np_sigmoid(x: Any) -> Any:
     np = numpy()
-    p = x >= 0
-    e = np.exp(np.where(p, np.negative(x), x))
-    d = 1.0 + e
-    return np.where(p, 1.0 / d, e / d)[()]
+    e = np_exp(np.negative(np.abs(x)))
+    q = 1.0 / (1.0 + e)
+    return np.where(x >= 0, q, e * q)[()]
+
+
+def py_log1p_unit(e: float) -> float:
+    """log1p(e) for e in [0, 1] (an ``e^-|x|``): ``log(u) + (e - (u - 1)) / u``, u = 1 + e rounded,
+    ``(e - (u - 1))`` its rounding error, exact (within 1 ulp; no special cases in [0, 1])."""
+    u = 1.0 + e
+    return math.log(u) + (e - (u - 1.0)) * (1.0 / u)
+
+
+def np_log1p_unit(e: Any) -> Any:
+    np = numpy()
+    u = 1.0 + e
+    return np_log(u) + (e - (u - 1.0)) * (1.0 / u)
 
 
 def py_sinc(x: float) -> float:
@@ -190,22 +257,22 @@ SINC_SERIES_BELOW = 0.1  # |x| below which sinc' is its Taylor series (cos(x) - 
 
 def py_softplus(x: float) -> float:
     """log(1 + e^x) as max(x, 0) + log1p(e^-|x|): ``softplus(800) = 800``, ``softplus(-40) ≈ 4.2e-18``."""
-    return (x if x > 0 else 0.0) + math.log1p(math.exp(-abs(x)))
+    return (x if x > 0 else 0.0) + py_log1p_unit(math.exp(-abs(x)))
 
 
 def np_softplus(x: Any) -> Any:
     np = numpy()
-    return (np.where(x > 0, x, 0.0) + np.log1p(np.exp(np.negative(np.abs(x)))))[()]
+    return (np.where(x > 0, x, 0.0) + np_log1p_unit(np_exp(np.negative(np.abs(x)))))[()]
 
 
 def py_log_sigmoid(x: float) -> float:
     """log(sigmoid(x)) = min(x, 0) - log1p(e^-|x|)."""
-    return (x if x < 0 else 0.0) - math.log1p(math.exp(-abs(x)))
+    return (x if x < 0 else 0.0) - py_log1p_unit(math.exp(-abs(x)))
 
 
 def np_log_sigmoid(x: Any) -> Any:
     np = numpy()
-    return (np.where(x < 0, x, 0.0) - np.log1p(np.exp(np.negative(np.abs(x)))))[()]
+    return (np.where(x < 0, x, 0.0) - np_log1p_unit(np_exp(np.negative(np.abs(x)))))[()]
 
 
 def py_logaddexp(a: float, b: float) -> float:
@@ -215,15 +282,15 @@ def py_logaddexp(a: float, b: float) -> float:
         return a + LN2
     d = a - b
     if d > 0:
-        return a + math.log1p(math.exp(-d))
-    return b + math.log1p(math.exp(d))  # (d is nan: nan)
+        return a + py_log1p_unit(math.exp(-d))
+    return b + py_log1p_unit(math.exp(d))  # (d is nan: nan)
 
 
 def np_logaddexp(a: Any, b: Any) -> Any:
     np = numpy()
     d = np.subtract(a, b)
     g = d > 0
-    s = np.where(g, a, b) + np.log1p(np.exp(np.where(g, np.negative(d), d)))
+    s = np.where(g, a, b) + np_log1p_unit(np_exp(np.where(g, np.negative(d), d)))
     return np.where(np.equal(a, b), np.add(a, LN2), s)[()]
 
 

@@ -25,6 +25,7 @@ from symad.backends.llvm import ir as llvm_ir
 from symad.backends.llvm import jit as native
 from symad.backends.program import NATIVE_BATCH_POINTS
 from symad.backends.tape import Tape
+from symad.core import semantics
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 
@@ -182,13 +183,23 @@ def reference(op: str):
 
 
 def _stable() -> dict:
-    """The stable functions as docs/numerics.md writes them, on the C library's exp and log1p."""
-    exp, log1p, sin, ln2 = _libm("exp", 1), _libm("log1p", 1), _libm("sin", 1), math.log(2.0)
+    """The stable functions as docs/numerics.md writes them, on the C library's exp and log."""
+    exp, log, sin, ln2 = _libm("exp", 1), _libm("log", 1), _libm("sin", 1), math.log(2.0)
+
+    def log1p(x):  # Goldberg's formula
+        u = 1.0 + x
+        if u == 1.0 or u == inf:
+            return x if u == 1.0 else u
+        return log(u) * (x / (u - 1.0))
+
+    def log1p_unit(e):  # e in [0, 1]: log(u) plus u's rounding error over u
+        u = 1.0 + e
+        return log(u) + (e - (u - 1.0)) * (1.0 / u)
 
     def sigmoid(x):
-        if x >= 0:
-            return 1.0 / (1.0 + exp(-x))
-        return exp(x) / (1.0 + exp(x))
+        e = exp(-abs(x))
+        q = 1.0 / (1.0 + e)
+        return q if x >= 0 else e * q
 
     def logaddexp(a, b):
         if a == b:
@@ -196,11 +207,11 @@ def _stable() -> dict:
         d = a - b
         if d != d:
             return nan
-        return (a if d > 0 else b) + log1p(exp(-abs(d)))
+        return (a if d > 0 else b) + log1p_unit(exp(-abs(d)))
 
-    return {"sigmoid": sigmoid,
-            "softplus": lambda x: (x if x > 0 else 0.0) + log1p(exp(-abs(x))),
-            "log_sigmoid": lambda x: (x if x < 0 else 0.0) - log1p(exp(-abs(x))),
+    return {"sigmoid": sigmoid, "log1p": log1p,
+            "softplus": lambda x: (x if x > 0 else 0.0) + log1p_unit(exp(-abs(x))),
+            "log_sigmoid": lambda x: (x if x < 0 else 0.0) - log1p_unit(exp(-abs(x))),
             "logaddexp": logaddexp,
             "sinc": lambda x: 1.0 if x == 0 else sin(x) / x}
 
@@ -355,3 +366,18 @@ def test_atan2_partials_on_the_command_line(x, y):
     got = [float(obj["grad"]["x"]), float(obj["grad"]["y"])]
     assert all(map(close, got, atan2_partials(x, y))), (got, atan2_partials(x, y))
     assert not obj.get("warnings")
+
+
+def test_the_c_library_element_by_element_where_numpy_runs_its_own_vector_code(monkeypatch):
+    """With AVX-512 NumPy's ``exp``, ``log``, ``pow``... are SVML's, not the C library's: there symad
+    calls ``math`` on each element, and NumPy's IEEE result where ``math`` raises."""
+    monkeypatch.setattr(semantics, "numpy_vector_code", lambda: True)
+    log = semantics.NumpyFunction("log", math.log)
+    xs = np.array([-1.0, 0.0, -0.0, 1.0, 2.5, 1e-310, inf, nan])
+    with np.errstate(all="ignore"):
+        got = log(xs)
+        assert bits(got) == bits([nan, -inf, -inf, 0.0, math.log(2.5), math.log(1e-310), inf, nan])
+        assert isinstance(log(2.5), np.float64) and log(2.5) == math.log(2.5)
+        assert log(xs.reshape(2, 4)).shape == (2, 4)
+        powers = semantics._each_pow(np.array([0.0, -8.0, 10.0, 2.0, -2.0]), np.array([-1.0, 1 / 3, 400.0, 0.5, 3.0]))
+    assert bits(powers) == bits([inf, nan, inf, math.pow(2.0, 0.5), -8.0])
