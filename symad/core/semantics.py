@@ -236,7 +236,6 @@ def py_log1p_unit(e: float) -> float:
 
 
 def np_log1p_unit(e: Any) -> Any:
-    np = numpy()
     u = 1.0 + e
     return np_log(u) + (e - (u - 1.0)) * (1.0 / u)
 
