@@ -76,7 +76,7 @@ def measure(n: int, repeats: int, batch: int) -> list[dict]:
         v_new, g_new = fns[0].value_and_grad(point)
         assert np.isfinite(v_new) and np.isfinite(g_new).all(), name
         single, many = [[], []], [[], []]
-        for _ in range(3):  # alternate, so both see the same machine
+        for _ in range(5):  # alternate, so both see the same machine
             for k, fn in enumerate(fns):
                 single[k].append(_per_point(fn.value_and_grad, point, repeats, 2000))
                 many[k].append(_per_point(fn.value_and_grad, points, repeats, 3) / batch)
@@ -124,24 +124,30 @@ def report(tables: dict[str, list[dict]], target: float = 1.5) -> str:
 
 NOTES = """What the ratios come from (read from the optimised IR and the assembly of each program):
 
-- Selects compile to blends (`vblendvpd`), never jumps. Before, x86 code generation turned a
-  scalar select whose condition has other uses (a branch's value and its adjoints share one)
-  into a jump, mispredicted for about every other point of a batch: the chained-condition pair
-  cost 3.5x, the two-arm `where` 1.74x. A test reads the assembly.
-- A branch's own work is its comparisons and blends: for the value and for each partial. In the
-  `where` pair, `x2^2` is one node shared by two terms' arms, so its adjoint adds two branches
-  and takes a strong-zero guard (a comparison and a blend) so that a branch not taken contributes
-  0, never `nan`. In the chained pair the derivative of `x2` keeps two selects on the first
-  term's condition apart (`where(c, 0, -1) + where(c, x1, 0)`), because the second term's select
-  is added between them; merging them would reassociate the sum, and change the bits the tape
-  must reproduce. Against the 4 flops a term of that pair, the blends outweigh the arithmetic.
-- The stable functions compute `exp(-|z|)` the same way in their value and in their derivatives
-  (`softplus' = sigmoid`, `logaddexp' = sigmoid(±(a - b))`), so LLVM computes it once: one `exp` a
-  term, as the naive forms. What is left is the C library's `log1p`: its throughput, not its
-  latency. Summed over 49 independent terms of a batch, `log1p(x^2)` costs 669 ns a point
-  against 277 ns for `log(1 + x^2)` (8 ns more a call), while a C loop whose calls depend on
-  each other shows the opposite (6.0 ns against 8.3 ns a call). For `logaddexp` this is nearly
-  all of the gap: its value alone is 963 against 545 ns a point.
+- Selects never jump. With AVX-512 a select of doubles is a masked move (a select by 0 a
+  zero-masking move, which costs nothing more), and the `and` of two comparisons a masked
+  comparison. Without AVX-512, x86 code generation turns a scalar select whose condition has other
+  uses (a branch's value and its adjoints share one) into a jump, mispredicted for about every
+  other point of a batch (3.5x for the chained pair): there symad writes it as a select of
+  two-lane vectors, a blend. A test reads the assembly of both.
+- The chained pair is the worst case: its arms are 4 flops a term, and the branch adds two
+  comparisons, their `and`, the value's select and three selects for the partials
+  (`where(c, x2, 1)`, `where(c, 0, -1)`, `where(c, x1, 0)`). With AVX-512 these cost 1.3x. Without
+  it, the assembly has about 20 instructions a term against 7: a blend, an AND per select by 0,
+  and the conditions held across the value's sweep in the 16 vector registers (spilled); even
+  with none spilled, 12 a term would be 1.7x. Merging `where(c, 0, -1) + where(c, x1, 0)` into
+  `where(c, x1, -1)` (exact: one of the two is 0 at every point) was tried and made both slower:
+  one blend or masked move of two registers costs more than two selects by 0.
+- In the `where` pair, `x2^2` is one node shared by two terms' arms, so its adjoint adds two
+  branches and takes a strong-zero guard (a comparison and a select) so that a branch not taken
+  contributes 0, never `nan`.
+- The stable functions compute `e = exp(-|z|)`, `1 + e` and `q = 1/(1 + e)` the same way in
+  their value and in their derivatives (`softplus' = sigmoid`, `sigmoid = q` or `e*q`,
+  `logaddexp' = sigmoid(±(a - b))`), so LLVM computes them once: one `exp`, one `log` and one
+  division a term, as the naive forms. Their `log1p(e)` is `log(1 + e)` plus the rounding error of
+  `1 + e` times `q` (within 1 ulp): the C library's `log1p` costs over a batch twice what `log`
+  and a division do (summed over 49 independent terms, `log1p(x^2)` 669 ns a point against
+  277 ns for `log(1 + x^2)`), which put `logaddexp` at 1.6x.
 - At one point every pair is within 1.25x: the call's cost hides the difference."""
 
 
