@@ -294,7 +294,8 @@ def _interrupted(args: list[str], wait, cache_dir: str = "", late_exit_ok: bool 
 def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     """Ctrl-C during start-up (imports), then during parsing: status 130 at once, no traceback."""
     expr = tmp_path / "grad.txt"
-    grad = ["grad", f"@{expr}", "--at", _big_expression(expr, 20_000, 10)]
+    # 60,000 terms: over 4 s of work on a fast machine (2026), so the last signal still comes mid-run
+    grad = ["grad", f"@{expr}", "--at", _big_expression(expr, 60_000, 10)]
     for when in (_cli_importing, lambda p: time.sleep(0.3), lambda p: time.sleep(1.5)):
         outcome = _interrupted(grad, when)
         assert outcome is not None, "symad grad ended before the signal: make the expression bigger"
