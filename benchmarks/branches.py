@@ -7,7 +7,9 @@
 Each pair is one expression written with the new operations and the same computation written
 without them (both arms computed and added, or the naive formula), over n variables.  Both are
 compiled once to native code (``prepare()``), then timed in the same process, alternating, as
-``value_and_grad`` at a single point and over a batch of 10,000 points (time per point).
+``value_and_grad`` at a single point and over a batch of 10,000 points (time per point); each
+number is the median over fresh processes (a process's placement of code and data moves some
+pairs by 20%).
 
 Code generation for selects differs with the CPU (masked moves with AVX-512, blends without:
 see ``symad.backends.llvm.ir.selects_as_blends``); on an x86-64 machine with AVX-512 the pairs
@@ -21,6 +23,7 @@ import argparse
 import json
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -114,7 +117,8 @@ def report(tables: dict[str, list[dict]], target: float = 1.5) -> str:
     lines = ["# Branches and stable functions: cost per point", "",
              "Written by `python -m benchmarks.branches` (the method is in its docstring): each pair is a sum of",
              f"{rows[0]['n'] - 1} terms over {rows[0]['n']} variables, native code, `value_and_grad`; the target",
-             f"(issue #17) is at most {target}x the same work written without the new operations.",
+             f"(issue #17) is at most {target}x the same work written without the new operations. Each number is",
+             f"the median of {rows[0]['processes']} fresh processes, each the best of 5 alternating runs.",
              f"Machine: {platform.machine()}, Python {platform.python_version()}, {platform.system()}."]
     for title, table in tables.items():
         lines += ["", f"**{title}**", ""] + _table(table, target)
@@ -135,9 +139,14 @@ NOTES = """What the ratios come from (read from the optimised IR and the assembl
   (`where(c, x2, 1)`, `where(c, 0, -1)`, `where(c, x1, 0)`). With AVX-512 these cost 1.3x. Without
   it, the assembly has about 20 instructions a term against 7: a blend, an AND per select by 0,
   and the conditions held across the value's sweep in the 16 vector registers (spilled); even
-  with none spilled, 12 a term would be 1.7x. Merging `where(c, 0, -1) + where(c, x1, 0)` into
-  `where(c, x1, -1)` (exact: one of the two is 0 at every point) was tried and made both slower:
-  one blend or masked move of two registers costs more than two selects by 0.
+  with none spilled, 12 a term would be 1.7x: the target is out of reach of this pair without
+  AVX-512, whatever the code generator does. Merging `where(c, 0, -1) + where(c, x1, 0)` into
+  `where(c, x1, -1)` in the derivative (exact: one of the two is 0 at every point) was tried: the
+  AVX-512 code got slower (a masked move of two registers where two zero-masking moves cost
+  nothing), and the derivative is one DAG for every CPU.
+- Without AVX-512 the naive forms also gain more from LLVM's SLP vectoriser, which packs
+  neighbouring terms into vector instructions: turned off, the `where` pair's naive form is 50%
+  slower and the form with the branch no slower (the blends are already two-lane vectors).
 - In the `where` pair, `x2^2` is one node shared by two terms' arms, so its adjoint adds two
   branches and takes a strong-zero guard (a comparison and a select) so that a branch not taken
   contributes 0, never `nan`.
@@ -152,20 +161,45 @@ NOTES = """What the ratios come from (read from the optimised IR and the assembl
 
 
 
+def _median_rows(runs: list[list[dict]]) -> list[dict]:
+    """Each number of each pair, the median over the runs (fresh processes)."""
+    rows = []
+    for same in zip(*runs):
+        row = dict(same[0])
+        for key, value in row.items():
+            if isinstance(value, float):
+                row[key] = statistics.median(r[key] for r in same)
+        row["processes"] = len(same)
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, print only")
+    parser.add_argument("--quick", action="store_true", help="small sizes, one process, print only")
     parser.add_argument("--n", type=int, default=50, help="variables (default 50)")
+    parser.add_argument("--processes", type=int, default=3,
+                        help="fresh processes per code generation, whose median is reported (default 3)")
+    parser.add_argument("--worker", choices=("host", "avx2"), help=argparse.SUPPRESS)  # one process's run
     args = parser.parse_args(argv)
     n, repeats, batch = (5, 2, 200) if args.quick else (args.n, 7, 10_000)
+    if args.worker:
+        if args.worker == "avx2":
+            for_cpu_without_avx512()
+        print(json.dumps(measure(n, repeats, batch)))
+        return
     flags = elf.cpu_flags() if elf.supported() else None
-    avx512 = flags is not None and "avx512f" in flags
-    tables = {"Compiled for this machine" + (" (AVX-512: selects are masked moves)" if avx512 else ""):
-              measure(n, repeats, batch)}
-    if avx512:
-        for_cpu_without_avx512()
-        tables["Compiled for a CPU without AVX-512 (haswell: AVX2; selects are blends), on the same machine"] = \
-            measure(n, repeats, batch)
+    targets = {"host": "Compiled for this machine"}
+    if flags is not None and "avx512f" in flags:
+        targets["host"] += " (AVX-512: selects are masked moves)"
+        targets["avx2"] = "Compiled for a CPU without AVX-512 (haswell: AVX2; selects are blends), on the same machine"
+    processes = 1 if args.quick else args.processes
+    tables = {}
+    for target, title in targets.items():
+        command = [sys.executable, "-m", "benchmarks.branches", "--worker", target, "--n", str(n)]
+        runs = [json.loads(subprocess.run(command + (["--quick"] if args.quick else []), cwd=ROOT, check=True,
+                                          capture_output=True, text=True).stdout) for _ in range(processes)]
+        tables[title] = _median_rows(runs)
     page = report(tables)
     print(page)
     if not args.quick:
