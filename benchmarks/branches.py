@@ -12,7 +12,7 @@ number is the median over fresh processes (a process's placement of code and dat
 pairs by 20%).
 
 Code generation for selects differs with the CPU (masked moves with AVX-512, blends without:
-see ``symad.backends.llvm.ir.selects_as_blends``); on an x86-64 machine with AVX-512 the pairs
+see ``symad.backends.llvm.codegen.blend_selects``); on an x86-64 machine with AVX-512 the pairs
 are measured twice: as compiled for it, and as compiled for a CPU without AVX-512 (LLVM's
 ``haswell``: AVX2 and FMA), which runs on the same machine.
 """
@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 
 import symad  # noqa: E402
 from symad.backends.llvm import cache, codegen, elf  # noqa: E402
-from symad.backends.llvm import ir as llvm_ir  # noqa: E402
 from symad.backends.llvm import jit as native  # noqa: E402
 
 
@@ -96,8 +95,7 @@ def for_cpu_without_avx512() -> None:
     """From now on, compile for LLVM's ``haswell`` (AVX2, FMA; no AVX-512), selects as blends."""
     native.clear_cache()
     cache.set_cache_dir("")  # nothing compiled for another CPU is kept under this machine's name
-    codegen.host_cpu = lambda: ("haswell", "")
-    llvm_ir.selects_as_blends = lambda: True
+    codegen.host_cpu = lambda: ("haswell", "")  # and so codegen.host_avx512() is False
 
 
 def _table(rows: list[dict], target: float) -> list[str]:
@@ -130,23 +128,23 @@ NOTES = """What the ratios come from (read from the optimised IR and the assembl
 
 - Selects never jump. With AVX-512 a select of doubles is a masked move (a select by 0 a
   zero-masking move, which costs nothing more), and the `and` of two comparisons a masked
-  comparison. Without AVX-512, x86 code generation turns a scalar select whose condition has other
-  uses (a branch's value and its adjoints share one) into a jump, mispredicted for about every
-  other point of a batch (3.5x for the chained pair): there symad writes it as a select of
-  two-lane vectors, a blend. A test reads the assembly of both.
+  comparison. Without AVX-512, x86 code generation turns some scalar selects (a condition of two
+  comparisons, or one the vectoriser packed with another term's, or a test against 0) into
+  jumps, mispredicted for about every other point of a batch (3.5x for the chained pair): there
+  symad rewrites the selects LLVM's IR passes leave as selects of two-lane vectors, blends
+  (`codegen.blend_selects`). Rewriting them after the passes, not in the IR symad writes, lets
+  LLVM's SLP vectoriser pack a branch's selects as it packs the naive form's arithmetic: the
+  `where` pair went from 1.7x to 1.2x, the chained pair from 2.8x to 2.3x. A test reads the
+  assembly of both code generations.
 - The chained pair is the worst case: its arms are 4 flops a term, and the branch adds two
   comparisons, their `and`, the value's select and three selects for the partials
   (`where(c, x2, 1)`, `where(c, 0, -1)`, `where(c, x1, 0)`). With AVX-512 these cost 1.3x. Without
-  it, the assembly has about 20 instructions a term against 7: a blend, an AND per select by 0,
-  and the conditions held across the value's sweep in the 16 vector registers (spilled); even
-  with none spilled, 12 a term would be 1.7x: the target is out of reach of this pair without
-  AVX-512, whatever the code generator does. Merging `where(c, 0, -1) + where(c, x1, 0)` into
-  `where(c, x1, -1)` in the derivative (exact: one of the two is 0 at every point) was tried: the
-  AVX-512 code got slower (a masked move of two registers where two zero-masking moves cost
-  nothing), and the derivative is one DAG for every CPU.
-- Without AVX-512 the naive forms also gain more from LLVM's SLP vectoriser, which packs
-  neighbouring terms into vector instructions: turned off, the `where` pair's naive form is 50%
-  slower and the form with the branch no slower (the blends are already two-lane vectors).
+  it there are no masked comparisons and no zero-masking: a blend, an AND per select by 0, the
+  conditions' AND, about 12 instructions a term against 7 for the naive form, so the target is
+  out of reach of this pair there whatever the code generator does. Merging
+  `where(c, 0, -1) + where(c, x1, 0)` into `where(c, x1, -1)` in the derivative (exact: one of the
+  two is 0 at every point) was tried: the AVX-512 code got slower (a masked move of two registers
+  where two zero-masking moves cost nothing), and the derivative is one DAG for every CPU.
 - In the `where` pair, `x2^2` is one node shared by two terms' arms, so its adjoint adds two
   branches and takes a strong-zero guard (a comparison and a select) so that a branch not taken
   contributes 0, never `nan`.
@@ -156,7 +154,9 @@ NOTES = """What the ratios come from (read from the optimised IR and the assembl
   division a term, as the naive forms. Their `log1p(e)` is `log(1 + e)` plus the rounding error of
   `1 + e` times `q` (within 1 ulp): the C library's `log1p` costs over a batch twice what `log`
   and a division do (summed over 49 independent terms, `log1p(x^2)` 669 ns a point against
-  277 ns for `log(1 + x^2)`), which put `logaddexp` at 1.6x.
+  277 ns for `log(1 + x^2)`), which put `logaddexp` at 1.6x. What is left is the comparisons and
+  selects of `max(a, b)`, of the signs and of `a = b`, held with everything else across the calls
+  of `exp` and `log` (which keep no vector register).
 - At one point every pair is within 1.25x: the call's cost hides the difference."""
 
 

@@ -7,12 +7,8 @@ intrinsic or C library function).  :mod:`symad.backends.llvm.jit` compiles it.
 
 from __future__ import annotations
 
-import functools
-import platform
-import re
 import struct
 
-from symad.backends.llvm import codegen, elf
 from symad.backends.schedule import Schedule
 from symad.core.ops import OPS, Inline
 from symad.core.semantics import SMALL_POWERS, small_power_step
@@ -21,36 +17,6 @@ from symad.core.semantics import SMALL_POWERS, small_power_step
 def _hex(value: float) -> str:
     """An LLVM double literal with the exact bits of ``value``."""
     return f"0x{struct.unpack('<Q', struct.pack('<d', value))[0]:016X}"
-
-
-_SELECT = re.compile(r"(%\S+) = select i1 (\S+), double (\S+), double (\S+)")
-
-
-@functools.lru_cache(maxsize=1)
-def selects_as_blends() -> bool:
-    """Whether a select of doubles is written as a select of vectors (:func:`_branchless_select`):
-    on x86-64 without AVX-512.  With AVX-512 a scalar select is a masked move, never a jump, and
-    cheaper than a blend (no lane shuffling for LLVM's vectoriser to pack)."""
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return False  # other targets select with an instruction (aarch64's fcsel)
-    flags = elf.cpu_flags()
-    if flags is None:  # not Linux: ask LLVM
-        flags = {f[1:] for f in codegen.host_cpu()[1].split(",") if f.startswith("+")}
-    return "avx512f" not in flags
-
-
-def _branchless_select(r: str, c: str, a: str, b: str) -> list[str]:
-    """``r = select i1 c, double a, double b`` as a select of two-lane vectors (lane 0 used).
-
-    A condition is data, which no branch predictor can guess, but x86 code generation without
-    AVX-512 turns a scalar select of doubles whose condition has other uses (a branch's value
-    and its adjoints share one) into a branch, wrong for about every other point of a batch; a
-    vector select is always a blend.  The same bits: both arms are computed anyway."""
-    return [f"  {r}.c = insertelement <2 x i1> poison, i1 {c}, i32 0",
-            f"  {r}.a = insertelement <2 x double> poison, double {a}, i32 0",
-            f"  {r}.b = insertelement <2 x double> poison, double {b}, i32 0",
-            f"  {r}.v = select <2 x i1> {r}.c, <2 x double> {r}.a, <2 x double> {r}.b",
-            f"  {r} = extractelement <2 x double> {r}.v, i32 0"]
 
 
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
@@ -72,11 +38,7 @@ def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declar
     lowering = OPS[op].llvm
     if isinstance(lowering, Inline):
         declared.update(lowering.calls)
-        lines, selects = [], bool(OPS[op].arms) and selects_as_blends()  # `where`'s select: see _branchless_select
-        for ln in lowering.template.format(*vals, r=r, t=t).split("\n"):
-            m = _SELECT.fullmatch(ln) if selects else None
-            lines += _branchless_select(*m.groups()) if m else ["  " + ln]
-        return lines
+        return ["  " + ln for ln in lowering.template.format(*vals, r=r, t=t).split("\n")]
     declared[lowering.symbol] = OPS[op].arity
     params = ", ".join(f"double {v}" for v in vals)
     return [f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}"]
