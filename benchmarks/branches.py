@@ -140,8 +140,9 @@ NOTES = """What the ratios come from (read from the optimised IR and the assembl
   comparisons, their `and`, the value's select and three selects for the partials
   (`where(c, x2, 1)`, `where(c, 0, -1)`, `where(c, x1, 0)`). With AVX-512 these cost 1.3x. Without
   it there are no masked comparisons and no zero-masking: a blend, an AND per select by 0, the
-  conditions' AND, about 12 instructions a term against 7 for the naive form, so the target is
-  out of reach of this pair there whatever the code generator does. Merging
+  conditions' AND: about 14 instructions a term against 9 for the naive form (loads and stores
+  included) before any vectorisation, so even code without a wasted instruction would be 1.5x
+  or more. Merging
   `where(c, 0, -1) + where(c, x1, 0)` into `where(c, x1, -1)` in the derivative (exact: one of the
   two is 0 at every point) was tried: the AVX-512 code got slower (a masked move of two registers
   where two zero-masking moves cost nothing), and the derivative is one DAG for every CPU.
