@@ -66,6 +66,8 @@ def blend_selects(text: str, all_selects: bool = True) -> str:
     adjoints, a test of a number against 0) into jumps, wrong for about every other point of a
     batch.  Done after LLVM's IR passes, so that its vectoriser packs selects as it packs
     arithmetic.  The same bits: both arms are computed anyway."""
+    if " = select i1 " not in text:
+        return text
     single = set() if all_selects else set(_ORDERED_FCMP.findall(text))
     if single:
         uses = collections.Counter(_NAME.findall(text))
