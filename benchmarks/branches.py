@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import symad  # noqa: E402
-from symad.backends.llvm import cache, codegen, elf  # noqa: E402
+from symad.backends.llvm import cache, codegen  # noqa: E402
 from symad.backends.llvm import jit as native  # noqa: E402
 
 
@@ -189,9 +189,8 @@ def main(argv: list[str] | None = None) -> None:
             for_cpu_without_avx512()
         print(json.dumps(measure(n, repeats, batch)))
         return
-    flags = elf.cpu_flags() if elf.supported() else None
     targets = {"host": "Compiled for this machine"}
-    if flags is not None and "avx512f" in flags:
+    if codegen.x86() and codegen.host_avx512():
         targets["host"] += " (AVX-512: selects are masked moves)"
         targets["avx2"] = "Compiled for a CPU without AVX-512 (haswell: AVX2; selects are blends), on the same machine"
     processes = 1 if args.quick else args.processes

@@ -72,12 +72,6 @@ def cpu_identity() -> str:
     return "|".join(parts) if parts[-1] else ""
 
 
-def cpu_flags() -> frozenset[str] | None:
-    """This CPU's instruction-set flags as Linux names them (``avx2``, ``avx512f``), None if unknown."""
-    identity = cpu_identity()
-    return frozenset(identity.rsplit("|", 1)[1].split()) if identity else None
-
-
 @functools.lru_cache(maxsize=1)
 def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
