@@ -9,6 +9,7 @@ it is written here (checked by ``tests/core/test_special_values.py``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Callable
@@ -20,6 +21,7 @@ def numpy() -> Any:
     return importlib.import_module("numpy")
 
 
+@functools.lru_cache(maxsize=1)
 def numpy_vector_code() -> bool:
     """Whether NumPy runs its own vector code for ``exp``, ``log``, ``pow`` and the like (SVML,
     on a CPU with AVX-512), whose last bits differ from the C library's on some inputs."""
