@@ -231,8 +231,8 @@ def np_sigmoid(x: Any) -> Any:
 
 
 def py_log1p_unit(e: float) -> float:
-    """log1p(e) for e in [0, 1] (an ``e^-|x|``): ``log(u) + (e - (u - 1)) / u``, u = 1 + e rounded,
-    ``(e - (u - 1))`` its rounding error, exact (within 1 ulp; no special cases in [0, 1])."""
+    """log1p(e) for e in [0, 1] (an ``e^-|x|``): ``log(u) + (e - (u - 1)) * (1/u)`` with u = 1 + e
+    rounded and ``e - (u - 1)`` its rounding error, exact (within 1 ulp; no special cases in [0, 1])."""
     u = 1.0 + e
     return math.log(u) + (e - (u - 1.0)) * (1.0 / u)
 
