@@ -61,6 +61,10 @@ class VariableError(SymadError, KeyError):
         return str(self.args[0])
 
 
+class NameRuleError(SymadError, ValueError):
+    """A name that is not a variable's name (``names.checked``: the one rule, docs/language.md)."""
+
+
 class PointError(SymadError, ValueError):
     """A point's value is not a number, or an array of the wrong shape."""
 

@@ -366,16 +366,23 @@ class AnyArity(dict):
         return self.build
 
 
-def _logsumexp(first: Any, *rest: Any) -> Any:
-    out = first
-    for x in rest:
-        out = _call("logaddexp")(out, x)
-    return out
+def _folded(name: str) -> Callable[..., Any]:
+    """``name(a, b, c, ...)`` as ``name(name(a, b), c) ...``, left to right (one argument: itself)."""
+    binary = _call(name)
+
+    def build(first: Any, *rest: Any) -> Any:
+        out = first
+        for x in rest:
+            out = binary(out, x)
+        return out
+    return build
 
 
-FUNCTIONS["logsumexp"] = AnyArity(1, _logsumexp)
+FUNCTIONS["logsumexp"] = AnyArity(1, _folded("logaddexp"))
+FUNCTIONS["min"] = AnyArity(2, _folded("min"))
+FUNCTIONS["max"] = AnyArity(2, _folded("max"))
 _PARAMETERS = {("atan2", 2): "y, x", ("where", 3): "condition, a, b", ("log", 2): "x, base", ("clip", 3): "x, lo, hi",
-               ("logsumexp", 1): "a, b, ..."}
+               ("logsumexp", 1): "a, b, ...", ("min", 2): "a, b, ...", ("max", 2): "a, b, ..."}
 
 
 def signatures() -> list[str]:

@@ -85,6 +85,12 @@ class Term:
     def __hash__(self) -> int:
         return self.graph.digest(self.id)
 
+    def __bool__(self) -> bool:
+        # An expression has no truth value until it is evaluated: `if x > 0:`, `a and b` or
+        # np.where on expressions would silently pick one branch for every point.
+        raise TypeError("an expression has no truth value: for a branch write symad.where(cond, a, b) "
+                        "(or 'if c then a else b' in text), for logic symad.and_, symad.or_, symad.not_")
+
     # ------------------------------------------------------------------ inspecting
     @property
     def op(self) -> str:
