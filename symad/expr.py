@@ -11,7 +11,8 @@ from symad import functions
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
 from symad.core import document
-from symad.core.errors import SymadError
+from symad.core.errors import NameRuleError, SymadError
+from symad.core.name_rule import checked, checked_all
 from symad.core.graph import Graph
 from symad.core.latex import latex_block, to_latex
 from symad.core.ops import OPS
@@ -94,19 +95,20 @@ class Expr(Term):
     # ------------------------------------------------------------------ derivatives
     def grad(self, wrt: list[str] | None = None) -> dict[str, Expr]:
         """Every partial derivative (reverse mode, one sweep): ``{name: ∂self/∂name}``."""
-        names = list(self.variables if wrt is None else wrt)
+        names = list(self.variables) if wrt is None else checked_all(wrt, "wrt")
         nodes = [self.graph.var(str(n)) for n in names]
         partials = gradient(self.graph, self.id, nodes)
         return {n: Expr(self.graph, partials[v]) for n, v in zip(names, nodes)}
 
     def diff(self, var: str) -> Expr:
         """The partial derivative with respect to one variable."""
-        return self.grad([var])[var]
+        name = checked(var, "diff")
+        return self.grad([name])[name]
 
     def jvp(self, direction: Mapping[str, Any]) -> Expr:
         """Forward mode: the derivative along ``direction`` (``{name: number or Expr}``)."""
         g = self.graph
-        tangents = {g.var(str(n)): as_node(g, d) for n, d in direction.items()}
+        tangents = {g.var(checked(n, "a direction")): as_node(g, d) for n, d in direction.items()}
         return Expr(g, jvp(g, self.id, tangents))
 
     # ------------------------------------------------------------------ evaluating
@@ -173,7 +175,13 @@ def parse_outputs(text: str, graph: Graph | None = None) -> list[Expr]:
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:
-    """The variable ``name`` as an expression."""
+    """The variable ``name`` as an expression (a name the rule of docs/language.md admits,
+    else a NameRuleError).
+
+    >>> var("x[ 2 ]")
+    Expr('x[2]')
+    """
+    name = checked(name, "symad.var")
     g = default_graph() if graph is None else graph
     return Expr(g, g.var(name))
 
@@ -199,8 +207,9 @@ def vector(name: str, n: int, graph: Graph | None = None) -> Any:
     """
     import numpy as np
 
-    if not name.isidentifier():
-        raise SymadError(f"an indexed variable's name is a plain name, not {name!r}")
+    name = checked(name, "symad.vector")
+    if "[" in name:
+        raise NameRuleError(f"symad.vector: the base of indexed variables is a plain name, not {name!r}")
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise SymadError(f"the length of a vector is a whole number ≥ 0, not {n!r}")
     g = default_graph() if graph is None else graph

@@ -13,6 +13,7 @@ from symad.backends.tape import Tape
 from symad.backends.tiering import TieredProgram
 from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
+from symad.core.name_rule import checked_all
 
 _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
@@ -37,11 +38,8 @@ class Inputs:
             raise SymadError("give variables (every one differentiated) or wrt (the others are parameters), "
                              "not both")
         listed = variables if wrt is None else wrt
-        if isinstance(listed, str):
-            raise SymadError(f"{'wrt' if wrt is not None else 'variables'} is a list of names, not the string "
-                             f"{listed!r}")
         if listed is not None:  # `x` stands for every x[k] the expression uses
-            listed = indexed.expand_names(listed, used)
+            listed = indexed.expand_names(checked_all(listed, "wrt" if wrt is not None else "variables"), used)
         self.variables: tuple[str, ...] = tuple(used if listed is None else listed)
         if len(set(self.variables)) != len(self.variables):
             raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")

@@ -38,6 +38,7 @@ from symad.backends import program
 from symad.backends.program import Program
 from symad.backends.tape import Tape
 from symad.core.graph import Graph
+from symad.core.name_rule import checked, checked_all
 from symad.core.term import as_node
 from symad.expr import Expr, parse
 from symad.function import Function
@@ -56,7 +57,7 @@ def hessian(expr: Expr | str, variables: Sequence[str] | None = None) -> list[li
     [['3*y*(2*x)', '3*x^2'], ['3*x^2', '0']]
     """
     expr = _as_expr(expr)
-    names = list(expr.variables if variables is None else variables)
+    names = list(expr.variables) if variables is None else checked_all(variables, "variables")
     g = expr.graph
     nodes = hessian_nodes(g, expr.id, [g.var(v) for v in names])
     return [[Expr(g, h) for h in row] for row in nodes]
@@ -75,10 +76,10 @@ def hvp(expr: Expr | str, direction: Mapping[str, Any],
     """
     expr = _as_expr(expr)
     g = expr.graph
-    names = list(expr.variables if variables is None else variables)
+    names = list(expr.variables) if variables is None else checked_all(variables, "variables")
     wrt = [g.var(v) for v in names]
     grad = gradient(g, expr.id, wrt)
-    tangents = {g.var(k): as_node(g, d) for k, d in direction.items()}
+    tangents = {g.var(checked(k, "a direction")): as_node(g, d) for k, d in direction.items()}
     products = jvp_many(g, [grad[v] for v in wrt], tangents)
     return {v: Expr(g, p) for v, p in zip(names, products)}
 

@@ -128,7 +128,7 @@ HOSTILE = [
     (_doc(nodes=[["var", "x"], ["sin", 10**12]], outputs=[1]), "an argument must be the index"),
     (_doc(nodes=[["var", "x"], ["sin", 0, 0]], outputs=[1]), "sin takes 1 argument"),
     (_doc(nodes=[["var", "x"], ["eval", 0]], outputs=[1]), "unknown operation 'eval'"),
-    (_doc(nodes=[["var", "__import__('os')"]], outputs=[0]), "a variable is"),
+    (_doc(nodes=[["var", "__import__('os')"]], outputs=[0]), "node 0: .__import__.* is not a name"),
     (_doc(nodes=[["var", "x" * 10_000]], outputs=[0]), "a variable is"),
     (_doc(nodes=[["const", "1e999" * 100]], outputs=[0]), "a constant is"),
     (_doc(nodes=[["const", "ten"]], outputs=[0]), "not a float.hex"),
@@ -137,7 +137,8 @@ HOSTILE = [
     (_doc(nodes=["x"], outputs=[0]), "node 0 is not"),
     (_doc(kind="function"), "needs its variables and a backend"),
     (_doc(kind="function", variables=["x"], backend="gpu"), "needs its variables and a backend"),
-    (_doc(kind="function", variables=["x; import os"], backend="auto"), "variables must be a list of names"),
+    (_doc(kind="function", variables=["x; import os"], backend="auto"), "variables: 'x; import os' is not a name"),
+    (_doc(kind="function", variables=[3], backend="auto"), "variables: a name is a string"),
     (_doc(kind="function", variables=["x"], params=["q"], backend="auto"), "not its expression's other variables"),
 ]
 

@@ -22,23 +22,27 @@ own is read back as the same DAG, node for node, with the same bits.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from symad.core.errors import SymadError
+from symad.core.errors import NameRuleError, SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
+from symad.core.name_rule import problem
+from symad.core.names import normal
 from symad.core.ops import OPS
 
 FORMAT = "symad"
 VERSION = 1
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*(\[-?\d+\])?")
 _MAX_NAME = 200
 
 
 class DocumentError(SymadError, ValueError):
     """A file or text that is not a document symad can read."""
+
+
+class DocumentNameError(DocumentError, NameRuleError):
+    """A document naming a variable with a name the rule refuses (:mod:`symad.core.name_rule`)."""
 
 
 def to_document(graph: Graph, roots: Iterable[int], kind: str = "expression", **extra: Any) -> dict[str, Any]:
@@ -52,6 +56,9 @@ def to_document(graph: Graph, roots: Iterable[int], kind: str = "expression", **
         if op == "const":
             nodes.append(["const", float(graph.data[n]).hex()])  # type: ignore[arg-type]
         elif op == "var":
+            why = problem(graph.data[n])
+            if why is not None:  # refused now, not when the document is read back
+                raise NameRuleError(f"cannot write the variable {graph.data[n]!r:.60} to a document: {why}")
             nodes.append(["var", graph.data[n]])
         else:
             nodes.append([op, *(number[a] for a in graph.args[n])])
@@ -130,8 +137,11 @@ def _node(graph: Graph, node: Any, k: int, built: Sequence[int]) -> int:
         except ValueError:
             raise DocumentError(f"node {k}: {node[1]!r} is not a float.hex() number") from None
     if op == "var":
-        if len(node) != 2 or not isinstance(node[1], str) or len(node[1]) > _MAX_NAME or not _NAME.fullmatch(node[1]):
+        if len(node) != 2 or not isinstance(node[1], str) or len(node[1]) > _MAX_NAME:
             raise DocumentError(f"node {k}: a variable is [\"var\", a name such as x, theta_2 or x[3]]")
+        why = problem(node[1])
+        if why is not None or node[1] != normal(node[1]):
+            raise DocumentNameError(f"node {k}: {why or f'{node[1]!r} is not written as symad writes it'}")
         return graph.var(node[1])
     spec = OPS.get(op)
     if spec is None or spec.kind == "leaf":
@@ -149,7 +159,10 @@ def names(document: dict[str, Any], key: str) -> tuple[str, ...] | None:
     value = document.get(key)
     if value is None:
         return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and _NAME.fullmatch(v) for v in value) \
-            or len(value) > LIMITS.max_nodes:
+    if not isinstance(value, list) or len(value) > LIMITS.max_nodes:
         raise DocumentError(f"the document's {key} must be a list of names")
+    for v in value:
+        why = problem(v) if isinstance(v, str) and len(v) <= _MAX_NAME else "a name is a string of at most 200 characters"
+        if why is not None or v != normal(v):
+            raise DocumentNameError(f"the document's {key}: {why or f'{v!r} is not written as symad writes it'}")
     return tuple(value)
