@@ -22,7 +22,7 @@ from typing import Any
 
 from symad.core.graph import Graph
 from symad.core.ops import COMPARISONS, FUNCTIONS, OPS
-from symad.core.term import Term
+from symad.core.term import Term, as_number, unwrapped
 
 
 def _first_term(args: tuple) -> Term | None:
@@ -33,16 +33,18 @@ def _first_term(args: tuple) -> Term | None:
 
 
 def apply(name: str, *args: Any) -> Any:
-    """Function ``name`` of the language (or op of the table) on expressions or numbers."""
+    """Function ``name`` of the language (or op of the table) on expressions or numbers
+    (:func:`~symad.core.term.as_number`: NumPy's too)."""
+    args = tuple(unwrapped(a) for a in args)
     first = _first_term(args)
     if first is None and not args:
         raise TypeError(f"{name} takes at least one argument")
     if first is None:  # numbers alone: the number, as the language folds it (in a scratch graph)
         scratch = Graph()
-        out = apply(name, *(Term(scratch, scratch.const(_float(a))) for a in args))
+        out = apply(name, *(Term(scratch, scratch.const(as_number(a))) for a in args))
         return float(scratch.data[out.id]) if scratch.op[out.id] == "const" else out  # type: ignore[arg-type]
     graph, kind = first.graph, type(first)
-    terms = [a if isinstance(a, Term) else kind(graph, graph.const(_float(a))) for a in args]
+    terms = [a if isinstance(a, Term) else kind(graph, graph.const(as_number(a))) for a in args]
     forms = FUNCTIONS.get(name)
     if forms is None:
         return terms[0].apply(name, *terms[1:])
@@ -51,12 +53,6 @@ def apply(name: str, *args: Any) -> Any:
         want = f"{least} or more" if least is not None else " or ".join(map(str, sorted(forms)))
         raise TypeError(f"{name} takes {want} argument(s), got {len(args)}")
     return forms[len(args)](*terms)
-
-
-def _float(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"cannot use {type(value).__name__} in an expression")
-    return float(value)
 
 
 def _function(name: str) -> Callable[..., Any]:

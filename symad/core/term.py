@@ -9,6 +9,7 @@ is a Term with derivatives, compilation and pickling added.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from symad.core.graph import Graph
@@ -17,12 +18,48 @@ from symad.core.printing import to_text
 
 
 def as_node(graph: Graph, value: Any) -> int:
-    """The node id of a Term or a number, in ``graph`` (a Term of another graph is copied in)."""
+    """The node id of a Term or a number, in ``graph`` (a Term of another graph is copied in).
+    A number is what :func:`as_number` reads as one."""
+    value = unwrapped(value)
     if isinstance(value, Term):
         return value.id if value.graph is graph else graph.copy_from(value.graph, [value.id])[0]
+    return graph.const(as_number(value))
+
+
+def as_number(value: Any) -> float:
+    """``value`` as a double, if it is a number: a Python ``int`` or ``float``, a NumPy integer
+    or floating scalar, or a 0-d array of one.  A float32 or float16 is its value widened to a
+    double (exact: ``np.float32(0.1)`` is 0.10000000149011612, not 0.1); a long double must be
+    a double exactly.  Truth values (``bool``, ``np.bool_``) are not numbers, nor are complex
+    numbers: a TypeError.
+
+    >>> as_number(3)
+    3.0
+    >>> as_number(True)
+    Traceback (most recent call last):
+    ...
+    TypeError: cannot use bool in an expression: a truth value is not a number (write 1 or 0)
+    """
+    value = unwrapped(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return graph.const(float(value))
-    raise TypeError(f"cannot use {type(value).__name__} in an expression")
+        return float(value)
+    np = sys.modules.get("numpy")  # a NumPy number exists only if NumPy is loaded: never import it here
+    name = type(value).__name__
+    if np is not None and isinstance(value, (np.integer, np.floating)):
+        out = float(value)
+        if isinstance(value, np.floating) and value.dtype.itemsize > 8 and value != out:
+            raise TypeError(f"cannot use {name} {value} in an expression: it is not a double exactly "
+                            f"(round it with float() if that is meant)")
+        return out
+    if isinstance(value, bool) or (np is not None and isinstance(value, np.bool_)):
+        raise TypeError(f"cannot use {name} in an expression: a truth value is not a number (write 1 or 0)")
+    raise TypeError(f"cannot use {name} in an expression")
+
+
+def unwrapped(value: Any) -> Any:
+    """The element of a 0-d NumPy array (``np.array(3.0)``, what some NumPy functions return)."""
+    np = sys.modules.get("numpy")
+    return value[()] if np is not None and isinstance(value, np.ndarray) and value.ndim == 0 else value
 
 
 def _home(*values: Any) -> Graph:
@@ -90,6 +127,18 @@ class Term:
         # np.where on expressions would silently pick one branch for every point.
         raise TypeError("an expression has no truth value: for a branch write symad.where(cond, a, b) "
                         "(or 'if c then a else b' in text), for logic symad.and_, symad.or_, symad.not_")
+
+    def _no_order(self, other: Any, symbol: str, name: str) -> Any:
+        # `<` on expressions has no truth value either; NumPy's max, min, sort and maximum on
+        # object arrays compare elements with it, so say what to write instead.
+        raise TypeError(f"expressions have no order: for the comparison {symbol} as an expression write "
+                        f"symad.{name}(a, b); for the largest or smallest of several, symad.max(a, b, ...) "
+                        f"or symad.min(a, b, ...) (of an array: symad.max(*array))")
+
+    def __lt__(self, o: Any) -> Any: return self._no_order(o, "<", "lt")
+    def __le__(self, o: Any) -> Any: return self._no_order(o, "<=", "le")
+    def __gt__(self, o: Any) -> Any: return self._no_order(o, ">", "gt")
+    def __ge__(self, o: Any) -> Any: return self._no_order(o, ">=", "ge")
 
     # ------------------------------------------------------------------ inspecting
     @property
