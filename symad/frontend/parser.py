@@ -172,9 +172,16 @@ def _not_a_function(word: str, pos: int, run: _Run) -> None:
         raise run.error(UnknownFunctionError, f"{word} is a function: call it as {word}(...)", pos)
 
 
+def _not_a_range(word: str, pos: int, run: _Run) -> None:
+    if word in _RANGES:
+        raise run.error(ParseError, f"{word} is a keyword, not a variable: it runs an index over a range, "
+                        f"{word}(i = 1..n, x[i])", pos)
+
+
 def _name(children: list, emit: Emit, run: _Run) -> _Name:
     word, pos = children[0]
     _not_a_function(word, pos, run)
+    _not_a_range(word, pos, run)
     emit(Token("name", word, 0, pos))
     return _Name(word, pos)
 
@@ -260,6 +267,7 @@ def _define_function(children: list, emit: Emit, run: _Run) -> None:
 def _index(children: list, emit: Emit, run: _Run) -> None:
     word, pos = children[0]
     _not_a_function(word, pos, run)
+    _not_a_range(word, pos, run)
     emit(Token("index", word, 1, pos))
 
 
@@ -271,6 +279,9 @@ def _range(children: list, emit: Emit, run: _Run) -> str:
     if word not in _RANGES:
         raise run.error(ParseError, f"only sum and prod run an index over a range, not {word}", pos)
     _not_a_function(index, ipos, run)
+    _not_a_range(index, ipos, run)
+    if index in CONSTANTS:
+        raise run.error(ParseError, f"{index} is a constant, not an index's name", ipos)
     emit(Token("range", f"{word} {index}", 2, pos))
     return word
 
@@ -320,7 +331,19 @@ def _unexpected_token(text: str, kind: str | None, value: object, pos: int, row:
         word = value[0]  # type: ignore[index]
         prefix = {"NAME": "name ", "NUMBER": "number "}.get(kind or "", "")
         reason = f"unexpected {prefix}{word[:40]!r}"
+        if kind == "IF" and "NAME" in row:  # an operand was expected: `1 + if c then a else b`
+            reason += f": an if-expression inside an operation needs parentheses, as in {_parenthesised(text, pos)}"
+            return ParseError(reason, text, *line_column(text, pos))
     return ParseError(reason, text, *line_column(text, pos), _expected(row))
+
+
+def _parenthesised(text: str, pos: int) -> str:
+    """The text with the if-expression at ``pos`` in parentheses (its `else` part reaching to
+    the end), when that is short and one line; else the form."""
+    rest = text[pos:].rstrip()
+    if len(text) > 80 or "\n" in text or ";" in rest:
+        return "(if c then a else b)"
+    return f"{text[:pos]}({rest})"
 
 
 _driver: _Driver | None = None

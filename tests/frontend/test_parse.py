@@ -115,6 +115,43 @@ def test_function_name_without_call():
         parse("sin + 1")
 
 
+@pytest.mark.parametrize("text, column, fragment", [
+    ("sum*2", 1, "sum is a keyword, not a variable"),
+    ("x + prod", 5, "prod is a keyword, not a variable"),
+    ("sum[2] + 1", 1, "sum is a keyword"),
+    ("sum(e = 1..3, e)", 5, "e is a constant, not an index's name"),
+    ("prod(pi = 1..3, x)", 6, "pi is a constant"),
+    ("sum(prod = 1..3, x)", 5, "prod is a keyword"),
+    ("f(sum) = 1; f(2)", 3, "sum is a keyword"),
+])
+def test_a_reserved_word_is_never_a_variable(text, column, fragment):
+    """`sum` and `prod` read as variables, and a constant bound as an index, were silently
+    variables (`sum*2` at sum=1 gave 2; `sum(e = 1..3, e)` gave 6)."""
+    with pytest.raises(ParseError, match=re.escape(fragment)) as info:
+        parse(text)
+    assert info.value.column == column
+
+
+@pytest.mark.parametrize("text, suggestion", [
+    ("1 + if c then a else b", "1 + (if c then a else b)"),
+    ("2*if c then a else b", "2*(if c then a else b)"),
+    ("-if c then 1 else 2", "-(if c then 1 else 2)"),
+    ("x^if c then 1 else 2", "x^(if c then 1 else 2)"),
+])
+def test_an_if_inside_an_operation_asks_for_parentheses(text, suggestion):
+    with pytest.raises(ParseError, match="needs parentheses") as info:
+        parse(text)
+    assert suggestion in str(info.value)
+    assert info.value.column == text.index("if") + 1
+    assert parse(suggestion) is not None  # the suggestion parses
+
+
+def test_an_if_where_no_operand_goes_is_a_plain_syntax_error():
+    with pytest.raises(ParseError, match="unexpected 'if'") as info:
+        parse("x if c")
+    assert "parentheses" not in str(info.value)
+
+
 def test_parse_rejects_non_strings():
     with pytest.raises(TypeError):
         parse(42)  # type: ignore[arg-type]
