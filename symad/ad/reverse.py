@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from symad.ad import branches
 from symad.ad.local import local_partials, times
-from symad.ad.sweep import active, reverse_nodes
+from symad.ad.sweep import active, canonical_order, reverse_nodes
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 
@@ -20,9 +20,10 @@ def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int,
 
     Nodes are visited in reverse topological order from the root (the sweep of
     :mod:`symad.ad.sweep`); a node used by several parents receives the sum of their
-    adjoint contributions.
+    adjoint contributions, added in the canonical order (:func:`canonical_order`), so the
+    gradient's bits are a function of the expression alone, whatever else the graph holds.
     """
-    order = graph.reachable([root])
+    order = canonical_order(graph, [root])
     adjoint: dict[int, int] = {root: graph.const(1.0)}
     # the shapes of adjoints that come through a branch (none to track without a `where`)
     shapes = branches.Shapes(graph) if branches.any_branch(graph, order) else None

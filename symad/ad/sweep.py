@@ -19,9 +19,59 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from symad.core.graph import Graph
+from symad.core.ops import OPS
 
 Ks = tuple[int, ...]  # the positions k of a user's arguments that carry derivatives, ascending
 Dead = Mapping[int, Collection[int]]  # user -> the k of its edges whose local partial is the number 0
+
+
+_COMMUTATIVE = frozenset(name for name, spec in OPS.items() if spec.commutative)
+
+
+def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
+    """Every node the roots depend on, children before parents, in an order that is a function
+    of the expressions alone: never of node ids, which depend on what else a graph holds.
+
+    A depth-first post-order from the roots, arguments in their order, a commutative node's
+    arguments ordered by structure (:meth:`Graph.digest`).  The reverse sweep visits users in
+    this order reversed, so a node's adjoint adds up its contributions in the same order, and
+    gives the same bits, in every graph, thread and process.
+
+    >>> from symad import parse
+    >>> e = parse("sin(x) + y")
+    >>> [e.graph.op[n] for n in canonical_order(e.graph, [e.id])][-1]
+    'add'
+    """
+    args_of, op_of, digest = graph.args, graph.op, graph.digest
+    seen = bytearray(len(args_of))
+    out: list[int] = []
+    add = out.append
+    for root in roots:
+        stack = [root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            if node < 0:  # its arguments are done
+                add(~node)
+                continue
+            if seen[node]:
+                continue
+            seen[node] = 1
+            push(~node)
+            args = args_of[node]
+            if len(args) == 2:
+                a, b = args
+                if op_of[node] in _COMMUTATIVE and a != b and digest(b) < digest(a):
+                    a, b = b, a
+                if not seen[b]:
+                    push(b)
+                if not seen[a]:
+                    push(a)
+            else:
+                for a in reversed(args):
+                    if not seen[a]:
+                        push(a)
+    return out
 
 
 def active(graph: Graph, order: list[int], sources: Collection[int] | None = None,
@@ -103,6 +153,8 @@ def reverse_edges(graph: Graph, root: int, sources: Collection[int] | None = Non
     >>> [(e.graph.op[u], k) for u, k, _ in reverse_edges(e.graph, e.id)]
     [('add', 0), ('add', 1), ('mul', 0), ('mul', 1)]
     """
+    if order is None:
+        order = canonical_order(graph, [root])
     return _edges(graph, [root], sources, order, live, reverse_nodes)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from symad.ad import branches
 from symad.ad.local import local_partials
-from symad.ad.sweep import active, reverse_nodes
+from symad.ad.sweep import active, canonical_order, reverse_nodes
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS
@@ -112,7 +112,7 @@ class Tape:
     """
 
     def __init__(self, graph: Graph, root: int, inputs: Sequence[int]):
-        order = graph.reachable([root])
+        order = canonical_order(graph, [root])  # the symbolic gradient's order of additions
         LIMITS.check_program(sum(1 for n in order if graph.args[n]))
         slot = {node: i for i, node in enumerate(order)}
         self.root = slot[root]

@@ -10,7 +10,9 @@ topological order and every pass below is a plain loop.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import struct
 import threading
 import weakref
 from collections.abc import Container, Iterable, Sequence
@@ -223,7 +225,7 @@ class Graph:
         return self.make(op, *args)
 
     def digest(self, node: int) -> int:
-        """A hash of the node's structure, equal in every graph for equal expressions."""
+        """A hash of the node's structure, equal in every graph and process for equal expressions."""
         digests = self._digests
         if node in digests:
             return digests[node]
@@ -232,15 +234,30 @@ class Graph:
                 continue
             op, data = self.op[n], self.data[n]
             if op == "const":
-                digests[n] = hash(("const", float(data).hex()))  # type: ignore[arg-type]
+                digests[n] = hash((_OP_CODE[op], _float_bits(data)))  # type: ignore[arg-type]
             elif op == "var":
-                digests[n] = hash(("var", data))
+                digests[n] = hash((_OP_CODE[op], stable_hash(data)))  # type: ignore[arg-type]
             else:
                 parts = [digests[a] for a in self.args[n]]
                 if _MAKE[op][1]:  # commutative: argument order is by node id, which graphs differ in
                     parts.sort()
-                digests[n] = hash((op, *parts))
+                digests[n] = hash((_OP_CODE[op], *parts))
         return digests[node]
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash of ``text`` that is the same in every process (``hash`` of a str is
+    salted per process; a tuple of ints hashes the same everywhere)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def _float_bits(value: float) -> int:
+    return int.from_bytes(struct.pack("<d", value), "little")
+
+
+# Digests are built from integers only, so that they (and every order chosen by them) are
+# a function of the expression alone, equal in every graph, thread and process.
+_OP_CODE = {name: stable_hash(name) for name in OPS}
 
 
 _NUMBER_LAST = frozenset({"add", "eq", "ne", "and", "or"})
