@@ -70,3 +70,14 @@ def _pip_has_python_flag() -> bool:
     out = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True).stdout
     major, minor = (int(p) for p in out.split()[1].split(".")[:2])
     return (major, minor) >= (22, 3)
+
+
+def test_the_python_versions_claimed_are_the_ones_symad_runs_on():
+    """pyproject admits the versions that import symad (math.cbrt, used by the op table and by
+    exported Python code, is new in 3.11); this interpreter is the lowest claimed or newer."""
+    import math
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11"
+    assert sys.version_info >= (3, 11) and hasattr(math, "cbrt")
