@@ -15,6 +15,7 @@ from symad.cli.common import emit, format_number, parse_point
 from symad.core import indexed
 from symad.core.errors import ParseError, PointError, SymadError, VariableError, name_list
 from symad.expr import Expr, parse
+from symad.tools.optimize.conditions import as_constraint
 from symad.tools.optimize.constrained import SCIPY_METHODS
 from symad.tools.optimize.driver import OptimizeResult, check_settings, minimize
 from symad.tools.optimize.methods import METHODS, SECOND_ORDER
@@ -99,13 +100,16 @@ def chosen_method(args: argparse.Namespace) -> str:
 
 
 def read_cli_constraints(specs: list[tuple[str, str]], expr: Expr) -> list[tuple[str, Expr]]:
-    """``--eq``/``--ineq`` texts parsed into ``expr``'s graph (an error names the flag)."""
+    """``--eq``/``--ineq`` texts parsed into ``expr``'s graph, a comparison read as what it says
+    (``--ineq "x <= 1"`` is ``1 - x >= 0``); an error names the flag."""
     out = []
     for kind, text in specs:
         try:
-            out.append((kind, parse(text, expr.graph)))
+            out.append(as_constraint(kind, parse(text, expr.graph)))
         except ParseError as err:
             raise SymadError(f"in --{kind} {text!r}: {err}") from None
+        except SymadError as err:
+            raise type(err)(f"in --{kind} {text!r}: {err}") from None
     return out
 
 
@@ -165,13 +169,16 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if args.plot:
         problem = Problem(expr, names, fixed, background=False)
         plot_path(args.plot, problem, result, title=text.strip(), bounds=bounds)
-    _report(args, text, result, start, fixed, bounds, args.constraints)
+    # a comparison's text with the expression it is read as (the same text parses to the same node)
+    given = [(kind, text, None if parse(text, expr.graph).id == c.id else c.to_text())
+             for (kind, text), (_, c) in zip(args.constraints, constraints)]
+    _report(args, text, result, start, fixed, bounds, given)
     if args.strict and not result.success:
         raise SystemExit(1)  # after the report: the output and warning are printed as usual
 
 
 def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[str, float],
-            fixed: dict[str, float], bounds: dict[str, Any], constraints: list[tuple[str, str]]) -> None:
+            fixed: dict[str, float], bounds: dict[str, Any], constraints: list[tuple[str, str, str | None]]) -> None:
     evaluations = f"{r.nfev} value+gradient" + (f", {r.nhev} Hessian" if r.nhev else "")
     if r.hessian == "products":
         evaluations = f"{r.nfev} value+gradient, {r.nhev} Hessian-vector products"
@@ -184,7 +191,8 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
              ("time", f"{_duration(r.time)} (+ {_duration(r.setup_time)} compiling)")]
     cons = _constraints(r, constraints)
     for c in cons:
-        shown = f"{c['expr']} = {format_number(c['value'])}" + (" (must be 0)" if c["kind"] == "eq" else " (>= 0)")
+        shown = (f"{c['expr']}: {c['as']}" if "as" in c else c["expr"]) + f" = {format_number(c['value'])}"
+        shown += " (must be 0)" if c["kind"] == "eq" else " (>= 0)"
         if "multiplier" in c:
             shown += f", multiplier {format_number(c['multiplier'])}"
         rows.insert(-4, (c["kind"], shown))
@@ -203,14 +211,18 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
     emit(args, obj, [f"{k.ljust(width)}  {v}" for k, v in rows], warnings)
 
 
-def _constraints(r: OptimizeResult, given: list[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Each constraint's kind, text, value at the result and, where known, multiplier."""
+def _constraints(r: OptimizeResult, given: list[tuple[str, str, str | None]]) -> list[dict[str, Any]]:
+    """Each constraint's kind, text, the expression a comparison is read as (``as``), its value at
+    the result and, where known, multiplier."""
     if not given:
         return []
     values, multipliers = r.constraints["values"], r.get("multipliers")
     out = []
-    for k, (kind, text) in enumerate(given):
-        c = {"kind": kind, "expr": text.strip(), "value": float(values[k])}
+    for k, (kind, text, read) in enumerate(given):
+        c: dict[str, Any] = {"kind": kind, "expr": text.strip()}
+        if read is not None:
+            c["as"] = read  # a comparison: x <= 1 is 1 - x >= 0
+        c["value"] = float(values[k])
         if multipliers is not None:
             c["multiplier"] = float(multipliers[k])
         out.append(c)

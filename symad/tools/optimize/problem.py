@@ -14,6 +14,7 @@ from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.objectives import Objective
+from symad.tools.optimize.conditions import check_objective
 
 # Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
 # rows are n reverse sweeps through the gradient, so its DAG and code can be n times the
@@ -50,6 +51,7 @@ class Problem:
             if variables is None:
                 variables = compiled.variables + compiled.params
         expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
+        check_objective(expr)
         self.all_names = list(expr.variables if variables is None else variables)
         self.fixed = {k: as_float(v, k) for k, v in (fixed or {}).items()}
         # Parameters: held at the values given, as fixed ones are, but passed at each call of
