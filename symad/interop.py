@@ -3,17 +3,22 @@
 Users can simplify in SymPy, then differentiate and compile in symad.  Both walks are
 iterative (a deep expression does not overflow Python's stack).  ``to_sympy`` writes
 each op as SymPy's own function where it has one, and the stable functions as their
-mathematical definitions (``softplus(x)`` is ``log(1 + exp(x))``); ``from_sympy`` reads
-SymPy's n-ary sums and products as chains, ``x**(1/2)`` as ``sqrt(x)``, rationals as
-their nearest doubles, and ``Piecewise`` as nested ``where``.
+mathematical definitions (``softplus(x)`` is ``log(1 + exp(x))``), and the doubles of
+``pi`` and ``e`` as SymPy's constants; ``from_sympy`` reads SymPy's n-ary sums and products
+as chains, ``x**(1/2)`` as ``sqrt(x)``, rationals as their nearest doubles, ``Piecewise`` as
+nested ``where``, ``Sum`` and ``Product`` with whole-number bounds unrolled, ``x[3]`` of an
+``IndexedBase`` as the indexed variable, and admits only names of the name rule.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from symad.core.errors import SymadError
+from symad.core.errors import LimitError, SymadError
 from symad.core.graph import Graph
+from symad.core.limits import LIMITS
+from symad.core.name_rule import checked
 from symad.core.term import Term
 from symad.expr import Expr, default_graph
 
@@ -59,16 +64,24 @@ def _to_sympy_table(sp: Any) -> dict[str, Any]:
 
 def to_sympy(expr: Expr) -> Any:
     """The expression in SymPy (numbers exact: a double becomes the SymPy Float of its value,
-    integers Integers); variables become real SymPy symbols of the same names."""
+    integers Integers, and the doubles of ``pi`` and ``e`` SymPy's ``pi`` and ``E``); variables
+    become real SymPy symbols of the same names."""
     sp = _sympy()
     table = _to_sympy_table(sp)
+    # The text's pi and e are these doubles: exactly these bits (and their negations) are the constants.
+    constants = {math.pi: sp.pi, -math.pi: -sp.pi, math.e: sp.E, -math.e: -sp.E}
     g = expr.graph
     built: dict[int, Any] = {}
     for node in g.reachable([expr.id]):
         op, data = g.op[node], g.data[node]
         if op == "const":
             value = float(data)  # type: ignore[arg-type]
-            built[node] = sp.Integer(int(value)) if value.is_integer() and abs(value) < 2**53 else sp.Float(value, 17)
+            if value in constants:
+                built[node] = constants[value]
+            elif value.is_integer() and abs(value) < 2**53:
+                built[node] = sp.Integer(int(value))
+            else:
+                built[node] = sp.Float(value, 17)
         elif op == "var":
             built[node] = sp.Symbol(data, real=True)
         else:
@@ -95,21 +108,29 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
 
     Knows SymPy's arithmetic, powers (``x**(1/2)`` is ``sqrt(x)``), the functions symad has,
     ``Min``/``Max``, ``Heaviside``, ``pi``, ``E``, infinities (complex infinity, ``zoo``, is
-    ``nan``: it has no real value), and ``Piecewise`` of relations (as nested ``where``);
-    anything else is a SymadError naming it."""
+    ``nan``: it has no real value), ``Piecewise`` of relations (as nested ``where``), ``Sum``
+    and ``Product`` over whole-number bounds (unrolled, as the text's ``sum`` is; SymPy's
+    convention for an upper bound below the lower one) and ``x[3]`` of an ``IndexedBase``
+    (the indexed variable ``x[3]``); anything else is a SymadError naming it.  A symbol's name
+    must obey the name rule (docs/language.md): ``θ``, ``x_{1}``, or a symbol named ``e`` or
+    ``pi``, is a :class:`~symad.core.errors.NameRuleError`, never silently another variable
+    or a constant."""
     sp = _sympy()
     g = default_graph() if graph is None else graph
     root = sp.sympify(sympy_expr)
     built: dict[Any, Term] = {}
+    children_of: dict[Any, list[Any]] = {}
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
         e, ready = stack.pop()
         if e in built:
             continue
-        children = _children(sp, e)
+        if e not in children_of:
+            children_of[e] = _children(sp, e)
+        children = children_of[e]
         if not ready:
             stack.append((e, True))
-            stack.extend((c, False) for c in children if c not in built)
+            stack.extend((c, False) for c in reversed(children) if c not in built)  # built in order
             continue
         built[e] = _node(sp, g, e, [built[c] for c in children])
     return Expr(g, built[root].id)
@@ -125,7 +146,9 @@ def _children(sp: Any, e: Any) -> list[Any]:
         return []
     if isinstance(e, sp.Piecewise):
         return [part for pair in e.args for part in pair if part is not sp.true]
-    if isinstance(e, (sp.Symbol, sp.Number, sp.NumberSymbol, sp.logic.boolalg.BooleanAtom)) \
+    if isinstance(e, (sp.Sum, sp.Product)):
+        return [_unrolled(sp, e)]
+    if isinstance(e, (sp.Symbol, sp.Number, sp.NumberSymbol, sp.logic.boolalg.BooleanAtom, sp.Indexed)) \
             or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
         return []
     return list(e.args)
@@ -133,7 +156,11 @@ def _children(sp: Any, e: Any) -> list[Any]:
 
 def _node(sp: Any, g: Graph, e: Any, args: list[Term]) -> Term:
     if isinstance(e, sp.Symbol):
-        return Term(g, g.var(e.name))
+        return Term(g, g.var(checked(e.name, "a SymPy symbol")))
+    if isinstance(e, sp.Indexed):
+        return Term(g, g.var(_indexed_name(sp, e)))
+    if isinstance(e, (sp.Sum, sp.Product)):
+        return args[0]  # its unrolled terms
     if e is sp.nan or isinstance(e, (sp.Number, sp.NumberSymbol)) or e in (sp.oo, -sp.oo):
         return Term(g, g.const(float(e)))
     if e is sp.zoo or _complex(e):  # complex infinity (x/0), complex numbers: no real value
@@ -203,3 +230,46 @@ def _piecewise(sp: Any, g: Graph, e: Any, args: list[Term]) -> Term:
     for value, condition in reversed(pieces):
         result = condition.apply("where", value, result)  # type: ignore[union-attr]
     return result
+
+
+def _whole(sp: Any, value: Any, what: str, e: Any) -> int:
+    """``value`` as an int, if SymPy knows it is a whole number; else a SymadError about ``e``."""
+    if isinstance(value, sp.Integer):
+        return int(value)
+    hint = f" (substitute a number first: expr.subs({value}, 10))" if isinstance(value, sp.Symbol) else ""
+    raise SymadError(f"{what} {value} of {e} is not a whole number: symad reads indices and the bounds of "
+                     f"Sum and Product as whole numbers{hint}")
+
+
+def _indexed_name(sp: Any, e: Any) -> str:
+    """``x[3]`` of an IndexedBase ``x``: the indexed variable ``x[3]``."""
+    if len(e.indices) != 1:
+        raise SymadError(f"{e} has {len(e.indices)} indices: symad's indexed variables have one (x[3])")
+    index = _whole(sp, e.indices[0], "the index", e)
+    return checked(f"{e.base.label}[{index}]", "a SymPy Indexed")
+
+
+def _unrolled(sp: Any, e: Any) -> Any:
+    """A Sum's (Product's) terms as one unevaluated Add (Mul), in index order, inner limits
+    first.  An upper bound below the lower one follows SymPy (Karr's convention):
+    ``Sum(f, (i, a, b))`` with ``b < a`` is ``-Sum(f, (i, b+1, a-1))``, a Product its inverse."""
+    product = isinstance(e, sp.Product)
+    terms: list[Any] = []
+    work: list[tuple[Any, tuple[Any, ...], bool]] = [(e.function, tuple(e.limits), False)]
+    while work:
+        f, limits, flipped = work.pop()
+        if not limits:
+            terms.append(f if not flipped else sp.Pow(f, -1, evaluate=False) if product
+                         else sp.Mul(-1, f, evaluate=False))
+            continue
+        *inner, (index, low, high) = limits
+        low, high = _whole(sp, low, "the bound", e), _whole(sp, high, "the bound", e)
+        if high < low:
+            low, high, flipped = high + 1, low - 1, not flipped
+        if len(terms) + len(work) + high - low + 1 > LIMITS.max_nodes:
+            raise LimitError(f"unrolling {type(e).__name__} would take over {LIMITS.max_nodes:,} terms "
+                             "(raise the limit with {setting})", "LIMITS.max_nodes")
+        for k in range(high, low - 1, -1):  # popped in index order
+            at = {index: sp.Integer(k)}
+            work.append((f.subs(at), tuple((i, a.subs(at), b.subs(at)) for i, a, b in inner), flipped))
+    return sp.Mul(*terms, evaluate=False) if product else sp.Add(*terms, evaluate=False)

@@ -74,3 +74,66 @@ def test_what_symad_has_not_is_named() -> None:
     with pytest.raises(symad.SymadError, match="no operation for SymPy's gamma"):
         symad.from_sympy(sympy.gamma(x))
     assert str(symad.from_sympy(sympy.zoo * x)) == "nan*x"  # complex infinity has no real value
+
+
+# ---------------------------------------------------------------- issue #29 §7: constants, Sum, Product, names
+def test_pi_and_e_become_sympys_constants() -> None:
+    x = sympy.Symbol("x", real=True)
+    assert symad.to_sympy(symad.parse("pi*x + e")) == sympy.pi * x + sympy.E
+    assert symad.to_sympy(symad.parse("-pi*x")) == -sympy.pi * x
+    assert symad.to_sympy(symad.parse("exp(1)*x")) == sympy.E * x  # exp(1) folds to e's double
+    assert symad.to_sympy(symad.parse("3.14*x")) == sympy.Float(3.14, 17) * x  # other doubles stay numbers
+    back = symad.from_sympy(symad.to_sympy(symad.parse("pi*x + e", Graph())), Graph())
+    assert back == symad.parse("pi*x + e")
+
+
+def test_sum_product_and_indexed_are_unrolled_as_the_text_is() -> None:
+    i, j = sympy.symbols("i j", integer=True)
+    x, X = sympy.IndexedBase("x"), sympy.Symbol("y", real=True)
+    g = Graph()
+    cases = [
+        (sympy.Sum(x[i] ** 2, (i, 1, 3)), "x[1]^2 + x[2]^2 + x[3]^2"),
+        (sympy.Product(X + i, (i, 1, 3)), "(y + 1)*(y + 2)*(y + 3)"),
+        (sympy.Sum(x[i] * x[j], (j, 1, i), (i, 1, 2)), "x[1]^2 + x[2]*x[1] + x[2]^2"),
+        (sympy.Sum(sympy.Product(x[j], (j, 1, i)), (i, 1, 2)), "x[1] + x[1]*x[2]"),
+        (x[2] * X + sympy.Sum(x[i], (i, 1, 0)), "x[2]*y"),  # an empty sum is 0
+        (sympy.Product(x[i], (i, 5, 4)), "1"),
+        (sympy.Sum(i * X, (i, 3, 1)), "-(2*y)"),  # SymPy's (Karr's) convention: -Sum(i*y, (i, 2, 2))
+        (sympy.Product(X + i, (i, 3, 1)), "(y + 2)^-1"),  # its inverse: 1/Product(y + i, (i, 2, 2))
+    ]
+    for sympy_expr, text in cases:
+        e = symad.from_sympy(sympy_expr, g)
+        assert e == symad.parse(text, g), (sympy_expr, str(e))
+    at = {"y": 0.7}
+    for sympy_expr in (sympy.Sum(i * X, (i, 3, 1)), sympy.Product(X + i, (i, 3, 1))):
+        assert close(float(symad.from_sympy(sympy_expr, g).evaluate(at)), float(sympy_expr.doit().subs(X, 0.7)))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda i, n, x: sympy.Sum(x[i], (i, 1, n)), r"the bound n of Sum.* not a whole number.*subs\(n, 10\)"),
+    (lambda i, n, x: sympy.Product(x[i], (i, sympy.Rational(1, 2), 3)), "the bound 1/2 of Product"),
+    (lambda i, n, x: x[i] + 1, "the index i of x\\[i\\] is not a whole number"),
+    (lambda i, n, x: sympy.IndexedBase("A")[1, 2], "has 2 indices"),
+])
+def test_what_cannot_be_unrolled_is_refused(make, message) -> None:
+    i, n = sympy.symbols("i n", integer=True)
+    with pytest.raises(symad.SymadError, match=message):
+        symad.from_sympy(make(i, n, sympy.IndexedBase("x")), Graph())
+
+
+def test_unrolling_is_bounded_by_the_node_limit() -> None:
+    i = sympy.Symbol("i", integer=True)
+    with pytest.raises(symad.LimitError, match="unrolling Sum would take over"):
+        symad.from_sympy(sympy.Sum(sympy.Symbol("x") + i, (i, 1, 10**12)), Graph())
+
+
+@pytest.mark.parametrize("name, why", [
+    ("x_{1}", "is not a name"), ("θ", "is not a name"), ("my var", "is not a name"),
+    ("e", "word of the language"), ("pi", "word of the language"), ("sin", "word of the language"),
+])
+def test_sympy_names_obey_the_name_rule(name, why) -> None:
+    s = sympy.Symbol(name, real=True)
+    with pytest.raises(symad.NameRuleError, match=f"a SymPy symbol: .*{why}"):
+        symad.from_sympy(2 * s + 1, Graph())
+    with pytest.raises(symad.NameRuleError):
+        symad.from_sympy(sympy.IndexedBase(name)[1], Graph())
