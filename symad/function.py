@@ -81,7 +81,7 @@ class Inputs:
             raise VariableError(f"missing value for parameter {name_list(self.params)}: "
                              f"pass them after the point, e.g. value_and_grad(x, {{{self.params[0]!r}: ...}})")
         p = self._params_vector(params)
-        x = _array(point, None)
+        x = _array(point, None, self.variables)
         n = len(self.variables)
         if x.ndim == 0 and n == 1:
             x = x.reshape(1)
@@ -111,7 +111,7 @@ class Inputs:
                                  f"(the parameters are {name_list(self.params)})")
             self._params_dict(params)  # (unknown names)
             return np.array([float(_array(params[k], k)) for k in self.params])
-        p = _array(params, None).reshape(-1) if np.ndim(params) <= 1 else None
+        p = _array(params, None, self.params, "the parameters").reshape(-1) if np.ndim(params) <= 1 else None
         if p is None or len(p) != len(self.params):
             raise PointError(f"the parameters need {len(self.params)} value(s) ({name_list(self.params)}), "
                              f"got {np.shape(params)}")
@@ -125,10 +125,7 @@ class Inputs:
             point, _ = self.with_params(point, params, {})
         x, shape = self.point_array(point, {})
         x = x.reshape(*(shape or ()), len(self._names))
-        try:
-            d = np.asarray(direction, dtype=float)
-        except (TypeError, ValueError):
-            raise PointError(f"{what} is not numbers: {direction!r:.60}") from None
+        d = _array(direction, None, (), what)
         if d.ndim == 0 or d.shape[-1] != size:
             raise PointError(f"{what} needs {size} value(s), got shape {d.shape}")
         if x.ndim == 1 and d.ndim == 1:
@@ -346,11 +343,11 @@ class Function(Inputs):
                [4., 3.]]))
         """
         if self.params or params is not None:
-            arr = _array(points, None)
+            arr = _array(points, None, self.variables)
             if arr.ndim != 2:
                 raise PointError(f"points must have shape (n_points, {len(self.variables)}), got {arr.shape}")
             points, _ = self.with_params(arr, params, {})
-        arr = _array(points, None)
+        arr = _array(points, None, self._names)
         n = len(self._names)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
@@ -371,22 +368,26 @@ def _unnamed(point: Any, names: tuple[str, ...]) -> np.ndarray:
         fields = getattr(point, "columns", None)
         fields = getattr(point, "index", None) if fields is None else fields
     if fields is None:
-        return _array(point, None)
+        return _array(point, None, names)
     fields = tuple(str(f) for f in fields)
     if fields != names:
         check_variables(names, dict.fromkeys(fields))  # names missing or unknown
         raise PointError(f"the point names its values in another order ({name_list(fields)}) than the "
                          f"function's inputs ({name_list(names)}): reorder it, or pass a dict")
     if module.startswith("pandas"):
-        return _array(point.to_numpy(), None)
+        return _array(point.to_numpy(), None, names)
     from numpy.lib import recfunctions
 
-    return _array(recfunctions.structured_to_unstructured(point, dtype=float), None)
+    return _array(recfunctions.structured_to_unstructured(point, dtype=float), None, names)
 
 
-def _array(value: Any, name: str | None) -> np.ndarray:
-    try:
-        return np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        where = f" for {name}" if name else ""
-        raise PointError(f"value{where} is not a number: {value!r:.60}") from None
+def _array(value: Any, name: str | None, names: Sequence[str] = (), what: str = "the point") -> np.ndarray:
+    """A value (``name``'s) or a point (of ``names`` along its last axis) as float64 numbers,
+    else a PointError naming the variable (complex, None, too large...)."""
+    kind = type(value)
+    if kind is float or kind is int and -_BIG < value < _BIG or kind is np.ndarray and value.dtype.char in "dfl":
+        return np.asarray(value, dtype=np.float64)  # the common cases, at once
+    return indexed.as_floats(value, name, names, what)
+
+
+_BIG = 2**53
