@@ -14,6 +14,7 @@ from symad.backends.tiering import TieredProgram
 from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.name_rule import checked_all
+from symad.core.printing import to_text
 
 _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
@@ -53,6 +54,15 @@ class Inputs:
         self.inputs = [graph.var(v) for v in self._names]
         self.graph_of_inputs = graph
         self._shape = (len(self._names),)
+
+    def _repr(self, graph: Any, roots: Sequence[int], many: bool) -> str:
+        """``Kind(outputs, variables=(...), [params=(...),] backend='...')``, shortened: an
+        output's text to its first 60 characters, never printing a large DAG."""
+        texts = [_short_text(graph, root) for root in roots]
+        shown = f"[{', '.join(texts)}]" if many else texts[0]
+        params = f", params={_short_names(self.params)}" if self.params else ""
+        return (f"{type(self).__name__}({shown}, variables={_short_names(self.variables)}{params}, "
+                f"backend={self.backend!r})")  # type: ignore[attr-defined]
 
     @classmethod
     def rebuilt(cls, target: Any, variables: Sequence[str], parameters: bool, backend: str) -> Any:
@@ -223,6 +233,10 @@ class Function(Inputs):
         parameters and backend (loading compiles it again)."""
         return self.document_of([self.expr.id], "function")
 
+    def __repr__(self) -> str:
+        """``Function(x^2 + y, variables=('x', 'y'), backend='auto')``."""
+        return self._repr(self.expr.graph, [self.expr.id], False)
+
     def __reduce__(self) -> tuple:
         # Its expression (which pickles as a document of symad's format), variables, parameters
         # and backend: compiled again on load.
@@ -353,6 +367,27 @@ class Function(Inputs):
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
         result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (program.check_out)
         return result[:, 0], result[:, 1:]
+
+_REPR_NODES = 2_000  # a larger expression shows its size, not its text (printing it would cost)
+_REPR_CHARS = 60
+_REPR_NAMES = 8
+
+
+def _short_text(graph: Any, root: int) -> str:
+    size = len(graph.reachable([root]))
+    if size > _REPR_NODES:
+        return f"<{size:,} nodes>"
+    text = to_text(graph, root, "auto")
+    return text if len(text) <= _REPR_CHARS else text[:_REPR_CHARS - 3] + "..."
+
+
+def _short_names(names: Sequence[str]) -> str:
+    """The names as a tuple's repr, runs of indices compacted (``x[1..100]``), at most a few."""
+    shown = indexed.compact(list(names))
+    if len(shown) > _REPR_NAMES:
+        return f"({', '.join(map(repr, shown[:_REPR_NAMES - 2]))}, ... {len(names):,} names)"
+    return repr(tuple(shown))
+
 
 def _rebuilt(cls: type, expr: Any, variables: tuple[str, ...], backend: str, parameters: bool) -> Function:
     """A pickled function compiled again (its expression pickles as a document of symad's format)."""

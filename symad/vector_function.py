@@ -81,6 +81,10 @@ class VectorFunction(Inputs):
     def __len__(self) -> int:
         return len(self.roots)
 
+    def __repr__(self) -> str:
+        """``VectorFunction([x*y, x + y], variables=('x', 'y'), backend='auto')``."""
+        return self._repr(self.graph, self.roots, True)
+
     def to_document(self) -> dict[str, Any]:
         """The function as a document of symad's file format: its outputs, variables,
         parameters and backend (loading compiles it again)."""

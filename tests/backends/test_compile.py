@@ -145,3 +145,18 @@ def test_scipy_accepts_value_and_grad():
     f = parse("(x-1)^2 + 10*(y+2)^2", Graph()).compile()
     res = scipy_optimize.minimize(f.value_and_grad, [0.0, 0.0], jac=True, method="BFGS")
     assert res.success and np.allclose(res.x, [1, -2], atol=1e-6)
+
+
+def test_a_compiled_function_has_a_useful_repr():
+    import symad
+    from symad.hessian import SecondOrder
+
+    assert repr(symad.compile("x^2 + y")) == "Function(x^2 + y, variables=('x', 'y'), backend='auto')"
+    assert repr(symad.compile("x*y", wrt=["x"], backend="python")) == \
+        "Function(x*y, variables=('x',), params=('y',), backend='python')"
+    assert repr(symad.compile("x*y; x + y")) == "VectorFunction([x*y, x + y], variables=('x', 'y'), backend='auto')"
+    assert repr(SecondOrder("x^3*y")).startswith("SecondOrder(x^3*y, ")
+    long = repr(symad.compile(" + ".join(f"v{i}" for i in range(30))))
+    assert long.startswith("Function(v0 + v1 + ") and "..." in long and "30 names" in long and len(long) < 200
+    indexed = repr(symad.compile("sum(i = 1..5000, x[i]^2)"))  # a large DAG shows its size, not its text
+    assert indexed.startswith("Function(<") and "nodes>, variables=('x[1..5000]',)" in indexed
