@@ -37,13 +37,16 @@ def latex_name(name: str) -> str:
     """A variable's name in LaTeX: ``x``, ``x_{2}`` (``x2``, ``x_2``, ``x[2]``), ``\\theta``, ``\\mathit{rate}``."""
     m = _INDEXED.fullmatch(name)
     if m:
-        return f"{latex_name(m.group(1))}_{{{m.group(2)}}}"
+        base = latex_name(m.group(1))
+        if "_{" in base:  # x1[3]: {x_{1}}_{3}, not a double subscript
+            base = "{" + base + "}"
+        return f"{base}_{{{m.group(2)}}}"
     m = _SPLIT.fullmatch(name)
     if m:
         return f"{latex_name(m.group(1))}_{{{m.group(2)}}}"
     if name in _GREEK:
         return "\\" + name
-    if len(name) == 1:
+    if len(name) == 1 and name != "_":
         return name
     return r"\mathit{" + name.replace("_", r"\_") + "}"
 
@@ -138,9 +141,13 @@ def latex_block(graph: Graph, roots: list[int], labels: list[str]) -> str:
     names: dict[int, str] = {}
     lines: list[str] = []
     if tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order):
+        # t_{k}, unless a variable is written so (t1, t_2, t[3]): then another letter
+        taken = {latex_name(graph.data[n]).partition("_{")[0] for n in order if graph.op[n] == "var"}  # type: ignore[arg-type]
+        letter = next((c for c in ("t", "s", "u", "w", r"\tau") if c not in taken and "{" + c not in taken),
+                      r"\mathit{shared}")
         for node in shared_names(graph, roots):
             body = to_latex(graph, node, names)
-            names[node] = f"t_{{{len(names) + 1}}}"
+            names[node] = f"{letter}_{{{len(names) + 1}}}"
             lines.append(f"{names[node]} &= {body}")
     lines += [f"{label} &= {to_latex(graph, r, names)}" for label, r in zip(labels, roots)]
     return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
