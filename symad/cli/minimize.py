@@ -155,6 +155,8 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         raise VariableError(f"unknown variable {', '.join(unknown)} in --from (the expression uses {uses})")
     if args.plot and len(free) != 2:
         raise SymadError(f"--plot draws functions of two free variables; this one has {len(free)}")
+    if args.plot:
+        _matplotlib()  # before the run, not after it
     options = {} if args.lr is None else {"lr": args.lr}
     bar = _progress_bar(args)
     extra: dict[str, Any] = {"variables": names, "constraints": constraints} if method in SCIPY_METHODS else {
@@ -281,12 +283,20 @@ def write_trace(path: str, r: OptimizeResult) -> None:
         raise SymadError(f"cannot write {path}: {err.strerror}") from None
 
 
+def _matplotlib() -> Any:
+    """Matplotlib, set to draw into files (Agg); a SymadError naming the extra if it is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise SymadError('--plot needs Matplotlib, which is not installed: pip install "symad[plot]"') from None
+    matplotlib.use("Agg")
+    return matplotlib
+
+
 def plot_path(path: str, problem: Problem, r: OptimizeResult, title: str,
               bounds: dict[str, Any] | None = None) -> None:
     """A filled contour plot of ``f`` around the path, with the path drawn on it (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
+    _matplotlib()
     import matplotlib.pyplot as plt
     from matplotlib.colors import BoundaryNorm
 
