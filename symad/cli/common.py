@@ -16,7 +16,8 @@ from typing import Any, BinaryIO
 from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
 from symad.core import document, indexed
-from symad.core.errors import LimitError, PointError, SymadError, VariableError, check_variables, name_list
+from symad.core.errors import (LimitError, ParseError, PointError, SymadError, VariableError, check_variables,
+                                name_list)
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
 from symad.core.printing import format_number as format_expr_number
@@ -40,12 +41,63 @@ def error_message(err: SymadError, text: str, expr: Expr | None) -> str:
     return str(err)
 
 
+def error_fields(err: SymadError) -> dict[str, Any]:
+    """What a JSON error has besides its type: the message, and a syntax error's ``line``,
+    ``column`` and ``expected`` (its quoted line and caret left out of the message)."""
+    if isinstance(err, ParseError):
+        fields: dict[str, Any] = {"message": str(err).split("\n", 1)[0], "line": err.line, "column": err.column}
+        if err.expected:
+            fields["expected"] = list(err.expected)
+        return fields
+    return {}
+
+
+def report_error(as_json: bool, kind: str, message: str, fields: dict[str, Any] | None = None,
+                 usage: str = "", internal: bool = False) -> None:
+    """Print an error: ``symad: error: MESSAGE`` on stderr (a usage error after its usage line);
+    with ``--json``, one object ``{"error": {"type": KIND, "message": ..., ...fields}}`` on stdout
+    (a usage error's ``usage`` among them)."""
+    if as_json:
+        extra = dict(fields or {}, **({"usage": " ".join(usage.split())} if usage else {}))
+        print(json.dumps({"error": {"type": kind, "message": message, **extra}}))
+        sys.stdout.flush()
+        return
+    if usage:
+        print(usage, file=sys.stderr)
+    print(f"symad: {'internal error' if internal else 'error'}: {message}", file=sys.stderr)
+
+
 # ---------------------------------------------------------------- inputs
 def read_expr(arg: str) -> str:
     """The expression text: the argument itself, stdin for '-', a file's contents for '@FILE'.
 
     At most one character past the input limit is read (stdin may be endless, @/dev/zero
-    is); a leading byte-order mark is skipped."""
+    is); a leading byte-order mark is skipped.  In what is read from stdin or a file, ``#``
+    starts a comment to the end of its line (:func:`without_comments`)."""
+    return arg if arg != "-" and not arg.startswith("@") else without_comments(_read_input(arg))
+
+
+_COMMENT = re.compile(r"#[^\n]*")
+
+
+def without_comments(text: str) -> str:
+    """``text`` with each ``#`` comment (to the end of its line) removed: lines and the columns
+    before a comment stay where they were, so errors point at the same places.  A symad JSON
+    document (``symad save``) is returned as it is: ``#`` is no character of the language,
+    but may be one of a JSON string.
+
+    >>> without_comments("x^2   # the square\n  + y  # and y")
+    'x^2   \n  + y  '
+    """
+    return text if _is_document(text) else _COMMENT.sub("", text)
+
+
+def _is_document(text: str) -> bool:
+    return text.lstrip().startswith("{")
+
+
+def _read_input(arg: str) -> str:
+    """The text of stdin ('-') or of a file ('@FILE')."""
     if arg == "-":
         if sys.stdin is None:
             raise SymadError("standard input is closed")
@@ -58,29 +110,27 @@ def read_expr(arg: str) -> str:
             return _read_utf8(sys.stdin.buffer)
         except UnicodeDecodeError as err:
             raise SymadError(f"standard input is not UTF-8 text (byte {err.start})") from None
-    if arg.startswith("@"):
-        path = arg[1:]
-        try:
-            # Non-blocking only for the open: a named pipe with no writer must not hang it.
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-            with open(fd, "rb") as fh:
-                if hasattr(os, "O_NONBLOCK"):
-                    os.set_blocking(fd, True)
-                text = _read_utf8(fh)
-                if not text and stat.S_ISFIFO(os.fstat(fd).st_mode):
-                    raise SymadError(f"cannot read {path}: a named pipe with no writer")
-                return text
-        except OSError as err:
-            raise SymadError(f"cannot read {path}: {err.strerror}") from None
-        except UnicodeDecodeError:
-            raise SymadError(f"cannot read {path}: not UTF-8 text") from None
-    return arg
+    path = arg[1:]
+    try:
+        # Non-blocking only for the open: a named pipe with no writer must not hang it.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as fh:
+            if hasattr(os, "O_NONBLOCK"):
+                os.set_blocking(fd, True)
+            text = _read_utf8(fh)
+            if not text and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                raise SymadError(f"cannot read {path}: a named pipe with no writer")
+            return text
+    except OSError as err:
+        raise SymadError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise SymadError(f"cannot read {path}: not UTF-8 text") from None
 
 
 def expression_text(text: str) -> str:
     """``text`` itself, or for a symad JSON document (``symad save``), its outputs as text:
     shared nodes as definitions, so the text builds the same DAG."""
-    if not text.lstrip().startswith("{"):
+    if not _is_document(text):
         return text
     graph = Graph()
     roots = document.build(document.loads(text), graph)

@@ -18,7 +18,7 @@ from typing import Any
 
 from symad import __version__
 from symad.backends import background
-from symad.cli.common import error_message, expression_text, read_expr
+from symad.cli.common import error_fields, error_message, expression_text, read_expr, report_error
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, override
@@ -108,9 +108,16 @@ class _Parser(argparse.ArgumentParser):
         self.option_nargs.update(dict.fromkeys(action.option_strings, action.nargs))
         return action
 
-    def error(self, message: str) -> None:  # usage errors: one line, exit 2
-        self.print_usage(sys.stderr)
-        raise SystemExit(f"symad: error: {message}")
+    def error(self, message: str) -> None:  # type: ignore[override]  # usage errors: _main reports them
+        raise UsageError(message, self.format_usage())
+
+
+class UsageError(Exception):
+    """A usage error of the command line (argparse's), with the usage of the (sub)command it concerns."""
+
+    def __init__(self, message: str, usage: str):
+        super().__init__(message)
+        self.message, self.usage = message, usage
 
 
 def build_parser(selected: str | None = None) -> _Parser:
@@ -200,7 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         background.flush_streams()
         return 130
     except Exception as err:  # a bug in symad: still no traceback for the user
-        print(f"symad: internal error: {type(err).__name__}: {err} (please report this)", file=sys.stderr)
+        message = f"{type(err).__name__}: {err} (please report this)"
+        report_error(asks_json(sys.argv[1:] if argv is None else argv), "InternalError", message, internal=True)
         return 70
 
 
@@ -227,18 +235,61 @@ def attach_expression_values(argv: Sequence[str], options: Sequence[str]) -> lis
     return out
 
 
+def asks_json(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` (after :func:`shield_expr`) has ``--json`` (or an abbreviation of it):
+    known before the arguments are parsed, so that usage errors are JSON too."""
+    for arg in argv:
+        if arg == "--":
+            return False
+        if len(arg) >= 3 and "--json".startswith(arg):
+            return True
+    return False
+
+
+def comma_hint(argv: Sequence[str], extras: Sequence[str]) -> str:
+    """For ``--at x=1 y=2`` (assignments separated by a space, so ``y=2`` is left over): the
+    hint to separate them with commas, ``" (separate assignments with commas: --at x=1,y=2)"``."""
+    def assignment(arg: str) -> bool:
+        return "=" in arg and not arg.startswith("-")
+
+    for i, arg in enumerate(argv):
+        if arg not in extras or not assignment(arg):
+            continue
+        start = i
+        while start > 0 and assignment(argv[start - 1]):
+            start -= 1
+        end = i
+        while end + 1 < len(argv) and assignment(argv[end + 1]):
+            end += 1
+        values = list(argv[start:end + 1])
+        if start > 0 and argv[start - 1].startswith("--") and "=" not in argv[start - 1]:
+            flag = argv[start - 1]
+        elif start > 0 and argv[start - 1].startswith("--"):
+            flag, _, first = argv[start - 1].partition("=")
+            values.insert(0, first)
+        else:
+            return ""
+        return f" (separate assignments with commas: {flag} {','.join(values)})"
+    return ""
+
+
 def _main(argv: Sequence[str]) -> int:
     selected = _selected(argv)
     parser = build_parser(selected)
     if selected in COMMANDS:
         argv = attach_expression_values(argv, getattr(command_module(selected), "EXPRESSION_OPTIONS", ()))
     argv, shielded = shield_expr(argv, parser)
+    as_json = asks_json(argv)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:
-        if isinstance(exit_.code, str):
-            print(exit_.code, file=sys.stderr)
-            return 2
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # reported by the command's parser, with its usage
+            owner = parser.commands.get(args.command, parser) if args.command else parser
+            shown = [e[1:] if shielded is not None and e == " " + shielded else e for e in extras]
+            owner.error(f"unrecognized arguments: {' '.join(shown)}{comma_hint(argv, extras)}")
+    except UsageError as err:
+        report_error(as_json, "UsageError", err.message, usage=err.usage.strip())
+        return 2
+    except SystemExit as exit_:  # --help, --version
         return int(exit_.code or 0)
     if shielded is not None and getattr(args, "expr", None) == " " + shielded:
         args.expr = shielded
@@ -257,13 +308,13 @@ def _main(argv: Sequence[str]) -> int:
                 expr = parse(text, Graph())
             command.run(args, text, expr)
     except SymadError as err:
-        print(f"symad: error: {error_message(err, text, expr)}", file=sys.stderr)
+        report_error(args.json, type(err).__name__, error_message(err, text, expr), error_fields(err))
         return 2
     except KeyboardInterrupt:
         background.flush_streams()
         return 130
     except MemoryError:
-        print("symad: error: out of memory", file=sys.stderr)
+        report_error(args.json, "MemoryError", "out of memory")
         return 2
     except BrokenPipeError:
         return 0
