@@ -12,10 +12,11 @@ from symad.expr import Expr
 from symad.tools.export import c_source, python_source
 
 EPILOG = """\
-The code is straight-line, from the same schedule and op lowerings as symad's native code:
-the C file computes the same bits (compiled without -ffast-math, with -ffp-contract=off);
-the Python file needs only the standard library, and raises where math does (log(0), 1/0)
-where symad gives inf or nan, also in the branch a where(...) does not take.
+The code is from the same schedule and op lowerings as symad's native code, and computes
+the same bits: the C file straight-line (compiled without -ffast-math, with
+-ffp-contract=off); the Python file, needing only the standard library, computes only the
+arm a where(...) takes, and never raises: where math would (log(0), 1/0, exp(800)), it
+gives symad's inf or nan.
 
 examples:
   symad export-c "100*(y-x^2)^2 + (1-x)^2" --grad -o rosen.c    rosen.c and rosen.h:
