@@ -8,6 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support.expressions import expressions
+from support.properties import property_test
 
 import symad
 from symad import Graph
@@ -176,3 +180,38 @@ def test_wrong_arities_of_min_and_max(xy):
 def test_the_help_lists_min_and_max_of_any_arity():
     assert "min(a, b, ...)" in signatures() and "max(a, b, ...)" in signatures()
     assert "min(a, b, ...) max(a, b, ...)" in EPILOG
+
+
+# ---------------------------------------------------------------- property: a NumPy number is its double
+NUMPY_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
+               np.float16, np.float32, np.float64, np.longdouble]
+
+
+def _numpy_number(kind, value: float):
+    if issubclass(kind, np.integer):
+        info = np.iinfo(kind)
+        return kind(min(max(round(value), info.min), info.max))
+    return kind(value)
+
+
+@pytest.mark.slow
+def test_numpy_numbers_build_what_their_doubles_build(property_tally):
+    tally = property_tally("random expressions with NumPy scalars and 0-d arrays: the double's nodes")
+
+    @property_test(200)
+    @given(text=expressions(3), kind=st.sampled_from(NUMPY_TYPES), value=st.floats(-1e4, 1e4),
+           zero_d=st.booleans(), op=st.sampled_from(["add", "sub", "mul", "div", "pow", "max", "atan2"]))
+    def check(text, kind, value, zero_d, op):
+        tally.tried += 1
+        g = Graph()
+        e = symad.parse(text, g)
+        number = _numpy_number(kind, value)
+        given_ = np.array(number) if zero_d else number
+        exact = float(number)
+        build = {"add": lambda a, b: a + b, "sub": lambda a, b: b - a, "mul": lambda a, b: b * a,
+                 "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "max": symad.max,
+                 "atan2": symad.atan2}[op]
+        got, want = build(e, given_), build(e, exact)
+        tally.compared_with([] if got == want else [f"{got} vs {want}"], f"{op}({text}, {kind.__name__}({value}))")
+
+    check()
