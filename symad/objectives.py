@@ -7,10 +7,14 @@
 ('a', 'b')
 >>> fit.value_and_grad([2.0, 1.0])
 (0.0, array([0., 0.]))
+>>> ridge = symad.objective("(a*x + b - y)^2", data={"x": x, "y": y}, wrt=["a", "b"]) + "lam*a^2"
+>>> ridge.params, ridge.value([2.0, 1.0], {"lam": 0.5})
+(('lam',), 2.0)
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,12 +22,17 @@ import numpy as np
 
 from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
+from symad.backends.columns import data_columns, float_column
 from symad.backends.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
 from symad.backends.row_sums import RowSums
 from symad.backends.schedule import Schedule
 from symad.core.errors import PointError, SymadError, VariableError, name_list
 from symad.core.graph import Graph
+from symad.core.indexed import expand_point
+from symad.core.name_rule import checked
+from symad.core.names import expand_names
 from symad.expr import Expr, parse
+from symad.hessian import SecondOrder
 
 REDUCTIONS = ("sum", "mean")
 
@@ -33,9 +42,13 @@ def objective(expr: Expr | str, data: Any, wrt: Sequence[str] | None = None, *, 
     """The loss of one row (``expr``), summed (``reduce="sum"``) or averaged (``"mean"``) over the
     rows of ``data``, as a function of the variables ``wrt``.
 
-    ``data`` gives each data variable one value per row: a dict of 1-D arrays, a NumPy
-    structured array, a pandas DataFrame, or a 2-D array with ``columns=[names]``.
-    ``wrt`` defaults to the expression's variables that are not data, in their natural order.
+    ``data`` gives each data variable one value per row: a dict of 1-D arrays (a 2-D array
+    under ``x`` feeds ``x[1]``, ..., ``x[m]`` from its columns), a NumPy structured array, a
+    pandas DataFrame, or a 2-D array with ``columns=[names]``; every column must be a
+    variable of the expression.  ``wrt`` defaults to the expression's variables that are
+    not data, in their natural order; as for ``compile(wrt=)``, ``x`` in it stands for every
+    ``x[k]``, and the variables neither data nor in ``wrt`` are parameters (``params``),
+    whose values each call takes after the point.
     The per-row value and gradient compile once (the build does not grow with the rows);
     every call runs one loop over the rows, the cores sharing them, reading the data in
     place.  Results are the same bits on every run and any number of cores.
@@ -45,8 +58,11 @@ def objective(expr: Expr | str, data: Any, wrt: Sequence[str] | None = None, *, 
 
 class Objective:
     """A sum over rows of data: ``value``, ``grad``, ``value_and_grad``, ``hessian`` and ``hessp``
-    at a point ``w`` (a sequence in ``wrt`` order, or a dict), over every row or a mini-batch
-    (``rows=``: an index array or a slice).  See :func:`objective`."""
+    at a point ``w`` (a sequence in ``wrt`` order, a dict or keywords by name, ``w`` standing for
+    every ``w[k]``), the parameters' values after it (a sequence in ``params`` order, or a dict),
+    over every row or a mini-batch (``rows=``: an index array, a slice or a mask).  ``objective +
+    penalty`` (an expression or its text in ``wrt`` and ``params``, not data) adds the penalty
+    once to the sum (or mean).  See :func:`objective`."""
 
     def __init__(self, expr: Expr | str, data: Any, wrt: Sequence[str] | None = None, *, reduce: str = "sum",
                  columns: Sequence[str] | None = None, backend: str = "auto", threads: int | None = None):
@@ -57,14 +73,17 @@ class Objective:
             raise SymadError(f"an objective is the text or expression of one row's loss, not {type(expr).__name__}")
         self.reduce, self.backend, self.threads = reduce, backend, threads
         used = self.expr.variables
-        table = _columns(data, columns)
+        table = data_columns(data, columns, used)
         # Dask arrays: summed chunk by chunk on Dask's workers (symad.backends.dask_sums)
         self.dask = any(is_dask_array(c) for c in table.values())
         if self.dask:
             table = dask_columns(table)
         if isinstance(wrt, str):
             raise SymadError(f"wrt is a list of names, not the string {wrt!r}")
-        self.wrt: tuple[str, ...] = tuple(v for v in used if v not in table) if wrt is None else tuple(wrt)
+        if wrt is None:
+            self.wrt: tuple[str, ...] = tuple(v for v in used if v not in table)
+        else:  # `w` stands for every w[k] the expression uses, as in compile(wrt=)
+            self.wrt = tuple(expand_names([checked(v, "wrt") for v in wrt], used))
         if len(set(self.wrt)) != len(self.wrt):
             raise SymadError("wrt lists a name twice")
         both = [v for v in self.wrt if v in table]
@@ -72,33 +91,84 @@ class Objective:
             raise VariableError(f"{name_list(both)} is data, so it cannot be differentiated (drop it from wrt or "
                                 f"from data)")
         self.data_names: tuple[str, ...] = tuple(v for v in used if v in table)
-        missing = [v for v in used if v not in table and v not in self.wrt]
-        if missing:
-            raise VariableError(f"{name_list(missing)} is neither data nor in wrt (wrt: "
-                                f"{name_list(self.wrt) or 'none'}; data: {name_list(sorted(table)) or 'none'})")
-        self.columns = [table[v] if self.dask else _column(table[v], v) for v in self.data_names]
+        # Parameters: neither data nor differentiated, their values given at each call.
+        self.params: tuple[str, ...] = tuple(v for v in used if v not in table and v not in self.wrt)
+        self._row_inputs = len(self.wrt) + len(self.params)  # (a penalty may add parameters after these)
+        self.columns = [table[v] if self.dask else float_column(table[v], v) for v in self.data_names]
         lengths = {c.shape[0] for c in self.columns}
         if len(lengths) > 1:
             sizes = ", ".join(f"{v}: {len(c)}" for v, c in zip(self.data_names, self.columns))
             raise SymadError(f"the data columns differ in length ({sizes})")
-        self.n_rows = lengths.pop() if lengths else _rows_of(table)
+        if not lengths:
+            raise SymadError("the data has no columns: an objective sums a loss over rows of data")
+        self.n_rows = lengths.pop()
         if self.n_rows == 0:
             raise SymadError("the data has no rows")
         g = self.expr.graph
         self._w = [g.var(v) for v in self.wrt]
+        self._p = [g.var(v) for v in self.params]
         self._d = [g.var(v) for v in self.data_names]
         self._grad: list[int] | None = None
         self._sums: dict[str, RowSums] = {}
         self._hess_index: np.ndarray | None = None
+        self.penalty: Expr | None = None
+        self._penalty: SecondOrder | None = None
+        self._penalty_params = np.zeros(0, dtype=np.intp)
 
     def __repr__(self) -> str:
-        return (f"Objective({self.expr.to_text()!r}, {self.n_rows} rows of {name_list(self.data_names) or 'no data'}"
-                f", wrt={list(self.wrt)}, reduce={self.reduce!r})")
+        params = f", params={list(self.params)}" if self.params else ""
+        penalty = f", penalty={self.penalty.to_text()!r}" if self.penalty is not None else ""
+        return (f"Objective({self.expr.to_text()!r}, {self.n_rows} rows of {name_list(self.data_names)}"
+                f", wrt={list(self.wrt)}{params}, reduce={self.reduce!r}{penalty})")
 
     def __reduce__(self) -> tuple:
         # Its expression (a DAG) and its data: compiled again where it is loaded.
         data = dict(zip(self.data_names, self.columns))
-        return (_rebuilt, (self.expr, data, self.wrt, self.reduce, self.backend, self.threads, self.n_rows))
+        return (_rebuilt, (self.expr, data, self.wrt, self.reduce, self.backend, self.threads, self.penalty))
+
+    # ------------------------------------------------------------------ penalties
+    def __add__(self, other: Any) -> Objective:
+        term = _term(other)
+        if term is NotImplemented:
+            return NotImplemented
+        return self.with_penalty(term if self.penalty is None else self.penalty + term)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Objective:
+        term = _term(other)
+        return NotImplemented if term is NotImplemented else self + (-term)
+
+    def with_penalty(self, penalty: Expr | None) -> Objective:
+        """This objective with ``penalty`` (None: none) added once to its sum (or mean), a function
+        of ``wrt`` and ``params`` (not of the data); the rows' compiled loops are shared."""
+        out = copy.copy(self)  # (the same row sums: the penalty is compiled apart)
+        out.params = self.params[:self._row_inputs - len(self.wrt)]  # the row's own
+        out.penalty, out._penalty, out._penalty_params = penalty, None, np.zeros(0, dtype=np.intp)
+        if penalty is None:
+            return out
+        used = penalty.variables
+        data = [v for v in used if v in self.data_names]
+        if data:
+            raise VariableError(f"a penalty is added once, not per row: it cannot use the data column "
+                                f"{name_list(data)} (put a per-row term in the row's loss)", tuple(data))
+        # its variables not in wrt are parameters, as the row's are
+        out.params += tuple(v for v in used if v not in self.wrt and v not in out.params)
+        out._penalty = SecondOrder(penalty, wrt=list(self.wrt), backend=self.backend)
+        out._penalty_params = np.array([out.params.index(k) for k in out._penalty.params], dtype=np.intp)
+        return out
+
+    def with_wrt(self, wrt: Sequence[str]) -> Objective:
+        """The same objective over the same data differentiated in ``wrt`` (a subset of this one's
+        variables): the others are parameters (how ``minimize`` holds ``fixed`` ones)."""
+        data = dict(zip(self.data_names, self.columns))
+        out = Objective(self.expr, data, wrt, reduce=self.reduce, backend=self.backend, threads=self.threads)
+        return out if self.penalty is None else out.with_penalty(self.penalty)
+
+    def _penalty_args(self, wp: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The penalty's point and parameters' values (None: it has none) from the input vector ``wp``."""
+        n = len(self.wrt)
+        return np.ascontiguousarray(wp[:n]), (wp[n:][self._penalty_params] if len(self._penalty_params) else None)
 
     # ------------------------------------------------------------------ the programs
     def _gradient(self) -> list[int]:
@@ -111,7 +181,7 @@ class Objective:
         sums = self._sums.get(what)
         if sums is None:
             g, n = self.expr.graph, len(self._w)
-            inputs = self._w + self._d
+            inputs = self._w + self._p + self._d
             if what == "value":
                 outputs = [self.expr.id]
             elif what == "value_grad":
@@ -122,10 +192,10 @@ class Objective:
                 index = [distinct.setdefault(h, len(distinct)) for row in rows for h in row]
                 self._hess_index = np.asarray(index, dtype=np.intp).reshape(n, n)
                 outputs = list(distinct)
-            else:  # "hessp": inputs w, then the direction p, then the data
+            else:  # "hessp": inputs w, then the direction p, then the parameters, then the data
                 directions = [g.var(d) for d in direction_names(self.wrt)]
                 outputs = jvp_many(g, self._gradient(), dict(zip(self._w, directions)))
-                inputs = self._w + directions + self._d
+                inputs = self._w + directions + self._p + self._d
             schedule = Schedule.build(g, outputs, inputs)
             n_w = len(inputs) - len(self._d)
             sources = [("w", k) for k in range(n_w)] + [("col", j) for j in range(len(self._d))]
@@ -154,59 +224,115 @@ class Objective:
         return self
 
     # ------------------------------------------------------------------ calling
-    def value(self, w: Any, rows: Any = None) -> float:
-        """The sum (or mean) of the loss over the rows (or the mini-batch ``rows``)."""
+    def value(self, w: Any = None, params: Any = None, /, *, rows: Any = None, **names: Any) -> float:
+        """The sum (or mean) of the loss over the rows (or the mini-batch ``rows``), plus the penalty."""
+        wp = self._point(w, params, names)
         picked, count = self._rows(rows)
-        return float(self._row_sums("value").sums(self._point(w), picked)[0]) / self._divisor(count)
+        out = float(self._row_sums("value").sums(wp[:self._row_inputs], picked)[0]) / self._divisor(count)
+        if self._penalty is not None:
+            out += self._penalty.value(*self._penalty_args(wp))
+        return out
 
     __call__ = value
 
-    def grad(self, w: Any, rows: Any = None) -> np.ndarray:
+    def grad(self, w: Any = None, params: Any = None, /, *, rows: Any = None, **names: Any) -> np.ndarray:
         """The gradient with respect to ``wrt``."""
-        return self.value_and_grad(w, rows)[1]
+        return self.value_and_grad(w, params, rows=rows, **names)[1]
 
-    def value_and_grad(self, w: Any, rows: Any = None) -> tuple[float, np.ndarray]:
+    def value_and_grad(self, w: Any = None, params: Any = None, /, *, rows: Any = None,
+                       **names: Any) -> tuple[float, np.ndarray]:
         """The value and the gradient in one pass over the rows (what ``scipy.optimize.minimize(...,
-        jac=True)`` takes)."""
+        jac=True)`` takes; ``args=(params,)`` passes the parameters)."""
+        wp = self._point(w, params, names)
         picked, count = self._rows(rows)
-        out = self._row_sums("value_grad").sums(self._point(w), picked) / self._divisor(count)
-        return float(out[0]), out[1:]
+        out = self._row_sums("value_grad").sums(wp[:self._row_inputs], picked) / self._divisor(count)
+        value, grad = float(out[0]), out[1:]
+        if self._penalty is not None:
+            v, g = self._penalty.value_and_grad(*self._penalty_args(wp))
+            value, grad = value + v, grad + g
+        return value, grad
 
-    def hessian(self, w: Any, rows: Any = None) -> np.ndarray:
+    def hessian(self, w: Any = None, params: Any = None, /, *, rows: Any = None, **names: Any) -> np.ndarray:
         """The Hessian with respect to ``wrt`` (the sum of the rows' Hessians), a symmetric matrix."""
+        wp = self._point(w, params, names)
         picked, count = self._rows(rows)
         sums = self._row_sums("hessian")
-        entries = sums.sums(self._point(w), picked) / self._divisor(count)
-        return entries[self._hess_index]
+        entries = sums.sums(wp[:self._row_inputs], picked) / self._divisor(count)
+        out = entries[self._hess_index]
+        if self._penalty is not None:
+            out = out + self._penalty.hessian(*self._penalty_args(wp))
+        return out
 
-    def hessp(self, w: Any, p: Any, rows: Any = None) -> np.ndarray:
+    def hessp(self, w: Any, p: Any, params: Any = None, /, *, rows: Any = None) -> np.ndarray:
         """The Hessian times the vector ``p`` (forward over reverse, row by row; no matrix formed)."""
+        wp = self._point(w, params, {})
         picked, count = self._rows(rows)
-        wp = np.concatenate((self._point(w), self._point(p, "p")))
-        return self._row_sums("hessp").sums(wp, picked) / self._divisor(count)
+        n = len(self.wrt)
+        direction = self._vector(p, "p")
+        inputs = np.concatenate((wp[:n], direction, wp[n:self._row_inputs]))
+        out = self._row_sums("hessp").sums(inputs, picked) / self._divisor(count)
+        if self._penalty is not None:
+            point, params = self._penalty_args(wp)
+            out = out + self._penalty.hessp(point, direction, params)
+        return out
 
     # ------------------------------------------------------------------ arguments
     def _divisor(self, count: int) -> float:
         return float(count) if self.reduce == "mean" else 1.0
 
-    def _point(self, w: Any, what: str = "w") -> np.ndarray:
-        n = len(self.wrt)
-        if isinstance(w, Mapping):
-            missing = [v for v in self.wrt if v not in w]
-            unknown = [k for k in w if k not in self.wrt]
+    def _point(self, w: Any, params: Any, names: Mapping[str, Any]) -> np.ndarray:
+        """The loop's input vector: the point's values in ``wrt`` order, then the parameters'."""
+        every = self.wrt + self.params
+        if w is None or isinstance(w, Mapping):
+            given = expand_point(every, dict(w or {}, **names))
+            if params is not None:
+                given.update(self._params_dict(params))
+            missing = [v for v in every if v not in given]
+            unknown = [k for k in given if k not in every]
             if missing or unknown:
-                raise VariableError(f"{what} needs a value for each of {name_list(self.wrt)}"
+                raise VariableError(f"w needs a value for each of {name_list(every)}"
                                     + (f"; missing {name_list(missing)}" if missing else "")
                                     + (f"; unknown {', '.join(map(str, unknown))}" if unknown else ""))
-            w = [w[v] for v in self.wrt]
+            return self._vector([given[v] for v in every], "w", every)
+        if names:
+            raise PointError("give w either as a sequence or as keywords, not both")
+        x = self._vector(w, "w")
+        if not self.params:
+            if params is not None:
+                raise PointError("this objective has no parameters (give wrt=[...] to make the other variables "
+                                 "parameters)")
+            return x
+        if params is None:
+            raise VariableError(f"missing value for parameter {name_list(self.params)}: pass them after the "
+                                f"point, e.g. value(w, {{{self.params[0]!r}: ...}})")
+        given = self._params_dict(params)
+        missing = [k for k in self.params if k not in given]
+        if missing:
+            raise VariableError(f"missing value for parameter {name_list(missing)} (the parameters are "
+                                f"{name_list(self.params)})")
+        return np.concatenate((x, self._vector([given[k] for k in self.params], "params", self.params)))
+
+    def _params_dict(self, params: Any) -> dict[str, Any]:
+        """The parameters' values by name, from a dict or a sequence in ``params`` order."""
+        if isinstance(params, Mapping):
+            given = expand_point(self.params, params)
+            unknown = [k for k in given if k not in self.params]
+            if unknown:
+                raise VariableError(f"unknown parameter {', '.join(map(str, unknown))} (the parameters are "
+                                    f"{name_list(self.params) or 'none'})")
+            return given
+        return dict(zip(self.params, self._vector(params, "params", self.params)))
+
+    def _vector(self, values: Any, what: str, names: Sequence[str] | None = None) -> np.ndarray:
+        names = self.wrt if names is None else names
         try:
-            x = np.asarray(w, dtype=np.float64)
+            x = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError):
-            raise PointError(f"{what} is not a vector of numbers: {w!r:.60}") from None
-        if x.ndim == 0 and n == 1:
+            raise PointError(f"{what} is not a vector of numbers: {values!r:.60}") from None
+        if x.ndim == 0 and len(names) == 1:
             x = x.reshape(1)
-        if x.shape != (n,):
-            raise PointError(f"{what} needs {n} value(s) ({name_list(self.wrt)}), got shape {x.shape}")
+        if x.shape != (len(names),):
+            raise PointError(f"{what} needs {len(names)} value(s) ({name_list(names)}), got shape {x.shape}")
         return np.ascontiguousarray(x)
 
     def _rows(self, rows: Any) -> tuple[np.ndarray | None, int]:
@@ -233,56 +359,23 @@ class Objective:
         return np.ascontiguousarray(picked), len(picked)
 
 
-def _columns(data: Any, columns: Sequence[str] | None) -> dict[str, Any]:
-    """``data`` as ``{name: column}``."""
-    if columns is not None and is_dask_array(data):  # a 2-D Dask array: its columns, not computed here
-        if data.ndim != 2 or data.shape[1] != len(columns):
-            raise SymadError(f"columns=[...] names {len(columns)} column(s), but the data array has shape "
-                             f"{data.shape}: give a 2-D array with one column per name")
-        return {name: data[:, k] for k, name in enumerate(columns)}
-    if columns is not None:
-        table = np.asarray(data)
-        if table.ndim != 2 or table.shape[1] != len(columns):
-            raise SymadError(f"columns=[...] names {len(columns)} column(s), but the data array has shape "
-                             f"{table.shape}: give a 2-D array with one column per name")
-        return {name: table[:, k] for k, name in enumerate(columns)}
-    if isinstance(data, np.ndarray) and data.dtype.names:
-        return {name: data[name] for name in data.dtype.names}
-    if isinstance(data, Mapping):
-        return dict(data)
-    if hasattr(data, "columns") and hasattr(data, "__getitem__"):  # a pandas DataFrame
-        return {str(name): data[name].to_numpy() for name in data.columns}
-    if isinstance(data, np.ndarray):
-        raise SymadError("a 2-D data array needs its columns' names: objective(..., columns=['x1', ...])")
-    raise SymadError(f"data must be a dict of columns, a structured array, a DataFrame or a 2-D array with "
-                     f"columns=[...], not {type(data).__name__}")
-
-
-def _column(values: Any, name: str) -> np.ndarray:
-    """One data column as float64 values at a whole-number stride (read in place when it is one)."""
+def _term(value: Any) -> Any:
+    """A penalty (an expression, its text, or a number) as an expression; NotImplemented for
+    anything else."""
+    if isinstance(value, str):
+        return parse(value, Graph())
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, Objective):
+        return NotImplemented
     try:
-        column = np.asarray(values)
-        if column.dtype != np.float64:
-            column = column.astype(np.float64)
-    except (TypeError, ValueError):
-        raise SymadError(f"data column {name} is not numbers") from None
-    if column.ndim != 1:
-        raise SymadError(f"data column {name} must be one value per row (1-D), got shape {column.shape}")
-    if column.strides[0] % 8 or column.ctypes.data % 8:
-        column = np.ascontiguousarray(column)
-    return column
+        return parse("0", Graph()) + value
+    except TypeError:
+        return NotImplemented
 
 
-def _rows_of(table: Mapping[str, Any]) -> int:
-    """The rows of data none of whose columns the expression reads."""
-    lengths = {np.shape(c)[0] if np.ndim(c) else 0 for c in table.values()}
-    if len(lengths) != 1:
-        raise SymadError("the data's columns differ in length" if lengths else "the data has no columns")
-    return lengths.pop()
-
-
-def _rebuilt(expr: Expr, data: dict[str, np.ndarray], wrt: tuple[str, ...], reduce: str, backend: str,
-             threads: int | None, n_rows: int) -> Objective:
+def _rebuilt(expr: Expr, data: dict[str, Any], wrt: tuple[str, ...], reduce: str, backend: str,
+             threads: int | None, penalty: Expr | None = None) -> Objective:
     """A pickled objective compiled again."""
-    return Objective(expr, data or {"_rows": np.zeros(n_rows)}, wrt, reduce=reduce, backend=backend,
-                     threads=threads)
+    out = Objective(expr, data, wrt, reduce=reduce, backend=backend, threads=threads)
+    return out if penalty is None else out.with_penalty(penalty)

@@ -20,13 +20,14 @@ from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.tools.optimize.constraints import Constraints, read_constraints
-from symad.tools.optimize.problem import Problem
+from symad.objectives import Objective
+from symad.tools.optimize.problem import DataProblem, Problem
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
 FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
 
 
-def minimize_scipy(fun: Expr | str | SecondOrder, x0: Any, method: str, constraints: Any, *,
+def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str, constraints: Any, *,
                    variables: Sequence[str] | None, fixed: Mapping[str, float] | None, bounds: Any, tol: float,
                    xtol: float, max_iter: int, max_time: float | None, callback: Callable[[Any], Any] | None,
                    background: bool, params: Mapping[str, float] | None) -> dict[str, Any]:
@@ -37,12 +38,17 @@ def minimize_scipy(fun: Expr | str | SecondOrder, x0: Any, method: str, constrai
         raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
     t0 = time.perf_counter()
     expr = parse(fun, Graph()) if isinstance(fun, str) else fun
-    graph = (expr.expr if isinstance(expr, SecondOrder) else expr).graph
+    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
     pairs = read_constraints(constraints, graph) if constraints is not None else []
-    if variables is None and not isinstance(expr, SecondOrder) and pairs:
-        # the constraints' variables are the problem's too, though the objective may not use them
-        variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
-    problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
+    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
+        if variables:
+            raise SymadError("an objective's wrt and data name its variables: it takes no variables")
+        problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
+    else:
+        if variables is None and not isinstance(expr, SecondOrder) and pairs:
+            # the constraints' variables are the problem's too, though the objective may not use them
+            variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
+        problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
     cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
                        background=background) if pairs else None
     x = problem.start(x0)

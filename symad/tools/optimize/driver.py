@@ -46,7 +46,10 @@ class OptimizeResult(dict):
     included), ``grad_norm``, ``method``, ``hessian`` (``"matrix"``, ``"products"`` for
     Hessian-vector products, or None), ``time`` (seconds, iterating), ``setup_time``
     (seconds, parsing and compiling) and, with ``keep_path=True``, ``path``
-    and ``path_fun`` (every iterate, the start included)."""
+    and ``path_fun`` (every iterate, the start included).  After a mini-batch run
+    (``batch_size``), ``fun``, ``jac`` and ``grad_norm`` are over every row at ``x`` (one
+    pass at the end), and ``batch_fun``, ``batch_jac`` and ``batch_grad_norm`` the last
+    mini-batch's, which the stopping rules judged."""
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -121,10 +124,13 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
     are then reused (no compilation per call, e.g. for many starts), or an
     :class:`~symad.objectives.Objective` (a loss summed over data), minimised over its
-    ``wrt``.  With an objective, ``batch_size`` makes ``momentum``, ``nesterov`` and ``adam``
-    stochastic: each step's gradient is over a fresh mini-batch of that many rows (the rows
-    shuffled with ``seed`` and taken in turn, an epoch at a time), so ``success`` judges the
-    mini-batch's gradient; bound the run with ``max_iter`` or ``max_time``.
+    ``wrt``, with ``fixed`` and ``params`` (its parameters' values) as for an expression, and
+    ``constraints``.  With an objective, ``batch_size`` makes ``momentum``, ``nesterov`` and
+    ``adam`` stochastic: each step's gradient is over a fresh mini-batch of that many rows (the
+    rows shuffled with ``seed`` and taken in turn, an epoch at a time), so ``success`` judges
+    the mini-batch's gradient (``batch_fun``, ``batch_jac``, ``batch_grad_norm``: the last
+    one's), while ``fun``, ``jac`` and ``grad_norm`` are over every row at the result; bound
+    the run with ``max_iter`` or ``max_time``.
 
     ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` (the default) or
     ``trust-ncg``, with options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as
@@ -162,9 +168,9 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     if name in SCIPY_METHODS:
         if options:
             raise SymadError(f"method {name} does not take {', '.join(options)}")
-        if isinstance(fun, Objective) or batch_size is not None:
-            raise SymadError(f"method {name} is for an expression; an objective over data takes "
-                             f"{', '.join(METHODS)}")
+        if batch_size is not None:
+            raise SymadError(f"method {name} takes the whole objective: batch_size is for "
+                             f"{', '.join(STOCHASTIC)}")
         check_settings({"max_iter": max_iter, "tol": tol, "xtol": xtol, "max_time": max_time})
         return OptimizeResult(minimize_scipy(
             fun, x0, name, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol, xtol=xtol,
@@ -235,12 +241,21 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                     status, message = 4, STATUS[4]
                     break
             stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
+    batch: dict[str, Any] = {}
+    if isinstance(p, DataProblem) and p.fn.batched:
+        # the run saw mini-batches; the result reports the objective over every row at x (one pass)
+        batch = {"batch_fun": f, "batch_jac": g, "batch_grad_norm": gnorm}
+        with np.errstate(all="ignore"):
+            f, g = p.fn.full(x, *p.args)
+        p.nfev += 1
+        p.njev += 1
+        gnorm = float(np.linalg.norm(p.pgrad(x, g)))
     result = OptimizeResult(
         x=x, fun=f, jac=g, nit=nit, nfev=p.nfev, njev=p.njev, nhev=p.nhev,
         success=status == 0, status=status, message=message,
         variables=list(p.names), point=p.point(x), grad_norm=gnorm, method=name,
         hessian="matrix" if dense else "products" if name in SECOND_ORDER else None,
-        time=time.perf_counter() - t0, setup_time=setup)
+        time=time.perf_counter() - t0, setup_time=setup, **batch)
     if keep_path:
         result.path = np.array([row[0] for row in path]).reshape(len(path), len(x))
         result.path_fun = np.array([row[1] for row in path])
@@ -258,13 +273,13 @@ def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapp
         if batch_size is not None:
             raise SymadError("batch_size is for an objective over data (symad.objective(...)), not an expression")
         return Problem(fun, variables, fixed, bounds, background=background, params=params)
-    given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
-    if given:
-        raise SymadError(f"an objective's wrt and data name its variables: it takes no {', '.join(given)}")
+    if variables:
+        raise SymadError("an objective's wrt and data name its variables: it takes no variables (hold some "
+                         "with fixed={...})")
     if batch_size is not None:
         if not (isinstance(batch_size, numbers.Integral) and batch_size >= 1):
             raise SymadError(f"batch_size must be a positive integer, got {batch_size!r:.60}")
         if method not in STOCHASTIC:
             raise SymadError(f"batch_size is for the stochastic methods {', '.join(STOCHASTIC)} (one gradient "
                              f"a step); {method} needs the whole sum")
-    return DataProblem(fun, bounds, batch_size, seed)
+    return DataProblem(fun, bounds, batch_size, seed, fixed, params)

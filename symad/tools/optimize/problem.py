@@ -183,12 +183,34 @@ def box(bounds: Any, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class DataProblem(Problem):
-    """An :class:`~symad.objectives.Objective` as the optimiser sees it: over its ``wrt``, every row
-    or (``batch_size``) a fresh mini-batch at each evaluation."""
+    """An :class:`~symad.objectives.Objective` as the optimiser sees it: over its ``wrt`` but the
+    ``fixed`` ones (held as parameters, so nothing is substituted into the rows' loop), its
+    parameters' values from ``params`` (or ``fixed``), every row or (``batch_size``) a fresh
+    mini-batch at each evaluation."""
 
-    def __init__(self, objective: Objective, bounds: Any = None, batch_size: int | None = None, seed: int = 0):
-        self.all_names = self.names = list(objective.wrt)
-        self.fixed, self.params, self.args = {}, {}, ()
+    def __init__(self, objective: Objective, bounds: Any = None, batch_size: int | None = None, seed: int = 0,
+                 fixed: Mapping[str, float] | None = None, params: Mapping[str, float] | None = None):
+        check_objective(objective.expr)
+        self.all_names = list(objective.wrt + objective.params)
+        self.fixed = {k: as_float(v, k) for k, v in indexed.expand_point(self.all_names, fixed or {}).items()}
+        self.params = {k: as_float(v, k) for k, v in indexed.expand_point(self.all_names, params or {}).items()}
+        for what, given in (("fix", self.fixed), ("give a parameter value for", self.params)):
+            unknown = [k for k in given if k not in self.all_names]
+            if unknown:
+                raise VariableError(f"cannot {what} {', '.join(unknown)}: not a variable of the objective "
+                                    f"(its wrt and parameters are {', '.join(self.all_names) or 'none'})")
+        both = [k for k in self.params if k in self.fixed]
+        if both:
+            raise VariableError(f"{', '.join(both)} is both fixed and a parameter: give it once")
+        held = {**self.params, **self.fixed}
+        self.names = [v for v in objective.wrt if v not in held]
+        if len(self.names) != len(objective.wrt):
+            objective = objective.with_wrt(self.names)  # the fixed ones: parameters of the loop
+        missing = [k for k in objective.params if k not in held]
+        if missing:
+            raise VariableError(f"missing value for parameter {', '.join(missing)} of the objective: pass "
+                                f"params={{...}}")
+        self.args = (np.array([held[k] for k in objective.params]),) if objective.params else ()
         self.expr = objective.expr
         self.fn = _Batches(objective, batch_size, seed)
         self._bounds_and_counters(bounds)
@@ -196,33 +218,46 @@ class DataProblem(Problem):
 
 class _Batches:
     """An objective's calls, the value and gradient over a mini-batch of ``batch_size`` rows at
-    each call (every row when None): the rows shuffled (seeded) and taken in turn, an epoch at a time."""
+    each call (every row when None): the rows shuffled (seeded) and taken in turn, an epoch at a
+    time.  ``value``, ``grad``, ``hessian``, ``hessp`` and ``full`` are over every row."""
 
     params: tuple[str, ...] = ()
 
     def __init__(self, objective: Objective, batch_size: int | None, seed: int):
         self.objective, self.batch_size = objective, batch_size
+        self.batched = batch_size is not None and batch_size < objective.n_rows
         self._rng = np.random.default_rng(seed)
         self._order: np.ndarray = np.zeros(0, dtype=np.int64)
         self._at = 0
 
     def _rows(self) -> np.ndarray | None:
-        if self.batch_size is None or self.batch_size >= self.objective.n_rows:
+        if not self.batched:
             return None
+        assert self.batch_size is not None
         if self._at + self.batch_size > len(self._order):
             self._order, self._at = self._rng.permutation(self.objective.n_rows), 0
         rows = self._order[self._at:self._at + self.batch_size]
         self._at += self.batch_size
         return np.sort(rows)  # the same rows, read in memory order
 
-    def value_and_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        return self.objective.value_and_grad(x, self._rows())
+    def value_and_grad(self, x: np.ndarray, *args: Any) -> tuple[float, np.ndarray]:
+        return self.objective.value_and_grad(x, *args, rows=self._rows())
 
-    def hessian(self, x: np.ndarray) -> np.ndarray:
-        return self.objective.hessian(x)
+    def full(self, x: np.ndarray, *args: Any) -> tuple[float, np.ndarray]:
+        """The value and gradient over every row."""
+        return self.objective.value_and_grad(x, *args)
 
-    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
-        return self.objective.hessp(x, p)
+    def value(self, x: np.ndarray, *args: Any) -> float:
+        return self.objective.value(x, *args)
+
+    def grad(self, x: np.ndarray, *args: Any) -> np.ndarray:
+        return self.objective.grad(x, *args)
+
+    def hessian(self, x: np.ndarray, *args: Any) -> np.ndarray:
+        return self.objective.hessian(x, *args)
+
+    def hessp(self, x: np.ndarray, p: np.ndarray, *args: Any) -> np.ndarray:
+        return self.objective.hessp(x, p, *args)
 
     def operations(self) -> int:
         """Operations of one row's value and gradient."""

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.errors import SymadError
 from symad.expr import Expr
 from symad.hessian import SecondOrder
+from symad.objectives import Objective
 from symad.tools.optimize.constraints import Constraints
-from symad.tools.optimize.problem import Problem, box
+from symad.tools.optimize.problem import DataProblem, Problem, box
 
 
 class ScipyFunctions:
@@ -29,9 +31,14 @@ class ScipyFunctions:
     [1.0, 1.0]
     """
 
-    def __init__(self, expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
+    def __init__(self, expr: Expr | str | SecondOrder | Objective, variables: Sequence[str] | None = None,
                  fixed: Mapping[str, float] | None = None, params: Mapping[str, float] | None = None):
-        self.problem = Problem(expr, variables, fixed, params=params)
+        if isinstance(expr, Objective):  # over its wrt but the fixed ones, every row at each call
+            if variables:
+                raise SymadError("an objective's wrt and data name its variables: it takes no variables")
+            self.problem: Problem = DataProblem(expr, fixed=fixed, params=params)
+        else:
+            self.problem = Problem(expr, variables, fixed, params=params)
         self.function = self.problem.fn
         self.variables = list(self.problem.names)
         self._args = self.problem.args  # the parameters' values, passed at every call
@@ -88,9 +95,10 @@ class ScipyFunctions:
         return Constraints(specs, p.expr.graph, p.names, p.fixed, p.params)
 
 
-def scipy_functions(expr: Expr | str | SecondOrder, variables: Sequence[str] | None = None,
+def scipy_functions(expr: Expr | str | SecondOrder | Objective, variables: Sequence[str] | None = None,
                     fixed: Mapping[str, float] | None = None,
                     params: Mapping[str, float] | None = None) -> ScipyFunctions:
     """The objective's exact value, gradient, Hessian and Hessian-vector product for scipy
-    (``fixed`` values substituted; ``params`` values passed at each call, see ``minimize``)."""
+    (``fixed`` values substituted; ``params`` values passed at each call, see ``minimize``);
+    ``expr`` may be an :class:`~symad.objectives.Objective`, over every row at each call."""
     return ScipyFunctions(expr, variables, fixed, params)
