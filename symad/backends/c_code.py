@@ -273,26 +273,31 @@ def guards(schedule: Schedule) -> dict[int, Guard | None]:
 def _block_order(steps: list[Step], placed: dict[int, Guard | None], alias: dict[int, int]) -> list[Step]:
     """The steps to compute (neither dead nor an alias of an arm), children first and each
     guard's conditions before the steps it guards, keeping a block's steps together: the ones
-    ready in the current block first, then the block below holding the earliest ready step,
-    else the enclosing block."""
-    live = {node: (i, node, op, args) for i, (node, op, args) in enumerate(steps)
-            if placed[node] is not None and node not in alias}
+    ready in the current block first, then those of a block inside it (the one the schedule
+    reaches first), then of its ``else``, then back to the enclosing block."""
+    index = {node: i for i, (node, _, _) in enumerate(steps) if placed[node] is not None and node not in alias}
+    first: dict[Guard, int] = {}  # each block (every prefix of a guard) -> the first step inside it
     waiting: dict[int, int] = {}
     users: dict[int, list[int]] = {}
-    for node, (_, _, _, args) in live.items():
-        needs = {alias.get(a, a) for a in (*args, *(c for c, _ in placed[node]))}  # type: ignore[union-attr]
-        needs &= live.keys()
+    for node, i in index.items():
+        guard: Guard = placed[node]  # type: ignore[assignment]
+        for d in range(len(guard) + 1):
+            first.setdefault(guard[:d], i)
+        needs = {alias.get(a, a) for a in (*steps[i][2], *(c for c, _ in guard))} & index.keys()
         waiting[node] = len(needs)
         for a in needs:
             users.setdefault(a, []).append(node)
-    ready: dict[Guard, list[int]] = {}  # heaps of step indices
+    ready: dict[Guard, list[int]] = {}  # each block's ready steps (a heap of indices)
     below: Counter[Guard] = Counter()  # ready steps in each block and the blocks inside it
+    inner: dict[Guard, list[tuple[int, Guard]]] = {}  # blocks inside each that have (had) ready steps
 
     def add(node: int) -> None:
-        guard = placed[node]
-        heapq.heappush(ready.setdefault(guard, []), live[node][0])  # type: ignore[arg-type]
-        for d in range(len(guard) + 1):  # type: ignore[arg-type]
-            below[guard[:d]] += 1  # type: ignore[index]
+        guard: Guard = placed[node]  # type: ignore[assignment]
+        heapq.heappush(ready.setdefault(guard, []), index[node])
+        for d in range(len(guard) + 1):
+            below[guard[:d]] += 1
+            if d and below[guard[:d]] == 1:
+                heapq.heappush(inner.setdefault(guard[:d - 1], []), (first[guard[:d]], guard[:d]))
 
     for node, n in waiting.items():
         if n == 0:
@@ -301,18 +306,25 @@ def _block_order(steps: list[Step], placed: dict[int, Guard | None], alias: dict
     block: Guard = ()
     while below[()]:
         if not ready.get(block):
-            inside = [g for g, heap in ready.items() if heap and len(g) > len(block) and g[:len(block)] == block]
-            block = min(inside, key=lambda g: ready[g][0]) if inside else block[:-1]
+            heap = inner.get(block, [])
+            while heap and not below[heap[0][1]]:
+                heapq.heappop(heap)
+            if heap:
+                block = heap[0][1]
+            elif block and block[-1][1] and below[block[:-1] + ((block[-1][0], False),)]:
+                block = block[:-1] + ((block[-1][0], False),)  # its else
+            else:
+                block = block[:-1]
             continue
-        node, op, args = steps[heapq.heappop(ready[block])]
+        step = steps[heapq.heappop(ready[block])]
         for d in range(len(block) + 1):
             below[block[:d]] -= 1
-        order.append((node, op, args))
-        for u in users.get(node, ()):
+        order.append(step)
+        for u in users.get(step[0], ()):
             waiting[u] -= 1
             if waiting[u] == 0:
                 add(u)
-    if len(order) != len(live):
+    if len(order) != len(index):
         raise SymadError("internal: a select's guards form a cycle")
     return order
 
