@@ -106,3 +106,12 @@ def test_the_command_line_refuses_a_condition_it_cannot_read(flag, text, words):
 def test_the_command_line_refuses_a_condition_as_the_objective():
     r = run("minimize", "x > 1", "--from", "x=0")
     assert r.returncode == 2 and "is a condition" in r.stderr
+
+
+def test_a_condition_over_data_is_no_objective_to_minimise():
+    count = symad.objective("a*x > y", {"x": [1.0, 2.0], "y": [0.5, 3.0]})
+    assert count.value([1.0]) == 1.0  # a count is a fine value to compute
+    with pytest.raises(SymadError, match="is a condition"):
+        symad.minimize(count, [0.0])
+    with pytest.raises(SymadError, match="is a condition"):
+        scipy_functions(count)
