@@ -24,7 +24,7 @@ from symad.ad.local import local_partials
 from symad.ad.sweep import active, canonical_order, reverse_nodes
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
-from symad.core.ops import OPS
+from symad.core.ops import OPS, difference_error
 from symad.core.semantics import SMALL_POWERS, numpy, power_product
 
 
@@ -36,16 +36,28 @@ def _power(k: int) -> Callable[[Any, Any], Any]:
 _POWERS = {k: _power(k) for k in SMALL_POWERS}
 
 
+def _constant_power(e: float) -> Callable[[Any], Any]:
+    """``a^e`` for a constant e, as the graph builds and every evaluator computes it."""
+    if e == 1.0:
+        return lambda a: a
+    expand = _POWERS.get(int(e)) if e.is_integer() else None
+    if expand is not None:
+        return lambda a: expand(a, None)
+    py, np_fn = OPS["pow"].py, OPS["pow"].np
+    return lambda a: py(a, e) if type(a) is float else np_fn(a, e)
+
+
 @functools.lru_cache(maxsize=256)
 def _pow_base_partial(k: float) -> Callable[..., Any]:
-    """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^(k-1)``, folded)."""
-    if k - 1.0 == 1.0:
-        return lambda a, b, out: k * a
-    expand = _POWERS.get(int(k - 1.0)) if float(k - 1.0).is_integer() else None
-    if expand is not None:
-        return lambda a, b, out: k * expand(a, None)
-    py, np_fn = OPS["pow"].py, OPS["pow"].np
-    return lambda a, b, out: k * (py(a, k - 1.0) if type(a) is float else np_fn(a, k - 1.0))
+    """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^s * a^e``, s = k − 1
+    rounded and e its rounding error, folded: ``k * a^s`` where e = 0)."""
+    s = k - 1.0
+    e = difference_error(k, 1.0, s)
+    first = _constant_power(s)
+    if e == 0.0 or e != e:
+        return lambda a, b, out: k * first(a)
+    second = _constant_power(e)
+    return lambda a, b, out: k * first(a) * second(a)
 
 
 def _folded_partial(graph: Graph, node: int, k: int) -> float | None:

@@ -88,17 +88,78 @@ def _call(name: str) -> Callable[..., Any]:
     return build
 
 
-sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, exp, hypot, sigmoid, where, less, sinc = map(
-    _call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "exp", "hypot",
-            "sigmoid", "where", "lt", "sinc"])
+sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, fmin, exp, hypot, sigmoid, where, less, equal, \
+    sinc = map(_call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "min", "exp",
+                       "hypot", "sigmoid", "where", "lt", "eq", "sinc"])
+
+
+# Derivatives to full relative accuracy wherever they are finite doubles (docs/numerics.md's
+# derivative table, tests/core/test_derivative_tails.py): the rules below keep the digits a
+# textbook formula loses in an op's tails.
+def difference_error(a: Any, b: Any, d: Any) -> Any:
+    """The rounding error of ``d = a - b`` (Knuth's TwoSum): ``a - b = d + t`` exactly; 0 where
+    the difference is exact (``a - b`` of nearby numbers, of integers), nan where a or b is inf."""
+    bb = d - a
+    return (a - (d - bb)) - (b + bb)
+
+
+def _pow_base_partial(a: Any, b: Any, out: Any) -> Any:
+    """b·a^(b−1) as b·a^s·a^e, with s = b − 1 rounded and e its rounding error: a^s alone loses
+    e·log a (x^(1/3) at 1e300: 87 ulp); past 2^53, where e = ±1, it has the wrong sign for a
+    negative base.  Where b − 1 is exact (x^2.5, any b below 2^53 of integer or half-integer
+    form) e = 0 and a^0 = 1, folded away for a constant exponent; an infinite b has e = 0 too."""
+    s = b - 1.0
+    e = difference_error(b, 1.0, s)
+    return b * power(a, s) * power(a, where(equal(e, e), e, 0.0))
+
+
+def _logaddexp_partial(k: int) -> Callable[..., Any]:
+    """∂logaddexp(a, b)/∂a = sigmoid(a − b) and ∂/∂b = sigmoid(−(a − b)), with the rounding error
+    t of a − b put back to first order (sigmoid(±(d + t)) = σ± ± σ+σ−t): the smaller argument's
+    partial, e^−|a−b| in its tail, would lose |a − b|/2 ulp.  At a = b = ±inf (a − b = nan) each is
+    0.5, the limit along a = b: a masked (−inf) entry of logsumexp gets exactly 0."""
+
+    def rule(a: Any, b: Any, out: Any) -> Any:
+        # sigmoid(-(a - b)), not sigmoid(b - a): the same |a - b| as the value's, so one exp serves all three
+        d = a - b
+        up, down = sigmoid(d), sigmoid(-d)
+        t = difference_error(a, b, d)
+        shift = up * down * where(equal(t, t), t, 0.0)  # (t is nan where a or b is inf: no shift)
+        return where(equal(a, b), 0.5, up + shift if k == 0 else down - shift)
+
+    return rule
+
+
+def _gauss(a: Any) -> Any:
+    """exp(−a²) to full relative accuracy: a² rounded would lose a²/2 ulp (340 at a = 26).  |a|
+    (at most 28: beyond, exp(−a²) underflows) is split into h + l with h of 26 bits (Veltkamp),
+    so h·h is exact and exp(−a²) = exp(−h·h)·exp(−l·(|a| + h))."""
+    c = fmin(fabs(a), 28.0)
+    p = c * 134217729.0
+    h = p - (p - c)
+    return exp(-(h * h)) * exp(-((c - h) * (c + h)))
+
+
+def _reciprocal_square(x: Any) -> Any:
+    """1/x² as (1/x)·(1/x): x² would overflow from 1.3e154 on, where 1/x² is still a
+    subnormal, not 0."""
+    r = 1.0 / x
+    return r * r
+
+
+# sinc'(x) = sum over n ≥ 1 of (-1)^n 2n x^(2n-1)/(2n+1)!: -1/3, 1/30, -1/840, ... (to n = 10, the
+# last term kept, 4e-19 relative below |x| = 1)
+_SINC_SERIES = tuple((-1) ** n * 2 * n / math.factorial(2 * n + 1) for n in range(1, 11))
 
 
 def _sinc_partial(a: Any, out: Any) -> Any:
-    """sinc'(x) = (cos(x) - sinc(x))/x, which cancels near 0: there, its Taylor series
-    -x/3 + x^3/30 - x^5/840 + x^7/45360 (to 1e-16 relative below 0.1), and 0 at 0."""
+    """sinc'(x) = (cos(x) - sinc(x))/x, which cancels near 0 (4.5/x² ulp lost): there, below
+    |x| = 1, its Taylor series; 0 at 0."""
     x2 = a * a
-    series = a * (-1.0 / 3.0 + x2 * (1.0 / 30.0 + x2 * (-1.0 / 840.0 + x2 * (1.0 / 45360.0))))
-    return where(less(fabs(a), sem.SINC_SERIES_BELOW), series, (cos(a) - out) / a)
+    series = _SINC_SERIES[-1]
+    for c in reversed(_SINC_SERIES[:-1]):
+        series = c + x2 * series
+    return where(less(fabs(a), sem.SINC_SERIES_BELOW), a * series, (cos(a) - out) / a)
 
 
 def _atan2_partial(k: int) -> Callable[..., Any]:
@@ -110,9 +171,22 @@ def _atan2_partial(k: int) -> Callable[..., Any]:
     def rule(y: Any, x: Any, out: Any) -> Any:
         m = fmax(fabs(x), fabs(y))
         s, t = x / m, y / m
-        return (s if k == 0 else -t) / (s * s + t * t) / m
+        # At an infinite argument (where s or t is inf/inf) the partial is 0, its limit there.
+        return where(equal(m, math.inf), 0.0, (s if k == 0 else -t) / (s * s + t * t) / m)
 
     return rule
+
+
+def _tie(a: Any, b: Any, d: Any) -> Any:
+    """min's and max's partial step(d), d = ±(a − b): 0.5 at a tie, equal infinities too (where d is
+    nan), so that max(-inf, -inf, 1) passes 0, not nan, to a masked entry."""
+    return where(equal(a, b), 0.5, step(d))
+
+
+def _hypot_divisor(out: Any) -> Any:
+    """hypot's partials are a/out and b/out; at the origin (out = 0: hypot is 0 only there) they
+    are 0, the documented choice (abs'(0) = 0 alike), not 0/0."""
+    return where(equal(out, 0.0), 1.0, out)
 
 
 # ===================================================================== lowering to LLVM IR
@@ -196,7 +270,7 @@ define("div", 2, lambda a, b: a / b, _np("divide"), (lambda a, b, out: 1.0 / b, 
        llvm=Inline("{r} = fdiv double {0}, {1}"),
        kind="infix", symbol="/", prec=PREC_PRODUCT, code="{0} / {1}", domain=((0.7, 1.3), (-2.0, 0.4)))
 define("pow", 2, math.pow, sem.np_pow,
-       (lambda a, b, out: b * power(a, b - 1.0), lambda a, b, out: out * log(a)), llvm=Call("pow", opaque=True),
+       (_pow_base_partial, lambda a, b, out: out * log(a)), llvm=Call("pow", opaque=True),
        kind="infix", symbol="^", prec=PREC_POWER, assoc="right", domain=((1.3, 0.7), (0.8, -2.2), (2.0, 3.0)))
 define("neg", 1, lambda a: -a, _np("negative"), (-1.0,), llvm=Inline("{r} = fneg double {0}"),
        kind="prefix", symbol="-", prec=PREC_UNARY, code="-{0}")
@@ -205,14 +279,14 @@ define("neg", 1, lambda a: -a, _np("negative"), (-1.0,), llvm=Inline("{r} = fneg
 define("sin", 1, math.sin, _np("sin"), (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
 define("cos", 1, math.cos, _np("cos"), (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
 define("tan", 1, math.tan, _np("tan", math.tan), (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
-define("asin", 1, math.asin, _np("arcsin", math.asin), (lambda a, out: 1.0 / sqrt(1.0 - a * a),), llvm=Call("asin"),
+define("asin", 1, math.asin, _np("arcsin", math.asin), (lambda a, out: 1.0 / sqrt((1.0 - a) * (1.0 + a)),), llvm=Call("asin"),
        domain=((0.3,), (-0.6,)))
-define("acos", 1, math.acos, _np("arccos", math.acos), (lambda a, out: -1.0 / sqrt(1.0 - a * a),), llvm=Call("acos"),
+define("acos", 1, math.acos, _np("arccos", math.acos), (lambda a, out: -1.0 / sqrt((1.0 - a) * (1.0 + a)),), llvm=Call("acos"),
        domain=((0.3,), (-0.6,)))
-define("atan", 1, math.atan, _np("arctan", math.atan), (lambda a, out: 1.0 / (1.0 + a * a),), llvm=Call("atan"))
+define("atan", 1, math.atan, _np("arctan", math.atan), (lambda a, out: _reciprocal_square(hypot(a, 1.0)),), llvm=Call("atan"))
 define("sinh", 1, math.sinh, _np("sinh", math.sinh), (lambda a, out: cosh(a),), llvm=Call("sinh"))
 define("cosh", 1, math.cosh, _np("cosh", math.cosh), (lambda a, out: sinh(a),), llvm=Call("cosh"))
-define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: 1.0 - out * out,), llvm=Call("tanh"))
+define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: _reciprocal_square(cosh(a)),), llvm=Call("tanh"))
 define("exp", 1, math.exp, _np("exp", math.exp), (lambda a, out: out,), llvm=Call("llvm.exp.f64"))
 define("log", 1, math.log, _np("log", math.log), (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
        domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b")
@@ -221,10 +295,10 @@ define("sqrt", 1, math.sqrt, _np("sqrt"), (lambda a, out: 0.5 / out,), llvm=Call
 define("abs", 1, abs, _np("abs"), (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)))
 define("atan2", 2, math.atan2, _np("arctan2", math.atan2), (_atan2_partial(0), _atan2_partial(1)), llvm=Call("atan2"),
        domain=((0.5, -1.2), (-0.7, 0.4), (1.1, 0.9)))
-define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: step(b - a), lambda a, b, out: step(a - b)),
+define("min", 2, sem.py_min, sem.np_min, (lambda a, b, out: _tie(a, b, b - a), lambda a, b, out: _tie(a, b, a - b)),
        llvm=Inline(_MIN_MAX.replace("BITS", "or").replace("FIRST", "g").replace("SECOND", "l")),
        commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
-define("max", 2, sem.py_max, sem.np_max, (lambda a, b, out: step(a - b), lambda a, b, out: step(b - a)),
+define("max", 2, sem.py_max, sem.np_max, (lambda a, b, out: _tie(a, b, a - b), lambda a, b, out: _tie(a, b, b - a)),
        llvm=Inline(_MIN_MAX.replace("BITS", "and").replace("FIRST", "l").replace("SECOND", "g")),
        commutative=True, domain=((0.3, 0.9), (1.2, -0.4)))
 define("sign", 1, sem.py_sign, _np("sign"), (0.0,),
@@ -269,7 +343,7 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 define("log1p", 1, sem.py_log1p, sem.np_log1p, (lambda a, out: 1.0 / (1.0 + a),),
        llvm=Inline(_log1p_lines("{0}", "{r}").rstrip("\n"), calls=(_LOG,)),
        domain=((0.4,), (-0.6,)), doc="log(1 + x), accurate for small x")
-define("expm1", 1, math.expm1, _np("expm1", math.expm1), (lambda a, out: out + 1.0,), llvm=Call("expm1"),
+define("expm1", 1, math.expm1, _np("expm1", math.expm1), (lambda a, out: exp(a),), llvm=Call("expm1"),
        doc="exp(x) - 1, accurate for small x")
 define("sigmoid", 1, sem.py_sigmoid, sem.np_sigmoid, (lambda a, out: out * sigmoid(-a),),
        llvm=Inline("{t}p = fcmp oge double {0}, 0.0\n" + _e_abs("{0}") + "{t}s = fmul double {t}Ee, {t}Eq\n"
@@ -284,8 +358,7 @@ define("log_sigmoid", 1, sem.py_log_sigmoid, sem.np_log_sigmoid, (lambda a, out:
                    + _e_abs("{0}") + _UNIT_LOG1P + "{r} = fsub double {t}m, {t}El", calls=(_FABS, _EXP, _LOG)),
        doc="log(sigmoid(x)) = -softplus(-x)")
 define("logaddexp", 2, sem.py_logaddexp, sem.np_logaddexp,
-       # sigmoid(-(a - b)), not sigmoid(b - a): the same |a - b| as the value's, so one exp serves all three
-       (lambda a, b, out: sigmoid(a - b), lambda a, b, out: sigmoid(-(a - b))),
+       (_logaddexp_partial(0), _logaddexp_partial(1)),
        llvm=Inline("{t}q = fcmp oeq double {0}, {1}\n{t}d = fsub double {0}, {1}\n"
                    "{t}g = fcmp ogt double {t}d, 0.0\n" + _e_abs("{t}d") + _UNIT_LOG1P
                    + "{t}m = select i1 {t}g, double {0}, double {1}\n"
@@ -293,11 +366,11 @@ define("logaddexp", 2, sem.py_logaddexp, sem.np_logaddexp,
                    "{r} = select i1 {t}q, double {t}w, double {t}s", calls=(_FABS, _EXP, _LOG)),
        commutative=True, domain=((0.4, -1.1), (-0.6, 0.8), (3.0, 3.5)),
        doc="log(exp(a) + exp(b)) without overflow; logsumexp(a, b, ...) folds it")
-define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQRT_PI * exp(-(a * a)),),
+define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQRT_PI * _gauss(a),),
        llvm=Call("erf"), doc="the error function")
-define("erfc", 1, math.erfc, sem.each_libm(math.erfc), (lambda a, out: -TWO_OVER_SQRT_PI * exp(-(a * a)),),
+define("erfc", 1, math.erfc, sem.each_libm(math.erfc), (lambda a, out: -TWO_OVER_SQRT_PI * _gauss(a),),
        llvm=Call("erfc"), doc="1 - erf(x), accurate where erf(x) is near 1")
-define("hypot", 2, sem.py_hypot, _np("hypot"), (lambda a, b, out: a / out, lambda a, b, out: b / out),
+define("hypot", 2, sem.py_hypot, _np("hypot"), (lambda a, b, out: a / _hypot_divisor(out), lambda a, b, out: b / _hypot_divisor(out)),
        llvm=Call("hypot"), commutative=True, doc="sqrt(a^2 + b^2) without overflow or underflow")
 define("sinc", 1, sem.py_sinc, sem.np_sinc, (_sinc_partial,),
        llvm=Inline("{t}z = fcmp oeq double {0}, 0.0\n{t}s = call double @llvm.sin.f64(double {0})\n"

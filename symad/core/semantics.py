@@ -253,7 +253,7 @@ def np_sinc(x: Any) -> Any:
     return np.where(zero, 1.0, np.sin(x) / np.where(zero, 1.0, x))[()]
 
 
-SINC_SERIES_BELOW = 0.1  # |x| below which sinc' is its Taylor series (cos(x) - sinc(x) cancels)
+SINC_SERIES_BELOW = 1.0  # |x| below which sinc' is its Taylor series (cos(x) - sinc(x) cancels)
 
 
 def py_softplus(x: float) -> float:
