@@ -254,6 +254,18 @@ def _cli_importing(p: subprocess.Popen) -> None:
     _wait_for(p, lambda: "_json" in maps.read_text())
 
 
+def _cpu_seconds(p: subprocess.Popen) -> float:
+    """CPU time the process has used (all its threads): how far its work has gone, whatever the
+    machine's load (a wall-clock sleep is a different point of the work on a busy machine)."""
+    fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _after_cpu(seconds: float):
+    """A wait: until the process has used ``seconds`` of CPU time."""
+    return lambda p: _wait_for(p, lambda: _cpu_seconds(p) >= seconds)
+
+
 def _llvm_loaded(p: subprocess.Popen) -> None:
     """Wait until the process maps llvmlite's library: it is about to compile."""
     _wait_for(p, lambda: "llvmlite" in Path(f"/proc/{p.pid}/maps").read_text())
@@ -296,7 +308,8 @@ def test_ctrl_c_exits_130_without_a_traceback(tmp_path):
     expr = tmp_path / "grad.txt"
     # 60,000 terms: over 4 s of work on a fast machine (2026), so the last signal still comes mid-run
     grad = ["grad", f"@{expr}", "--at", _big_expression(expr, 60_000, 10)]
-    for when in (_cli_importing, lambda p: time.sleep(0.3), lambda p: time.sleep(1.5)):
+    # Driven by the work done (CPU time), not by sleeps: under load a sleep's end is an earlier point of the work
+    for when in (_cli_importing, _after_cpu(0.3), _after_cpu(1.5)):
         outcome = _interrupted(grad, when)
         assert outcome is not None, "symad grad ended before the signal: make the expression bigger"
         status, seconds, err = outcome
@@ -317,11 +330,17 @@ def test_ctrl_c_during_a_native_compile_exits_130(tmp_path, disk_cache):
     # How long a run spends from loading LLVM to the end of its compile thread.
     p = _start(hessian)
     _llvm_loaded(p)
-    start, tasks = time.monotonic(), Path(f"/proc/{p.pid}/task")
+    start, tasks = _cpu_seconds(p), Path(f"/proc/{p.pid}/task")
     threads = len(list(tasks.iterdir()))
     _wait_for(p, lambda: len(list(tasks.iterdir())) > threads)
-    _wait_for(p, lambda: len(list(tasks.iterdir())) <= threads)
-    compiling = time.monotonic() - start
+    last = [start]  # the process's CPU time at the last look (it may end with its compile thread)
+
+    def compile_done() -> bool:
+        last[0] = _cpu_seconds(p)
+        return len(list(tasks.iterdir())) <= threads
+
+    _wait_for(p, compile_done)
+    compiling = last[0] - start  # CPU seconds: the same share of the work on a loaded machine
     p.communicate(timeout=300)
     assert p.returncode == 0
     interrupted = 0
@@ -329,8 +348,11 @@ def test_ctrl_c_during_a_native_compile_exits_130(tmp_path, disk_cache):
         cache_dir = str(tmp_path / f"cache{fraction}") if disk_cache else ""  # empty: every run compiles
         # Without the cache, the bug was an abort (134): a run that ended its work just before
         # the signal and exited 0 is no failure.  With it, exit 0 was the bug itself.
-        outcome = _interrupted(hessian, lambda p, f=fraction: (_llvm_loaded(p), time.sleep(f * compiling)),
-                               cache_dir, late_exit_ok=not disk_cache)
+        def when(p: subprocess.Popen, f: float = fraction) -> None:
+            _llvm_loaded(p)
+            _after_cpu(_cpu_seconds(p) + f * compiling)(p)
+
+        outcome = _interrupted(hessian, when, cache_dir, late_exit_ok=not disk_cache)
         if outcome is not None:  # None: this run compiled faster than the first
             interrupted += 1
             status, seconds, err = outcome
