@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support.derivatives import CHOICES, EXACT, KNOWN, error_ulps, operations, sweep
+from support.derivatives import CHOICES, EXACT, KNOWN, arguments, error_ulps, operations, points, sweep, text_of
 from support.properties import property_test
 
 import symad
@@ -122,6 +122,30 @@ def test_every_op_within_a_few_ulp_over_its_domain(op):
     assert worst.ulps <= BOUNDS.get(op, BOUND), f"{op}: {worst.ulps:.3g} ulp at {worst.at} (partial {worst.partial})"
     assert not worst.wrong_choices, f"{op}: not the documented choice at {worst.wrong_choices[:3]}"
     assert op not in CHOICES or worst.choices, f"{op}: the sweep never reached a point of its choice"
+
+
+def bits(values) -> list:
+    a = np.asarray(values, dtype=np.float64)
+    return np.where(np.isnan(a), -1, a.view(np.int64)).tolist()
+
+
+@pytest.mark.parametrize("op", operations())
+def test_every_backend_gives_the_sweeps_bits(op):
+    """The sweep runs Python code on NumPy batches; the tape (floats, then arrays) and native code
+    give its bits at every one of its points, so the table holds for every backend."""
+    names, pts = arguments(op), points(op)
+    e = symad.parse(text_of(op), symad.Graph())
+    with np.errstate(all="ignore"):
+        _, want = symad.compile(e, names, backend="python").value_and_grad(pts)
+        tape = Tape(e.graph, e.id, [e.graph.var(n) for n in names])
+        _, columns = tape.value_and_grad(list(pts.T))
+        got = {"tape batch": np.column_stack([np.broadcast_to(c, len(pts)) for c in columns])}
+        got["tape point"] = np.array([tape.value_and_grad(p)[1] for p in pts[::7].tolist()])
+        if native.available():
+            got["native"] = symad.compile(e, names, backend="native").value_and_grad(pts)[1]
+    for form, grads in got.items():
+        ref = want[::7] if form == "tape point" else want
+        assert bits(grads) == bits(ref), form
 
 
 # ---------------------------------------------------------------- masked and extreme stable functions
