@@ -1,7 +1,7 @@
 """Public API of minimisation (implemented in :mod:`symad.tools.optimize`).
 
 >>> from symad.optimize import minimize
->>> minimize("(x-3)^2", {"x": 0}).x.tolist()
+>>> minimize("(x-3)^2", {"x": 0}).x.round(12).tolist()
 [3.0]
 """
 
