@@ -76,7 +76,8 @@ def _total(f: str, value: str) -> str:
 _RAISING = {"sqrt": "math.nan", "sin": "math.nan", "cos": "math.nan", "tan": "math.nan", "asin": "math.nan",
             "acos": "math.nan", "acosh": "math.nan", "log": "-math.inf if x == 0.0 else math.nan",
             "atanh": "math.copysign(math.inf, x) if abs(x) == 1.0 else math.nan",
-            "exp": "math.inf", "expm1": "math.inf", "cosh": "math.inf", "sinh": "math.copysign(math.inf, x)"}
+            "log1p": "-math.inf if x == -1.0 else math.nan", "exp": "math.inf", "expm1": "math.inf",
+            "cosh": "math.inf", "sinh": "math.copysign(math.inf, x)"}
 _PY_HELPERS = {f"_{f}": _total(f, value) for f, value in _RAISING.items()}
 _PY_HELPERS.update({
     "_bits": "def _bits(d):\n    return struct.unpack('<Q', struct.pack('<d', d))[0]",
@@ -110,7 +111,7 @@ PYTHON = Dialect(
     select="({1} if {0} else {2})", to_double="float({0})", logical={"and": "({0} and {1})", "or": "({0} or {1})"},
     divide="({0} / {1} if {1} else _div({0}, {1}))",
     functions={"symad_bits": "_bits", "symad_double": "_double", "fabs": "math.fabs",
-               **{f: f"math.{f}" for f in ("atan", "atan2", "tanh", "asinh", "log1p", "cbrt", "erf", "erfc")},
+               **{f: f"math.{f}" for f in ("atan", "atan2", "tanh", "asinh", "cbrt", "erf", "erfc")},  # never raise
                **{name[1:]: name for name in _PY_HELPERS if name not in ("_bits", "_double", "_div")}},
     helpers=_PY_HELPERS, any_function=False, branches=("if {0} != 0.0:", "if {0} == 0.0:", "else:"))
 
