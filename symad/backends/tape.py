@@ -16,6 +16,7 @@ IEEE results (``inf``, ``nan``).  The same sweep runs on arrays for a batch.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -48,9 +49,11 @@ def _constant_power(e: float) -> Callable[[Any], Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _pow_base_partial(k: float) -> Callable[..., Any]:
-    """∂(a^k)/∂a for a constant k, as the symbolic rule builds it (``k * a^s * a^e``, s = k − 1
-    rounded and e its rounding error, folded: ``k * a^s`` where e = 0)."""
+def _pow_base_partial(k: float) -> Callable[..., Any] | None:
+    """∂(a^k)/∂a for a finite constant k, as the symbolic rule builds it (``k * a^s * a^e``, s = k − 1
+    rounded and e its rounding error, folded: ``k * a^s`` where e = 0); None for inf or nan (the rule)."""
+    if not math.isfinite(k):
+        return None
     s = k - 1.0
     e = difference_error(k, 1.0, s)
     first = _constant_power(s)
@@ -163,7 +166,9 @@ class Tape:
                     k = consts[a1]
                     if k in SMALL_POWERS:
                         py = np_fn = _POWERS[int(k)]
-                    rules = (_pow_base_partial(k), rules[1])
+                    base = _pow_base_partial(k)
+                    if base is not None:
+                        rules = (base, rules[1])
                 if a0 == a1 or a0 in fixed or a1 in fixed:  # partials the graph may fold to numbers
                     # What the graph folds a partial to depends on the op, which arguments are
                     # the same node, and the constants' values (bits: -0 is not 0), not on which

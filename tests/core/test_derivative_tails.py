@@ -93,6 +93,7 @@ TAILS = [
     ("erfc(x)", ["x"], [-5.3], lambda x: [-2 / mpmath.sqrt(mpmath.pi) * mpmath.exp(-x * x)]),
     ("x^(1/3)", ["x"], [1e300], lambda x: [mpmath.mpf(1 / 3) * x ** (mpmath.mpf(1 / 3) - 1)]),  # 1/3 - 1 rounded
     ("x^y", ["x", "y"], [1e-300, 0.1], lambda x, y: [y * x ** (y - 1), x**y * mpmath.log(x)]),
+    ("x^y", ["x", "y"], [2.0, -inf], lambda x, y: [mpmath.mpf(0), mpmath.mpf(0)]),  # b·a^(b−1) = −inf·0
     ("logaddexp(x, y)", ["x", "y"], [519.7645601646052, -1.000000001118612],  # a - b rounded: 215 ulp off
      lambda x, y: [1 / (1 + mpmath.exp(y - x)), 1 / (1 + mpmath.exp(x - y))]),
     ("sinc(x)", ["x"], [0.1], lambda x: [(x * mpmath.cos(x) - mpmath.sin(x)) / (x * x)]),  # cancelled: 41 ulp

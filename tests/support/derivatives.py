@@ -51,6 +51,8 @@ def _div_b(a, b):
 
 
 def _pow_a(a, b):
+    if mpmath.isinf(b):  # the limit of b·a^(b−1) where a^b tends to 0
+        return mpf(0) if (abs(a) < 1) == (b > 0) and abs(a) != 1 else None
     if a < 0 and b != mpmath.floor(b):
         return None
     if a == 0:
@@ -222,7 +224,8 @@ def _pairs(rng: np.random.Generator, op: str) -> np.ndarray:
         base = base[base != 1]
         b = rng.uniform(-744, 709, len(base)) / np.log(base)
         integral = np.column_stack([-rng.uniform(0.5, 3, 60), rng.integers(-30, 30, 60).astype(float)])
-        rows = [np.column_stack([base, b]), integral, random[:200], near]
+        infinite_b = np.column_stack([base[:60], np.tile([inf, -inf], 30)])
+        rows = [np.column_stack([base, b]), integral, infinite_b, random[:200], near]
     both = np.concatenate(rows)
     return both[np.all(np.isfinite(both) | np.isinf(both), axis=1)]
 
