@@ -202,8 +202,9 @@ def markdown() -> str:
         "point where a rule divides by zero or multiplies `0·inf` the partial is `inf` or `nan`;",
         "symad does not take limits, but for a few partials whose rule would give `nan` where the value is",
         "defined ([above](#derivatives-against-mpmath)): `atan2`'s at an infinite argument (0), `hypot`'s at",
-        "the origin (0), `logaddexp`'s, `min`'s and `max`'s at equal infinities (0.5 each, so that a masked",
-        "−inf entry of `logsumexp` or `max` gets 0).  At kinks the convention is `abs'(0) = sign(0) = 0`, and",
+        "the origin (0), `x^y`'s ∂x at an infinite y where x^y = 0 (0, not inf·0), `logaddexp`'s, `min`'s and",
+        "`max`'s at equal infinities (0.5 each, so that a masked −inf entry of `logsumexp` or `max` gets 0).",
+        "At kinks the convention is `abs'(0) = sign(0) = 0`, and",
         "`min`/`max` split the derivative evenly at a tie (`step(0) = 0.5`).",
         "",
         "Two construction-time rewrites, `a − a → 0` and `0·a → 0`, assume that `a` is finite (as SymPy",
@@ -335,7 +336,8 @@ split so that h² is exact (`exp(−x²)` lost x²/2 ulp: 340 at 26), `∂(a^b)/
 `s = b − 1` rounded and e its rounding error (0 for most constant exponents, folded away),
 `∂logaddexp(a, b)/∂a = σ + σ·σ'·t` with t the rounding error of a − b (the smaller argument's
 partial lost |a − b|/2 ulp), `sinc'` by its series below |x| = 1 (the formula lost 4.5/x² ulp),
-`atan2`'s partials 0 at an infinite argument (their limit; not inf/inf).
+`atan2`'s partials 0 at an infinite argument (their limit; not inf/inf), and `x^y`'s ∂x 0 at an
+infinite y where x^y = 0 (not inf·0).
 
 """
 
