@@ -37,6 +37,7 @@ from symad.ad.reverse import gradient
 from symad.backends import program
 from symad.backends.program import Program
 from symad.backends.tape import Tape
+from symad.core.errors import PointError
 from symad.core.graph import Graph
 from symad.core.name_rule import checked, checked_all
 from symad.core.term import as_node
@@ -180,6 +181,29 @@ class SecondOrder(Function):
             return float(out[0]), out[1:1 + n], out[self._hess_index]
         return (out[:, 0].reshape(shape), out[:, 1:1 + n].reshape(*shape, n),
                 out[:, self._hess_index].reshape(*shape, n, n))
+
+    def value_grad_hess_interpreted(self, point: Any = None, params: Any = None, /,
+                                    **kwargs: Any) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(value, gradient, Hessian)`` at one point with nothing compiled, in the bits of
+        :meth:`value_grad_hess`: the value and gradient from the tape, then Hessian row ``i``
+        (its entries from column ``i`` on, mirrored) from a tape of ``∂f/∂x_i``, one row at a
+        time.  Memory is that of the gradient's DAG and one row's tape, not of ``n`` rows
+        compiled into one program (some 5 KB an operation as Python code): what a one-off
+        evaluation, as ``symad hessian --at``, wants."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
+        x, shape = self.point_array(point, kwargs)
+        if shape is not None:
+            raise PointError("value_grad_hess_interpreted takes one point; value_grad_hess takes batches")
+        xs = [float(v) for v in x]
+        value, grad = self.shared_tape().value_and_grad(xs)
+        n, g = len(self.variables), self.expr.graph
+        hess = np.empty((n, n))
+        for i, partial in enumerate(self._gradient()):
+            row = Tape(g, partial, self.inputs).value_and_grad(xs)[1]
+            hess[i, i:] = row[i:n]
+            hess[i:, i] = row[i:n]
+        return float(value), np.array(grad[:n], dtype=float), hess
 
     def hessian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
         """The Hessian matrix at a point (last two axes for a batch)."""

@@ -61,7 +61,8 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     point, params = point_and_params(args, names)
     names = [v for v in names if v not in params]
     fn = SecondOrder(expr, background=False, wrt=names)
-    value, grad, hess = fn.value_grad_hess([point[v] for v in names], params or None)
+    # One point: interpreted row by row (compiling n rows into one program costs memory per term)
+    value, grad, hess = fn.value_grad_hess_interpreted([point[v] for v in names], params or None)
     outputs = {"f": (value, expr)}
     if not (math.isfinite(value) and all(map(math.isfinite, grad)) and all(map(math.isfinite, hess.flat))):
         symbolic_grad, symbolic_hess = expr.grad(names), hessian(expr, names)

@@ -159,3 +159,25 @@ def test_nonfinite_second_derivatives_follow_ieee() -> None:
     f = SecondOrder(parse("sqrt(x)*y", Graph()))
     h = f.hessian(x=0, y=1)
     assert h[0, 0] == -np.inf and h[0, 1] == np.inf and h[1, 1] == 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_hessian_interpreted_row_by_row_has_the_programs_bits(seed: int) -> None:
+    """`value_grad_hess_interpreted` (tapes, one row at a time: what `symad hessian --at` runs)
+    gives the bits of the compiled program, non-finite entries included."""
+    text = example(expressions(3, variables=("x", "y", "z"), sums=False), seed)
+    f = SecondOrder(parse(text, Graph()), ["x", "y", "z"], background=False)
+    point = [random.Random(seed).uniform(-2, 2) for _ in range(3)]
+    want = f.value_grad_hess(point)
+    got = f.value_grad_hess_interpreted(point)
+    assert np.float64(got[0]).tobytes() == np.float64(want[0]).tobytes(), text
+    assert got[1].tobytes() == np.asarray(want[1], dtype=float).tobytes(), text
+    assert got[2].tobytes() == np.asarray(want[2], dtype=float).tobytes(), text
+
+
+def test_the_hessian_interpreted_takes_parameters_and_refuses_batches() -> None:
+    f = SecondOrder("a*x^3*y", wrt=["x", "y"], background=False)
+    value, grad, hess = f.value_grad_hess_interpreted([1.0, 2.0], {"a": 2.0})
+    assert value == 4.0 and grad.tolist() == [12.0, 2.0] and hess.tolist() == [[24.0, 6.0], [6.0, 0.0]]
+    with pytest.raises(PointError):
+        f.value_grad_hess_interpreted([[1.0, 2.0], [1.0, 2.0]], {"a": 2.0})

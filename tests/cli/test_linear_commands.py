@@ -85,3 +85,36 @@ def test_repeated_wrt_merges():
     assert out["diff"] == {"x": "y*(2*x)", "y": "x^2"}
     p = run("diff", "x^2*y", "--wrt", "x", "--wrt", "2y")
     assert p.returncode == 2 and "symad: error: --wrt: '2y' is not a variable name" in p.stderr
+
+
+def _peak_kib(args: list[str]) -> int:
+    """The peak resident memory of one ``symad`` run (KiB, from wait4: this child's alone)."""
+    import os
+    import subprocess
+
+    from support.cli_helpers import symad_command
+
+    child = subprocess.Popen(symad_command() + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, child.stderr.read()
+    return usage.ru_maxrss
+
+
+@pytest.mark.slow
+def test_hessian_at_a_point_holds_a_few_kb_a_term(tmp_path):
+    """`hessian --at` compiled value, gradient and n Hessian rows into one program: as Python code
+    (past the native size) some 40 KB a term, 15 GB for a 2.8 MB input.  Row by row on tapes, the
+    memory a term adds is that of its nodes."""
+    import random
+
+    names = [f"x{i}" for i in range(10)]
+    point = ",".join(f"{v}=0.{i + 1}" for i, v in enumerate(names))
+    peaks = {}
+    for terms in (4_000, 16_000):
+        r = random.Random(terms)
+        text = "+".join(f"sin({r.choice(names)}*{r.choice(names)})*exp({r.choice(names)}*{r.choice(names)})"
+                        f"*cos({r.choice(names)}+{r.choice(names)})" for _ in range(terms))
+        peaks[terms] = _peak_kib(["hessian", _write(tmp_path, f"h{terms}.txt", text), "--at", point])
+    per_term = (peaks[16_000] - peaks[4_000]) / 12_000
+    assert per_term < 8, f"{per_term:.1f} KiB a term (peaks {peaks} KiB)"
