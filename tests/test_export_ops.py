@@ -8,6 +8,7 @@ lowered as a C library function the Python export does not know is refused by na
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import importlib.util
 import itertools
 import math
@@ -76,12 +77,16 @@ def c_library(tmp_path_factory: pytest.TempPathFactory):
     return ctypes.CDLL(str(root / "libops.so"))
 
 
-def python_function(source: str, path: Path):
+def python_module(source: str, path: Path):
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.f
+    return module
+
+
+def python_function(source: str, path: Path):
+    return python_module(source, path).f
 
 
 @pytest.mark.parametrize("op", OPERATIONS)
@@ -133,3 +138,31 @@ def test_a_c_library_function_the_python_export_does_not_know_is_refused_by_name
     its own, defined before the other modules load, as a new op is."""
     r = subprocess.run([sys.executable, "-c", NEW_OP], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_the_python_exports_c_library_functions_give_the_c_librarys_bits(tmp_path: Path) -> None:
+    """Each function of the C library the Python export knows, on the special values, against
+    the C library itself: ``math``'s where it does not raise, the helpers' where it does."""
+    from symad.backends.c_code import PYTHON
+
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    except OSError:
+        pytest.skip("no C library to load")
+    called = {c: py for c, py in PYTHON.functions.items() if c not in ("symad_bits", "symad_double")}
+    binary = {"atan2", "pow", "hypot"}
+    source = "\n\n".join(["import ctypes", "import math", *PYTHON.helpers.values(), "FUNCTIONS = {" + ", ".join(
+        f"{c!r}: {py}" for c, py in called.items()) + "}"])
+    functions = python_module(source + "\n", tmp_path / "library.py").FUNCTIONS
+    wrong = []
+    for c, fn in functions.items():
+        want = getattr(libm, c)
+        want.argtypes, want.restype = (ctypes.c_double,) * (2 if c in binary else 1), ctypes.c_double
+        for args in itertools.product(SPECIALS, repeat=2 if c in binary else 1):
+            try:
+                got = fn(*args).hex()
+            except Exception as err:  # noqa: BLE001
+                got = type(err).__name__
+            if got != want(*args).hex():
+                wrong.append(f"{c}{args}: {got}, the C library {want(*args).hex()}")
+    assert not wrong, "\n".join(wrong[:10])
