@@ -45,8 +45,9 @@ class Inputs:
         if len(set(self.variables)) != len(self.variables):
             raise SymadError(f"{'wrt' if wrt is not None else 'variables'} lists a name twice")
         # Parameters: the expression's other variables, given at each call, never differentiated.
-        self.params: tuple[str, ...] = tuple(v for v in used if v not in set(self.variables)) if wrt is not None else ()
-        missing = [v for v in used if v not in set(self.variables) | set(self.params)]
+        listed_set = set(self.variables)  # once: a set built per variable made compile quadratic in them
+        self.params: tuple[str, ...] = tuple(v for v in used if v not in listed_set) if wrt is not None else ()
+        missing = [] if wrt is not None else [v for v in used if v not in listed_set]
         if missing:
             raise SymadError(f"the expression uses {name_list(missing)}, which is not in variables")
         self._names = self.variables + self.params  # the programs' inputs, in order

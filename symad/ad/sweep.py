@@ -42,7 +42,8 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     >>> [e.graph.op[n] for n in canonical_order(e.graph, [e.id])][-1]
     'add'
     """
-    args_of, op_of, digest = graph.args, graph.op, graph.digest
+    roots = list(roots)
+    args_of, op_of, digest = graph.args, graph.op, graph.digests(roots)
     seen = bytearray(len(args_of))
     out: list[int] = []
     add = out.append
@@ -61,7 +62,7 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
             args = args_of[node]
             if len(args) == 2:
                 a, b = args
-                if op_of[node] in _COMMUTATIVE and a != b and digest(b) < digest(a):
+                if op_of[node] in _COMMUTATIVE and a != b and digest[b] < digest[a]:
                     a, b = b, a
                 if not seen[b]:
                     push(b)

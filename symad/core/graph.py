@@ -15,7 +15,7 @@ import math
 import struct
 import threading
 import weakref
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 
 from symad.core import forksafe
 from symad.core.errors import SymadError
@@ -223,6 +223,13 @@ class Graph:
         if op == "var":
             return self.var(data)  # type: ignore[arg-type]
         return self.make(op, *args)
+
+    def digests(self, roots: Iterable[int]) -> Mapping[int, int]:
+        """The digests of every node the roots depend on (and of others computed before), by node:
+        one walk instead of a call per node."""
+        for root in roots:
+            self.digest(root)
+        return self._digests
 
     def digest(self, node: int) -> int:
         """A hash of the node's structure, equal in every graph and process for equal expressions."""
