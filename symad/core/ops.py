@@ -91,7 +91,6 @@ def _call(name: str) -> Callable[..., Any]:
 sin, cos, sqrt, log, sign, step, sinh, cosh, power, fabs, fmax, fmin, exp, hypot, sigmoid, where, less, equal, \
     sinc = map(_call, ["sin", "cos", "sqrt", "log", "sign", "step", "sinh", "cosh", "pow", "abs", "max", "min", "exp",
                        "hypot", "sigmoid", "where", "lt", "eq", "sinc"])
-both = _call("and")
 
 
 # Derivatives to full relative accuracy wherever they are finite doubles (docs/numerics.md's
@@ -108,12 +107,13 @@ def _pow_base_partial(a: Any, b: Any, out: Any) -> Any:
     """b·a^(b−1) as b·a^s·a^e, with s = b − 1 rounded and e its rounding error: a^s alone loses
     e·log a (x^(1/3) at 1e300: 87 ulp); past 2^53, where e = ±1, it has the wrong sign for a
     negative base.  Where b − 1 is exact (x^2.5, any b below 2^53 of integer or half-integer
-    form) e = 0 and a^0 = 1, folded away for a constant exponent; an infinite b has e = 0 too,
-    and where a^b = 0 (|a| < 1 and b = inf, |a| > 1 and b = −inf) the partial is its limit 0, not inf·0."""
+    form) e = 0 and a^0 = 1, folded away for a constant exponent.  At an infinite b (e is nan
+    there) it is b·a^s, and where a^b = 0 (|a| < 1 and b = inf, |a| > 1 and b = −inf) its
+    limit 0, not inf·0; for a finite constant b that condition folds away."""
     s = b - 1.0
-    e = difference_error(b, 1.0, s)
-    general = b * power(a, s) * power(a, where(equal(e, e), e, 0.0))
-    return where(both(equal(out, 0.0), equal(fabs(b), math.inf)), 0.0, general)
+    written = b * power(a, s)
+    return where(equal(fabs(b), math.inf), where(equal(out, 0.0), 0.0, written),
+                 written * power(a, difference_error(b, 1.0, s)))
 
 
 def _logaddexp_partial(k: int) -> Callable[..., Any]:
