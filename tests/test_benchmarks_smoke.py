@@ -80,3 +80,14 @@ def test_quick_branches_run_prints_every_pair() -> None:
     tables = done.stdout.count("**Compiled for")  # this machine's code, and with AVX-512 also AVX2's
     assert tables in (1, 2) and len(rows) == tables * len(PAIRS)
     assert all(sum(line.startswith(f"| {name} |") for line in rows) == tables for name, _, _ in PAIRS)
+
+
+@pytest.mark.slow
+def test_quick_scaling_run_measures_every_row(tmp_path: Path) -> None:
+    """benchmarks/scaling.py --quick: every build and command row succeeds and the page is written."""
+    from benchmarks import scaling
+
+    result = scaling.main(["--quick", "--out", str(tmp_path / "scaling")])
+    assert all(r["ok"] for r in result["build"] + result["commands"]), result
+    page = (tmp_path / "scaling.md").read_text()
+    assert "| sum | 10,000 |" in page and "## `symad hessian" in page and "KiB" in page
