@@ -282,11 +282,13 @@ define("neg", 1, lambda a: -a, _np("negative"), (-1.0,), llvm=Inline("{r} = fneg
 define("sin", 1, math.sin, _np("sin"), (lambda a, out: cos(a),), llvm=Call("llvm.sin.f64"))
 define("cos", 1, math.cos, _np("cos"), (lambda a, out: -sin(a),), llvm=Call("llvm.cos.f64"))
 define("tan", 1, math.tan, _np("tan", math.tan), (lambda a, out: 1.0 + out * out,), llvm=Call("tan"))
-define("asin", 1, math.asin, _np("arcsin", math.asin), (lambda a, out: 1.0 / sqrt((1.0 - a) * (1.0 + a)),), llvm=Call("asin"),
-       domain=((0.3,), (-0.6,)))
-define("acos", 1, math.acos, _np("arccos", math.acos), (lambda a, out: -1.0 / sqrt((1.0 - a) * (1.0 + a)),), llvm=Call("acos"),
-       domain=((0.3,), (-0.6,)))
-define("atan", 1, math.atan, _np("arctan", math.atan), (lambda a, out: _reciprocal_square(hypot(a, 1.0)),), llvm=Call("atan"))
+# asin', acos' on (1 - x)(1 + x), exact near ±1 where 1 - x² cancels; atan' without 1 + x² overflowing
+define("asin", 1, math.asin, _np("arcsin", math.asin), (lambda a, out: 1.0 / sqrt((1.0 - a) * (1.0 + a)),),
+       llvm=Call("asin"), domain=((0.3,), (-0.6,)))
+define("acos", 1, math.acos, _np("arccos", math.acos), (lambda a, out: -1.0 / sqrt((1.0 - a) * (1.0 + a)),),
+       llvm=Call("acos"), domain=((0.3,), (-0.6,)))
+define("atan", 1, math.atan, _np("arctan", math.atan), (lambda a, out: _reciprocal_square(hypot(a, 1.0)),),
+       llvm=Call("atan"))
 define("sinh", 1, math.sinh, _np("sinh", math.sinh), (lambda a, out: cosh(a),), llvm=Call("sinh"))
 define("cosh", 1, math.cosh, _np("cosh", math.cosh), (lambda a, out: sinh(a),), llvm=Call("cosh"))
 define("tanh", 1, math.tanh, sem.each_libm(math.tanh), (lambda a, out: _reciprocal_square(cosh(a)),), llvm=Call("tanh"))
@@ -373,7 +375,8 @@ define("erf", 1, math.erf, sem.each_libm(math.erf), (lambda a, out: TWO_OVER_SQR
        llvm=Call("erf"), doc="the error function")
 define("erfc", 1, math.erfc, sem.each_libm(math.erfc), (lambda a, out: -TWO_OVER_SQRT_PI * _gauss(a),),
        llvm=Call("erfc"), doc="1 - erf(x), accurate where erf(x) is near 1")
-define("hypot", 2, sem.py_hypot, _np("hypot"), (lambda a, b, out: a / _hypot_divisor(out), lambda a, b, out: b / _hypot_divisor(out)),
+define("hypot", 2, sem.py_hypot, _np("hypot"),
+       (lambda a, b, out: a / _hypot_divisor(out), lambda a, b, out: b / _hypot_divisor(out)),
        llvm=Call("hypot"), commutative=True, doc="sqrt(a^2 + b^2) without overflow or underflow")
 define("sinc", 1, sem.py_sinc, sem.np_sinc, (_sinc_partial,),
        llvm=Inline("{t}z = fcmp oeq double {0}, 0.0\n{t}s = call double @llvm.sin.f64(double {0})\n"

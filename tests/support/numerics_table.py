@@ -334,8 +334,8 @@ below −37), `tanh' = (1/cosh x)²` (not `1 − tanh²`, 1,300 ulp off at 5, 0 
 (`1 + x²` overflowed at 1.3e154), `erf' = 2/√π·exp(−h²)·exp(−l·(|x| + h))` with |x| = h + l
 split so that h² is exact (`exp(−x²)` lost x²/2 ulp: 340 at 26), `∂(a^b)/∂a = b·a^s·a^e` with
 `s = b − 1` rounded and e its rounding error (0 for most constant exponents, folded away),
-`∂logaddexp(a, b)/∂a = σ(d) + σ(d)·σ(−d)·t` with d = a − b rounded and t its rounding error (the smaller argument's
-partial lost |a − b|/2 ulp), `sinc'` by its series below |x| = 1 (the formula lost 4.5/x² ulp),
+`∂logaddexp(a, b)/∂a = σ(d) + σ(d)·σ(−d)·t` with d = a − b rounded and t its rounding error
+(the smaller argument's partial lost |a − b|/2 ulp), `sinc'` by its series below |x| = 1 (the formula lost 4.5/x² ulp),
 `atan2`'s partials 0 at an infinite argument (their limit; not inf/inf), and `x^y`'s ∂x 0 at an
 infinite y where x^y = 0 (not inf·0).
 
@@ -347,7 +347,8 @@ def derivative_section() -> list[str]:
     from support.derivatives import CHOICES, KNOWN, arguments, operations, sweep, text_of
 
     lines = [*DERIVATIVES_INTRO.rstrip("\n").split("\n"), "",
-             "| op | points compared | worst error (ulp) | worst relative error | at | not differentiable: symad's partial |",
+             "| op | points compared | worst error (ulp) | worst relative error | at "
+             "| not differentiable: symad's partial |",
              "|---|---|---|---|---|---|"]
     for op in operations():
         w = sweep(op)
