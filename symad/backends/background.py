@@ -1,10 +1,17 @@
-"""Compile threads: started, waited for interruptibly, and settled at exit.
+"""Compile threads: a small pool for background compiles, foreground threads waited for
+interruptibly, and what is left settled at exit.
 
 LLVM compiles run in threads (llvmlite releases the interpreter lock), either in
 the background while calls are interpreted, or in the foreground with the caller
-waiting.  A thread still inside LLVM while the interpreter tears down aborts the
-process, so exit waits for them; a Ctrl-C (now, or the one that ended the
-script) ends the process at once with status 130 instead, without teardown.
+waiting.  Background compiles are tasks of one pool of :data:`POOL_THREADS` threads
+shared by every function and objective (:func:`submit`): a task whose owner was dropped
+is skipped, and at exit the queue is dropped and a task under way is abandoned (its
+LLVM part runs in the compile worker, which is killed), so exit waits for none of them.
+A foreground thread still inside LLVM while the interpreter tears down would abort the
+process, so exit waits for those; a Ctrl-C (now, or the one that ended the script) ends
+the process at once with status 130 instead, without teardown.  No lock is held across
+exit: a process that forks in an exit hook (``subprocess``, a process pool) never waits
+on one.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import os
 import signal
 import sys
 import threading
+import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -49,25 +58,25 @@ def import_compile_modules() -> None:
             _imported.append(True)
 
 
-def start(target: Callable[[], Any], name: str = "symad-compile", *, abandonable: bool = False) -> threading.Thread:
-    """Run ``target`` in a daemon thread, waited for at exit unless ``abandonable`` (a compile
-    whose result only speeds up later calls: at exit it is dropped, see :func:`on_exit`)."""
-
-    def run() -> None:
-        _local.abandonable = abandonable
-        target()
-
-    thread = threading.Thread(target=run, daemon=True, name=name)
-    thread.symad_abandonable = abandonable  # type: ignore[attr-defined]
+def start(target: Callable[[], Any], name: str = "symad-compile-foreground") -> threading.Thread:
+    """Run ``target`` in a daemon thread of its own, waited for at exit (a compile a caller
+    waits for; background compiles go to the pool: :func:`submit`).  Raises RuntimeError if
+    no thread can be started."""
+    thread = threading.Thread(target=target, daemon=True, name=name)
     with _threads_lock:
         _threads[:] = [t for t in _threads if t.is_alive()]
         _threads.append(thread)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # can't start new thread
+        with _threads_lock:
+            _threads.remove(thread)
+        raise
     return thread
 
 
 def in_abandonable_thread() -> bool:
-    """Whether this thread runs a compile that may be dropped at exit."""
+    """Whether this thread runs a compile that may be dropped at exit (a pool task)."""
     return getattr(_local, "abandonable", False)
 
 
@@ -77,7 +86,7 @@ _local = threading.local()
 def run_interruptibly(work: Callable[[], T]) -> T:
     """``work()``, but from the main thread in a thread of its own, so that a Ctrl-C
     interrupts the wait at once (a long call into LLVM would hold it back); the work
-    itself finishes in the background."""
+    itself finishes in the background.  Where no thread can be started, ``work()`` here."""
     if threading.current_thread() is not threading.main_thread():
         return work()
     result: list[Any] = []
@@ -88,15 +97,176 @@ def run_interruptibly(work: Callable[[], T]) -> T:
         except BaseException as err:  # noqa: BLE001 - handed to the waiting thread
             result.append((False, err))
 
-    start(run, name="symad-compile-foreground").join()
+    try:
+        thread = start(run)
+    except RuntimeError:
+        return work()
+    thread.join()
     ok, value = result[0]
     if not ok:
         raise value
     return value
 
 
+# ------------------------------------------------------------------ the pool
+# Background compiles (those nobody waits for) share POOL_THREADS threads, whatever the number
+# of functions: a loop creating functions or objectives queues work, never threads.  A task
+# holds its owner (a function's tier, an objective's sums) by a weak reference, so the work
+# of an owner dropped before its turn is skipped; at exit the queue is dropped.
+POOL_THREADS = 2
+POOL_IDLE_SECONDS = 10.0  # a pool thread with nothing to do for this long ends
+_pool_lock = threading.Lock()
+_pool_ready = threading.Condition(_pool_lock)
+_queue: deque[Task] = deque()
+_running: set[Task] = set()  # tasks started, in a pool thread or in a joining caller
+_pool_state = {"threads": 0, "idle": 0, "closed": False}
+forksafe.hold_across_fork(_pool_lock)
+
+
+class Abandoned(Exception):
+    """The process is exiting: a background compile was dropped."""
+
+
+class Task:
+    """A piece of background work: ``target`` (a bound method, whose object is held weakly)
+    run once, by a pool thread or by the first thread to :meth:`join` it before it starts."""
+
+    def __init__(self, target: Callable[[], Any]):
+        owner = getattr(target, "__self__", None)
+        self._target: Callable[[], Callable[[], Any] | None] = \
+            weakref.WeakMethod(target) if owner is not None else (lambda: target)  # type: ignore[arg-type]
+        self._started = False
+        self._done = threading.Event()
+
+    def _claim(self) -> Callable[[], Any] | None:
+        """The target, marked started, if nobody started it yet and its owner lives (under _pool_lock)."""
+        if self._started:
+            return None
+        self._started = True
+        target = self._target()
+        if target is None:
+            self._done.set()  # its owner is gone: nothing to do
+        else:
+            _running.add(self)
+        return target
+
+    def _run(self, target: Callable[[], Any], abandonable: bool) -> None:
+        before = in_abandonable_thread()
+        _local.abandonable = abandonable
+        try:
+            target()
+        except Abandoned:
+            pass
+        finally:
+            _local.abandonable = before
+            with _pool_lock:
+                _running.discard(self)
+            self._done.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the task; one not yet started runs here and now (as a compile its caller
+        waits for, in-process)."""
+        with _pool_lock:
+            target = self._claim()
+        if target is not None:
+            self._run(target, abandonable=False)
+        else:
+            self._done.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the task without running it here; whether it has ended."""
+        return self._done.wait(timeout)
+
+    def is_alive(self) -> bool:
+        """Whether the task is queued or running."""
+        return not self._done.is_set()
+
+    def _drop(self) -> None:
+        self._started = True
+        self._done.set()
+
+
+def task(target: Callable[[], Any]) -> Task:
+    """A task that runs when joined (not queued)."""
+    return Task(target)
+
+
+def submit(target: Callable[[], Any]) -> Task:
+    """Queue ``target`` (a bound method, its object held weakly) for the pool, as an abandonable
+    compile; the task.  Once the process is exiting the task is dropped at once."""
+    job = Task(target)
+    with _pool_lock:
+        if _pool_state["closed"]:
+            job._drop()
+            return job
+        _queue.append(job)
+        if _pool_state["idle"]:
+            _pool_ready.notify()
+        elif _pool_state["threads"] < POOL_THREADS:
+            _add_pool_thread()
+    return job
+
+
+def _add_pool_thread() -> None:
+    # Under _pool_lock.  A thread that cannot start leaves the work queued: the next submit
+    # tries again, and a caller that needs the result runs it by joining.
+    thread = threading.Thread(target=_pool_work, daemon=True, name="symad-compile")
+    try:
+        thread.start()
+    except RuntimeError:
+        return
+    _pool_state["threads"] += 1
+
+
+def _pool_work() -> None:
+    while True:
+        with _pool_lock:
+            while not _queue and not _pool_state["closed"]:
+                _pool_state["idle"] += 1
+                woken = _pool_ready.wait(POOL_IDLE_SECONDS)
+                _pool_state["idle"] -= 1
+                if not woken and not _queue:
+                    break
+            if not _queue or _pool_state["closed"]:
+                _pool_state["threads"] -= 1
+                return
+            job = _queue.popleft()
+            target = job._claim()
+        if target is not None:
+            job._run(target, abandonable=True)
+            del target
+
+
+def pool_threads() -> int:
+    """The pool's threads now."""
+    with _pool_lock:
+        return _pool_state["threads"]
+
+
+def _close_pool() -> None:
+    """At exit: drop the queued tasks; none starts from now on."""
+    with _pool_lock:
+        _pool_state["closed"] = True
+        while _queue:
+            _queue.popleft()._drop()
+        _pool_ready.notify_all()
+
+
+def _reset_pool_after_fork() -> None:
+    # A child has none of its parent's threads: the work they queued or ran never ends
+    # there, so its tasks end now (their owners start again if need be).
+    global _pool_ready
+    _pool_ready = threading.Condition(_pool_lock)
+    for job in [*_queue, *_running]:
+        job._done = threading.Event()
+        job._drop()
+    _queue.clear()
+    _running.clear()
+    _pool_state.update(threads=0, idle=0)
+
+
 def alive() -> list[threading.Thread]:
-    """The compile threads still running."""
+    """The foreground compile threads still running."""
     with _threads_lock:
         return [t for t in _threads if t.is_alive()]
 
@@ -122,7 +292,7 @@ def exit_now(status: int) -> None:
 def _at_shutdown() -> None:
     # First thing at exit (before other libraries' exit hooks, where a KeyboardInterrupt
     # would be printed and ignored): while compiles run, Ctrl-C means "exit now".
-    if alive() and threading.current_thread() is threading.main_thread() \
+    if (alive() or _running) and threading.current_thread() is threading.main_thread() \
             and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, lambda *_: exit_now(130))
 
@@ -142,20 +312,22 @@ def when_settled(action: Callable[[], None]) -> None:
 
 
 def on_exit(action: Callable[[], None]) -> None:
-    """Run ``action`` at exit, once the compiles that are waited for have ended, to drop the
-    abandonable ones: it must leave no thread inside LLVM (the process then exits without
-    waiting for them)."""
+    """Run ``action`` at exit, once the pool's queue is dropped and the foreground compiles
+    have ended, to abandon the pool's tasks under way: it must leave no thread inside LLVM
+    (the process then exits without waiting for them) and no lock held."""
     _on_exit.append(action)
 
 
 @atexit.register
 def _settle() -> None:
+    _close_pool()
     try:
-        if getattr(sys, "last_type", None) is KeyboardInterrupt and (_threads or "llvmlite.binding" in sys.modules):
+        if getattr(sys, "last_type", None) is KeyboardInterrupt and \
+                (_threads or _running or "llvmlite.binding" in sys.modules):
             raise KeyboardInterrupt  # what a compile cut short left behind must not be torn down either
         while True:
             # again after each wait: a compile may start another
-            running = [t for t in alive() if not getattr(t, "symad_abandonable", False)]
+            running = alive()
             if not running:
                 break
             for thread in running:
@@ -168,4 +340,9 @@ def _settle() -> None:
         action()
 
 
-forksafe.after_fork_in_child(_threads.clear)  # a child has none of its parent's threads
+def _after_fork() -> None:
+    _threads.clear()  # a child has none of its parent's threads
+    _reset_pool_after_fork()
+
+
+forksafe.after_fork_in_child(_after_fork)

@@ -130,7 +130,7 @@ class Program:
         # `call` (see NativeProgram) of the native code single points run on, once there is one
         self.call: Any = None
         self._python: tuple[Any, Any] | None = None
-        self._compiling: threading.Thread | None = None
+        self._compiling: background.Task | None = None  # the -O2 compile of quick code
         self._optimizable = False  # quick code whose -O2 compile waits for its calls to pay
         self.background = background  # False: no optimised recompile in a background thread (one-shot callers)
         use_native = backend == "native" or (
@@ -192,7 +192,7 @@ class Program:
 
     def _optimize_in_background(self) -> None:
         if self.size <= NATIVE_OPTIMIZE_OPS and self.background and self._compiling is None:
-            self._compiling = background.start(self._compile_native, abandonable=True)
+            self._compiling = background.submit(self._compile_native)
 
     def _compile_native(self) -> None:
         try:
@@ -202,7 +202,7 @@ class Program:
 
     def wait_native(self) -> None:
         """Optimised native code now: start the -O2 compile of quick code whose calls have not
-        started it yet, and block until a background native compile (if any) has finished."""
+        started it yet, and block until it has finished (run here if it has not started)."""
         if self._optimizable:
             self._optimize_in_background()
         if self._compiling is not None:
@@ -317,7 +317,14 @@ class Program:
                     lo, hi = lo_hi
                     nat.batch(in_row + lo * width_in, out_row + lo * width_out, hi - lo)
 
-                list(pool.map(run, zip(bounds[:-1], bounds[1:])))  # ctypes releases the GIL
+                futures = []
+                for part in zip(bounds[:-1], bounds[1:]):
+                    try:
+                        futures.append(pool.submit(run, part))  # ctypes releases the GIL
+                    except RuntimeError:  # no thread could be started (or the pool is shut at exit)
+                        run(part)
+                for future in futures:
+                    future.result()
             return out
         with np.errstate(all="ignore"):
             cols = self.run_numpy(*(rows[:, k] for k in range(rows.shape[1])))

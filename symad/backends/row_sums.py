@@ -79,7 +79,7 @@ class RowSums:
         self.tiered = tiered and self.native and backend == "auto"
         self._program: Any = None
         self._optimised = False  # whether _program is the optimised loop (or the only one there is)
-        self._thread: threading.Thread | None = None
+        self._thread: background.Task | None = None
         self._lock = threading.Lock()
         forksafe.register(self)
         if columns:
@@ -125,9 +125,8 @@ class RowSums:
             self._optimised = True
             return best
         first = InterpretedRows(self.schedule, self.sources)
-        # Not abandonable: the exit waits for it (tens of milliseconds), so that it reaches the
-        # disk cache and a script run again starts on it.
-        self._thread = background.start(self._optimise, name="symad-rows")
+        # A task of the background pool: skipped if this object is dropped first, abandoned at exit.
+        self._thread = background.submit(self._optimise)
         return first
 
     def _optimise(self) -> None:

@@ -11,8 +11,10 @@ value and gradient).  With backend ``auto``:
    :class:`~symad.backends.tape.Tape` instead (no gradient expression, no code built),
    and the instructions serve from the second;
 2. once those calls have cost about what compiling would (ski rental: compiling
-   pays only for a loop that goes on), a background thread compiles a
-   :class:`~symad.backends.program.Program`, which replaces the instructions when ready.
+   pays only for a loop that goes on), a task of the background pool
+   (:func:`symad.backends.background.submit`) compiles a
+   :class:`~symad.backends.program.Program`, which replaces the instructions when ready;
+   the task holds the program weakly, so a function dropped before its turn costs nothing.
 
 Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter: their Python code
 (compiled in the background from the second call) is as fast.  Other backends
@@ -70,7 +72,7 @@ class TieredProgram:
         self.floats: Any = None  # the program's Python code on floats, when points run in Python
         self.vm_calls, self.vm_calls_before_compile = 0, 0
         self.calls = 0
-        self.thread: threading.Thread | None = None
+        self.thread: background.Task | None = None  # the compile, queued, running or done
         self.error: Exception | None = None
         self._lock = threading.Lock()
         forksafe.register(self)
@@ -78,10 +80,9 @@ class TieredProgram:
     def compiled(self) -> Program:
         """The compiled program, built now (or awaited) if need be."""
         while self.program is None:
-            # A caller waits for it: compiled in-process (no worker to start), unless a
-            # background compile is already under way.
-            thread = self.start(abandonable=False)
-            thread.join()
+            # A caller waits for it: compiled here, in-process (no worker to start), unless a
+            # background compile is already under way (a queued one runs here).
+            self.start(abandonable=False).join()
             if self.error is not None:
                 raise self.error
         return self.program
@@ -93,16 +94,17 @@ class TieredProgram:
         program.prepare_batches()
         return program
 
-    def start(self, abandonable: bool = True) -> threading.Thread:
-        """Start compiling in a thread (once); the compile thread.  An ``abandonable`` compile
-        (nobody waits for it) runs its LLVM part in the worker process and is dropped at exit."""
+    def start(self, abandonable: bool = True) -> background.Task:
+        """Start compiling (once); the compile's task.  An ``abandonable`` compile (nobody waits
+        for it) is queued for the background pool, runs its LLVM part in the worker process
+        and is dropped at exit; else the task runs when joined."""
         with self._lock:
-            thread = self.thread
-            if thread is None or (self.program is None and self.error is None and not thread.is_alive()):
-                # None yet, or one that ended without a result: a thread of the parent
-                # process, in a child forked while it ran (its program never arrives here).
-                thread = self.thread = background.start(self._build, abandonable=abandonable)
-            return thread
+            task = self.thread
+            if task is None or (self.program is None and self.error is None and not task.is_alive()):
+                # None yet, or one that ended without a result: dropped at exit, or run by the
+                # parent of this forked process (its program never arrives here).
+                task = self.thread = background.submit(self._build) if abandonable else background.task(self._build)
+            return task
 
     def _schedule(self) -> Schedule:
         if self.schedule is None:
@@ -119,6 +121,8 @@ class TieredProgram:
             self.program = program
             if self.compiled_hook is not None:
                 self.compiled_hook()
+        except background.Abandoned:  # the process is exiting; compiled() would build it again
+            pass
         except Exception as err:  # noqa: BLE001 - the tape keeps serving; compiled() raises it
             self.error = err
 

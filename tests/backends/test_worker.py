@@ -30,7 +30,7 @@ def test_a_background_compile_comes_from_the_worker_and_computes_the_same_number
     f.value_and_grad(x)
     want = f.value_and_grad(x)  # the instructions
     tiers = f._value_grad
-    tiers.start().join()  # as the ski rental would, in the background
+    assert tiers.start().wait(timeout=120)  # as the ski rental would: the pool runs it
     assert remote._proc and remote._proc[0].poll() is None  # the worker, alive
     assert tiers.program is not None and tiers.program.native is not None
     got = f.value_and_grad(x)
@@ -71,7 +71,7 @@ def test_a_forked_child_compiles_with_a_worker_of_its_own():
     x = np.linspace(-1, 1, len(f.variables))
     f.value_and_grad(x)
     f.value_and_grad(x)
-    f._value_grad.start().join()
+    f._value_grad.start().wait(timeout=120)
     parent_worker = remote._proc[0].pid
     r, w = os.pipe()
     pid = os.fork()
@@ -82,7 +82,7 @@ def test_a_forked_child_compiles_with_a_worker_of_its_own():
             y = np.linspace(-1, 1, len(g.variables))
             g.value_and_grad(y)
             g.value_and_grad(y)
-            g._value_grad.start().join()
+            g._value_grad.start().wait(timeout=120)
             own = remote._proc[0].pid if remote._proc else -1
             ok = g._value_grad.program.native is not None and own not in (-1, parent_worker)
             code = 0 if ok else 2

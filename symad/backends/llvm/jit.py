@@ -12,11 +12,13 @@ llvmlite needs no C compiler at run time; compiled machine code is cached in
 memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
 used), so an expression compiled again reuses its code, and optionally on disk
 (:mod:`symad.backends.llvm.cache`).  Compiles run one at a time, in a thread that a Ctrl-C
-does not wait for (:mod:`symad.backends.background`).
+does not wait for (:mod:`symad.backends.background`); background compiles (the pool's tasks)
+get their object code from the compile worker process and are abandoned at exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import threading
@@ -24,6 +26,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from symad.backends import background
@@ -142,6 +145,20 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     return _compiled_once(key, lambda: _compile(schedule, opt, key))
 
 
+_exiting: list[bool] = []  # set at exit: no background compile enters LLVM from then on
+
+
+@contextlib.contextmanager
+def _llvm_for_background() -> Iterator[None]:
+    """``_compile_lock``, for a background task about to enter LLVM in this process; raises
+    :class:`~symad.backends.background.Abandoned` once the process is exiting (a thread inside
+    LLVM while the interpreter tears down would abort it)."""
+    with _compile_lock:
+        if _exiting:
+            raise background.Abandoned
+        yield
+
+
 def _compiled_once(key: str, build: Callable[[], Any]) -> Any:
     """``build()`` under ``_compile_lock`` (from the main thread, interruptibly), unless a compile
     that held the lock meanwhile left ``key`` in the cache."""
@@ -203,7 +220,11 @@ def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 
     """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile_native`'s programs)."""
     key = _rows_key(schedule, sources, opt)
     cached = _cached(key)
-    return cached if cached is not None else _compiled_once(key, lambda: _compile_rows(schedule, sources, opt, key))
+    if cached is not None:
+        return cached
+    if background.in_abandonable_thread():
+        return _compile_rows(schedule, sources, opt, key, remote_ok=True)
+    return _compiled_once(key, lambda: _compile_rows(schedule, sources, opt, key))
 
 
 def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram | None:
@@ -253,9 +274,11 @@ def _rows_folder(schedule: Schedule) -> Path | None:
     return cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else cache.cache_dir()
 
 
-def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str) -> RowsProgram:
+def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str,
+                  remote_ok: bool = False) -> RowsProgram:
     started = time.perf_counter()
-    engine, loaded = _engine(_rows_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
+    engine, loaded = _engine(_rows_ir(schedule, sources), opt, schedule.size, remote_ok,
+                             folder=_rows_folder(schedule))
     program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
     _remember(key, program, loaded, started)
     return program
@@ -284,7 +307,7 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Pat
     if stored is None and remote_ok:
         stored = remote.object_code(text, opt, size)
         if stored is None:  # no worker: compile here, as a foreground compile does
-            with _compile_lock:
+            with _llvm_for_background():
                 stored = codegen.object_code(text, _target_machine_for(opt), opt, size)
     elif stored is None:
         # Object code, not an engine compiling the module: the engine would keep the IR
@@ -293,7 +316,7 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Pat
     if on_disk and not loaded:
         cache.store(on_disk, stored, folder)
     if remote_ok:
-        with _compile_lock:
+        with _llvm_for_background():
             return _load(stored, opt), loaded
     return _load(stored, opt), loaded
 
@@ -329,9 +352,11 @@ def _load(stored: bytes, opt: int) -> Any:
 
 def _abandon_background_compiles() -> None:
     # At exit: a compile in the worker is dropped with it; one loading code here is waited
-    # for, and none may start (the lock is never released).
+    # for, and none may start.  The lock is released again: a fork in a later exit hook
+    # waits for it, and a compile a later exit hook waits for takes it.
     remote.abandon()
-    _compile_lock.acquire()
+    with _compile_lock:
+        _exiting.append(True)
 
 
 background.on_exit(_abandon_background_compiles)

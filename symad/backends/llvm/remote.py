@@ -15,12 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from symad.backends.background import Abandoned
 from symad.core import forksafe
 
-
-class Abandoned(Exception):
-    """The process is exiting: the compile was dropped."""
-
+__all__ = ["Abandoned", "abandon", "object_code"]
 
 _proc: list[Any] = []  # the worker's Popen, once started
 _state = {"broken": False, "exiting": False}
