@@ -31,7 +31,10 @@ def cache(tmp_path, monkeypatch):
     """A fresh cache directory (not yet created), with the once-per-path warnings forgotten."""
     monkeypatch.setattr(codecache, "_dir", [])
     monkeypatch.setattr(codecache, "_warned", set(), raising=False)
+    monkeypatch.setattr(codecache, "_max_mb", [])
+    monkeypatch.setattr(codecache, "_usage", {})
     monkeypatch.delenv("SYMAD_CACHE_DIR", raising=False)
+    monkeypatch.delenv("SYMAD_CACHE_MAX_MB", raising=False)
     folder = tmp_path / "cache"
     codecache.set_cache_dir(folder)
     return folder
@@ -262,6 +265,87 @@ def test_a_failed_write_leaves_no_temporary_file(cache, monkeypatch):
     codecache.store("k", PAYLOAD)
     monkeypatch.undo()
     assert sorted(p.name for p in cache.iterdir()) == ["first.o"]
+
+
+# ---------------------------------------------------------------- a bounded size
+
+
+def entry_bytes(name: str, payload: bytes = PAYLOAD) -> int:
+    return len(b"symad-object-2\n" + name.encode() + b"\n") + 32 + len(payload)
+
+
+def aged(folder: Path, names: list[str]) -> None:
+    """Give ``names`` (in this order) modification times a minute apart, an hour ago."""
+    for k, name in enumerate(names):
+        moment = 1_700_000_000 + 60 * k
+        os.utime(entry(folder, name), (moment, moment))
+
+
+def test_a_directory_is_kept_under_its_bound_least_recently_used_first(cache):
+    """Entries were never evicted (7,246 files, 30 MB, after 20 s of objectives in a loop)."""
+    size = entry_bytes("k00")
+    codecache.set_cache_max_mb(10.5 * size / 1e6)  # room for ten entries
+    names = [f"k{k:02d}" for k in range(10)]
+    for name in names:
+        codecache.store(name, PAYLOAD)
+    aged(cache, names)
+    assert codecache.load("k00") == PAYLOAD  # used: now the most recent
+    codecache.store("k10", PAYLOAD)  # past the bound: back under three quarters of it
+    left = sorted(p.stem for p in cache.glob("*.o"))
+    assert "k00" in left and "k10" in left and "k01" not in left and "k02" not in left
+    assert len(left) * size <= 0.75 * 10.5 * size
+    for name in [f"m{k:03d}" for k in range(200)]:
+        codecache.store(name, PAYLOAD)
+        assert sum(p.stat().st_size for p in cache.glob("*.o")) <= codecache.max_bytes()
+
+
+def test_eviction_leaves_files_being_written_and_files_not_its_own(cache):
+    codecache.set_cache_max_mb(2 * entry_bytes("k0") / 1e6)
+    codecache.store("k0", PAYLOAD)
+    writing, stale = cache / ".tmp-writing.o", cache / ".tmp-killed.o"
+    writing.write_bytes(PAYLOAD * 100)
+    stale.write_bytes(PAYLOAD)
+    os.utime(stale, (1_000_000_000, 1_000_000_000))  # left by a process killed long ago
+    (cache / "notes.txt").write_bytes(PAYLOAD * 100)
+    for k in range(1, 5):
+        codecache.store(f"k{k}", PAYLOAD)
+    assert writing.exists() and (cache / "notes.txt").exists() and not stale.exists()
+    assert len(list(cache.glob("k*.o"))) <= 2
+
+
+def test_the_directory_is_scanned_every_so_many_stores_not_on_each(cache, monkeypatch):
+    scans = []
+    real = codecache.evict
+    monkeypatch.setattr(codecache, "evict", lambda folder, limit=None: scans.append(1) or real(folder, limit))
+    for k in range(2 * codecache.SCAN_EVERY + 5):
+        codecache.store(f"k{k}", PAYLOAD)
+    assert len(scans) == 3  # the process's first store, then every SCAN_EVERY
+    codecache.set_cache_max_mb(3 * entry_bytes("k0") / 1e6)
+    for k in range(5):
+        codecache.store(f"n{k}", PAYLOAD)  # the stores pass the bound: scanned at once
+    assert len(list(cache.glob("*.o"))) <= 3
+
+
+def test_the_size_bound_is_set_by_environment_or_setter(cache, monkeypatch):
+    assert codecache.max_bytes() == codecache.DEFAULT_MAX_MB * 10**6
+    monkeypatch.setenv("SYMAD_CACHE_MAX_MB", "1.5")
+    assert codecache.max_bytes() == 1_500_000
+    codecache.set_cache_max_mb(2)
+    assert codecache.max_bytes() == 2_000_000
+    codecache.set_cache_max_mb(None)
+    monkeypatch.setenv("SYMAD_CACHE_MAX_MB", "lots")
+    with pytest.warns(codecache.CacheWarning, match="SYMAD_CACHE_MAX_MB.*'lots' is not a positive number"):
+        assert codecache.max_bytes() == codecache.DEFAULT_MAX_MB * 10**6
+    for bad in (0, -1, float("nan"), "5", True):
+        with pytest.raises(symad.SymadError, match="positive number of megabytes"):
+            codecache.set_cache_max_mb(bad)
+
+
+def test_an_entry_larger_than_the_bound_is_not_kept(cache):
+    codecache.store("small", PAYLOAD)
+    codecache.set_cache_max_mb(entry_bytes("big", PAYLOAD * 2) / 2e6)
+    codecache.store("big", PAYLOAD * 2)
+    assert codecache.load("big") is None and codecache.load("small") == PAYLOAD
 
 
 # ---------------------------------------------------------------- end to end: planted code never runs

@@ -23,6 +23,15 @@ only you or root can change.**  Nothing else is loaded:
   an entry copied or renamed to another name, or truncated or damaged, is not
   loaded.
 
+**Size.** Each cache directory is kept under a size bound: :data:`DEFAULT_MAX_MB` (256 MB)
+unless ``SYMAD_CACHE_MAX_MB`` or :func:`set_cache_max_mb` says otherwise.  A load marks
+its entry used (its modification time); when a directory passes the bound, the entries
+used least recently are deleted until it is back under three quarters of it.  The
+directory is scanned on a process's first store, every :data:`SCAN_EVERY` stores, and when
+the stores since the last scan pass the bound, never on every store.  Only entries are
+deleted, never a file being written (a temporary file is deleted only once it is a day
+old: what a killed process left); an entry larger than the bound is not kept.
+
 An entry or directory refused for its owner, mode or kind is reported once per
 path with a :class:`CacheWarning`, and the program is compiled instead; a damaged
 entry is recompiled silently.  The checksum is not a signature: anything that
@@ -39,17 +48,32 @@ import os
 import re
 import stat
 import tempfile
+import threading
+import time
 import warnings
 from pathlib import Path
 
+from symad.core import forksafe
+from symad.core.errors import SymadError
+
 MAX_ENTRY_BYTES = 256 * 2**20
 """The largest entry loaded (256 MiB); a larger file is refused without being read."""
+
+DEFAULT_MAX_MB = 256
+"""The size bound of a cache directory, in megabytes (10^6 bytes), unless set otherwise."""
+SCAN_EVERY = 100
+"""Stores between two scans of a directory for its size (besides when the stores pass the bound)."""
+STALE_TEMP_SECONDS = 86400  # a temporary file this old is what a killed process left
 
 _MAGIC = b"symad-object-2\n"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _POSIX = hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
 _dir: list[Path | None] = []  # set once: from the environment, or by set_cache_dir
 _warned: set[str] = set()  # paths already reported as refused
+_max_mb: list[float] = []  # set by set_cache_max_mb
+_usage: dict[str, tuple[int, int]] = {}  # directory: (stores since its last scan, its size then + those stores)
+_usage_lock = threading.Lock()
+forksafe.hold_across_fork(_usage_lock)
 
 
 class CacheWarning(UserWarning):
@@ -71,6 +95,34 @@ def set_cache_dir(path: str | os.PathLike[str] | None) -> None:
     """
     on = path is not None and os.fspath(path) != ""
     _dir[:] = [Path(path).expanduser() if on else None]  # type: ignore[arg-type]
+
+
+def set_cache_max_mb(megabytes: float | None) -> None:
+    """Keep each cache directory under ``megabytes`` (10^6 bytes) from now on, deleting the
+    entries used least recently; None: as ``SYMAD_CACHE_MAX_MB`` says, else :data:`DEFAULT_MAX_MB`."""
+    if megabytes is None:
+        _max_mb.clear()
+        return
+    if isinstance(megabytes, bool) or not isinstance(megabytes, (int, float)) or not 0 < megabytes < float("inf"):
+        raise SymadError(f"the code cache's size bound must be a positive number of megabytes, not {megabytes!r}")
+    _max_mb[:] = [float(megabytes)]
+
+
+def max_bytes() -> int:
+    """The size bound of a cache directory, in bytes (see :func:`set_cache_max_mb`)."""
+    if _max_mb:
+        return int(_max_mb[0] * 1e6)
+    env = os.environ.get("SYMAD_CACHE_MAX_MB", "")
+    if env:
+        try:
+            megabytes = float(env)
+        except ValueError:
+            megabytes = 0.0
+        if 0 < megabytes < float("inf"):
+            return int(megabytes * 1e6)
+        _refuse("SYMAD_CACHE_MAX_MB", f"{env!r} is not a positive number of megabytes; "
+                                      f"using {DEFAULT_MAX_MB}", compiling=False)
+    return int(DEFAULT_MAX_MB * 1e6)
 
 
 def key(*parts: str) -> str:
@@ -117,16 +169,22 @@ def load(name: str, folder: Path | None = None) -> bytes | None:
         return None
     try:
         blob = _read_entry(dir_fd, folder / f"{name}.o")
+        if blob is None:
+            return None
+        label = _MAGIC + name.encode() + b"\n"
+        head = len(label) + 32
+        if len(blob) < head or not blob.startswith(label):
+            return None  # damaged, another format, or another name's entry
+        payload = blob[head:]
+        if _checksum(label, payload) != blob[len(label):head]:
+            return None
+        try:
+            os.utime(f"{name}.o", dir_fd=dir_fd, follow_symlinks=False)  # used now: evicted last
+        except OSError:
+            pass
+        return payload
     finally:
         os.close(dir_fd)
-    if blob is None:
-        return None
-    label = _MAGIC + name.encode() + b"\n"
-    head = len(label) + 32
-    if len(blob) < head or not blob.startswith(label):
-        return None  # damaged, another format, or another name's entry
-    payload = blob[head:]
-    return payload if _checksum(label, payload) == blob[len(label):head] else None
 
 
 def store(name: str, payload: bytes, folder: Path | None = None) -> None:
@@ -136,26 +194,97 @@ def store(name: str, payload: bytes, folder: Path | None = None) -> None:
     if folder is None:
         return
     _check_name(name)
+    label = _MAGIC + name.encode() + b"\n"
+    blob = label + _checksum(label, bytes(payload)) + bytes(payload)
+    limit = max_bytes()
+    if len(blob) > limit:
+        return  # it would evict everything else, and then itself
     dir_fd = _open_trusted_dir(folder, create=True)
     if dir_fd is None:
         return
     os.close(dir_fd)
-    label = _MAGIC + name.encode() + b"\n"
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".o")  # mode 0600
         with os.fdopen(fd, "wb") as fh:
-            fh.write(label + _checksum(label, bytes(payload)) + bytes(payload))
+            fh.write(blob)
         os.replace(tmp, folder / f"{name}.o")
         tmp = None
     except OSError:
-        pass  # a read-only or full disk costs a recompile next time, nothing else
+        return  # a read-only or full disk costs a recompile next time, nothing else
     finally:
         if tmp is not None:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+    _stored(folder, len(blob), limit)
+
+
+def _stored(folder: Path, size: int, limit: int) -> None:
+    """Count a store of ``size`` bytes in ``folder``; scan and evict when due."""
+    where = str(folder)
+    with _usage_lock:
+        stores, estimate = _usage.get(where, (SCAN_EVERY, 0))  # a process's first store scans
+        stores, estimate = stores + 1, estimate + size
+        _usage[where] = (stores, estimate)
+    if stores >= SCAN_EVERY or estimate > limit:
+        total = evict(folder, limit)
+        with _usage_lock:
+            _usage[where] = (0, total)
+
+
+def evict(folder: Path, limit: int | None = None) -> int:
+    """Delete the entries of ``folder`` used least recently until they take at most three
+    quarters of ``limit`` bytes (by default :func:`max_bytes`), if they take more than
+    ``limit``; the bytes of the entries left.  Temporary files a day old go too."""
+    limit = max_bytes() if limit is None else limit
+    dir_fd = _open_trusted_dir(folder, create=False) if _POSIX else None
+    if dir_fd is None:
+        return 0
+    try:
+        entries, stale = [], []
+        now, uid = time.time(), os.geteuid()
+        with os.scandir(dir_fd) as found:
+            for item in found:
+                name = item.name
+                if not name.endswith(".o"):
+                    continue
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # deleted meanwhile
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != uid:
+                    continue  # not ours to delete (and never loaded)
+                if _NAME.fullmatch(name[:-2]):
+                    entries.append((st.st_mtime_ns, name, st.st_size))
+                elif name.startswith(".tmp-") and now - st.st_mtime > STALE_TEMP_SECONDS:
+                    stale.append(name)
+        total = sum(size for _, _, size in entries)
+        if total > limit:
+            entries.sort()  # least recently used first
+            for _, name, size in entries:
+                if total <= limit * 3 // 4:
+                    break
+                if _unlink(name, dir_fd):
+                    total -= size
+        for name in stale:
+            _unlink(name, dir_fd)
+        return total
+    except OSError:
+        return 0
+    finally:
+        os.close(dir_fd)
+
+
+def _unlink(name: str, dir_fd: int) -> bool:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+        return True
+    except FileNotFoundError:
+        return True  # another process evicted it
+    except OSError:
+        return False
 
 
 def _checksum(label: bytes, payload: bytes) -> bytes:
@@ -167,12 +296,12 @@ def _check_name(name: str) -> None:
         raise ValueError(f"not a cache entry name: {name!r}")
 
 
-def _refuse(path: Path | str, reason: str) -> None:
+def _refuse(path: Path | str, reason: str, compiling: bool = True) -> None:
     """Report (once per path) that the cache will not use ``path``."""
     where = str(path)
     if where not in _warned:
         _warned.add(where)
-        warnings.warn(f"symad code cache: not using {where}: {reason}; compiling instead",
+        warnings.warn(f"symad code cache: not using {where}: {reason}{'; compiling instead' * compiling}",
                       CacheWarning, stacklevel=4)
 
 
