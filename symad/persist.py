@@ -19,6 +19,7 @@ from typing import Any
 
 from symad.core import document
 from symad.core.errors import SymadError
+from symad.core.files import write_atomically
 from symad.core.graph import Graph
 from symad.expr import Expr, default_graph, expressions_of
 from symad.function import Function
@@ -65,12 +66,7 @@ def loads(text: str | bytes) -> Any:
 
 def save(obj: Any, path: str | os.PathLike[str]) -> None:
     """Write ``obj`` (an expression, a list of them, or a compiled function) to ``path`` as JSON."""
-    text = dumps(obj)
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as err:
-        raise SymadError(f"cannot write {os.fspath(path)}: {err.strerror}") from None
+    write_atomically(path, dumps(obj))  # a full disk leaves the old file, never a part
 
 
 def load(path: str | os.PathLike[str]) -> Any:

@@ -162,7 +162,7 @@ def test_nested_selects_and_their_gradients_run_only_the_arms_taken(tmp_path: Pa
 def test_names_are_checked() -> None:
     e = symad.parse("x + 1", Graph())
     for bad in ("int", "2f", "f-g", "symad_bits", "main"):
-        with pytest.raises(symad.SymadError, match="C identifier"):
+        with pytest.raises(symad.SymadError, match="the C function's name"):
             c_source(e, bad)
     with pytest.raises(symad.SymadError, match="identifier"):
         python_source(e, "def")
@@ -182,4 +182,75 @@ def test_cli_export_c_and_py(tmp_path: Path) -> None:
     f = _module((tmp_path / "root.py").read_text(), tmp_path).f
     assert [f([-1.0]), f([4.0])] == [(0.0, [0.0]), (2.0, [0.25])]
     r = run("export-c", "x", "--name", "int", "-o", str(tmp_path / "z.c"))
-    assert r.returncode == 2 and "C identifier" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "'int' is a C keyword" in r.stderr and "Traceback" not in r.stderr
+
+
+# ------------------------------------------------------------------ function names
+BAD_C_NAMES = ["sin", "exp", "memcpy", "size_t", "NULL", "INFINITY", "abort", "sinf", "expl", "sqrtf128", "y0",
+               "j1", "isnan", "signbit", "fpclassify", "M_PI", "HUGE_VAL", "FP_NAN", "uint64_t", "int8_t",
+               "UINT64_C", "SIZE_MAX", "strlen", "memset", "malloc", "free", "exit", "div", "offsetof",
+               "int", "double", "bool", "true", "nullptr", "typeof", "main", "_Foo", "_f", "a__b",
+               "symad_bits", "2f", "f-g", "", "a" * 64]
+BAD_PY_NAMES = ["math", "struct", "ctypes", "float", "abs", "int", "print", "isinstance", "ValueError", "_div",
+                "_pow", "_bits", "def", "None", "ｍａｔｈ", "ｆｌｏａｔ", "ｓtruct", "ﬁ", "2f", ""]
+
+
+@pytest.mark.parametrize("name", BAD_C_NAMES)
+def test_c_names_that_break_the_code_are_refused(name: str) -> None:
+    e = symad.parse("x + 1", Graph())
+    with pytest.raises(symad.SymadError, match="^the C function's name: .*; choose another"):
+        c_source(e, name)
+
+
+@pytest.mark.parametrize("name", BAD_PY_NAMES)
+def test_python_names_that_shadow_the_module_are_refused(name: str) -> None:
+    e = symad.parse("x + 1", Graph())
+    with pytest.raises(symad.SymadError, match="^the Python function's name: .*; choose another"):
+        python_source(e, name)
+
+
+def test_bad_names_on_the_command_line(tmp_path: Path) -> None:
+    r = run("export-c", "x", "--name", "memcpy", "-o", str(tmp_path / "m.c"))
+    assert r.returncode == 2 and "'memcpy' is reserved in C" in r.stderr and not list(tmp_path.iterdir())
+    r = run("export-py", "x", "--name", "ｍａｔｈ", "-o", str(tmp_path / "m.py"))
+    assert r.returncode == 2 and "Python reads 'ｍａｔｈ' as 'math'" in r.stderr and not list(tmp_path.iterdir())
+
+
+@needs_cc
+def test_every_name_the_c_headers_declare_is_refused(tmp_path: Path) -> None:
+    """The oracle is the compiler: every identifier of the headers the C file includes (and
+    <stdlib.h>, <stddef.h>) that, declared as the exported function, does not compile."""
+    headers = "".join(f"#include <{h}>\n" for h in ("math.h", "stdint.h", "string.h", "stdlib.h", "stddef.h"))
+    (tmp_path / "h.c").write_text(headers)
+    macros = subprocess.run([CC, "-E", "-dM", "h.c"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    code = subprocess.run([CC, "-E", "-P", "h.c"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    words = {line.split()[1].split("(")[0] for line in macros.stdout.splitlines()}
+    words |= set(re.findall(r"\b[A-Za-z_]\w*\b", code.stdout))
+    words = sorted(w for w in words if not w.startswith("_"))
+    lines = [f"double {w}(const double *x, double *grad);" for w in words]
+    (tmp_path / "t.c").write_text(headers + "\n".join(lines) + "\n")
+    r = subprocess.run([CC, "-fsyntax-only", "-fmax-errors=0", "-w", "t.c"], cwd=tmp_path, capture_output=True,
+                       text=True)
+    offset = headers.count("\n") + 1
+    broken = {words[int(n) - offset] for n in re.findall(r"^t\.c:(\d+):", r.stderr, re.M)}
+    assert len(broken) > 300  # the oracle works: sin, memcpy, NULL, uint64_t...
+    from symad.tools.export import c_name_problem
+
+    assert sorted(w for w in broken if c_name_problem(w) is None) == []
+
+
+@needs_cc
+def test_accepted_names_compile(tmp_path: Path) -> None:
+    e = symad.parse("sin(x)*y + hypot(x, y)", Graph())
+    results = set()
+    for name in ("f", "rosen", "total", "x", "grad", "hess", "v1", "t3_", "Sin", "F"):
+        c_text, h_text = c_source(e, name, grad=True, hessian=True)
+        (tmp_path / f"{name}.c").write_text(c_text)
+        (tmp_path / f"{name}.h").write_text(h_text)
+        r = subprocess.run([CC, "-std=c99", "-Wall", "-Wextra", "-Werror", "-c", f"{name}.c"], cwd=tmp_path,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, (name, r.stderr)
+        f = getattr(_module(python_source(e, name, grad=True), tmp_path), name)
+        value, grad = f([1.0, 2.0])
+        results.add((value, *grad))
+    assert len(results) == 1  # the name changes nothing else

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import errno
 import json
 import math
 import os
@@ -59,12 +60,39 @@ def report_error(as_json: bool, kind: str, message: str, fields: dict[str, Any] 
     (a usage error's ``usage`` among them)."""
     if as_json:
         extra = dict(fields or {}, **({"usage": " ".join(usage.split())} if usage else {}))
-        print(json.dumps({"error": {"type": kind, "message": message, **extra}}))
-        sys.stdout.flush()
+        try:
+            print(json.dumps({"error": {"type": kind, "message": message, **extra}}))
+            sys.stdout.flush()
+            return
+        except OSError:  # stdout is full or closed: the error goes to stderr after all
+            silence_stdout()
+            if isinstance(sys.exc_info()[1], BrokenPipeError):
+                return
+    try:
+        if usage:
+            print(usage, file=sys.stderr)
+        print(f"symad: {'internal error' if internal else 'error'}: {message}", file=sys.stderr)
+    except OSError:  # stderr too: nowhere left to say it; the exit status does
+        pass
+
+
+# Why writing to stdout fails other than a closed pipe: a full disk or device (/dev/full), a
+# quota, a file-size limit, an I/O error, a closed or non-blocking descriptor.
+OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EAGAIN})
+
+
+def silence_stdout() -> None:
+    """After writing to stdout failed: point it at the null device, so that what is still
+    buffered does not fail again when the interpreter flushes it at exit ("Exception
+    ignored", status 120).  Only the process's own stdout (not a stream put in its place)."""
+    if sys.stdout is None or sys.stdout is not sys.__stdout__:
         return
-    if usage:
-        print(usage, file=sys.stderr)
-    print(f"symad: {'internal error' if internal else 'error'}: {message}", file=sys.stderr)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):
+        pass
 
 
 # ---------------------------------------------------------------- inputs
@@ -81,7 +109,7 @@ _COMMENT = re.compile(r"#[^\n]*")
 
 
 def without_comments(text: str) -> str:
-    """``text`` with each ``#`` comment (to the end of its line) removed: lines and the columns
+    r"""``text`` with each ``#`` comment (to the end of its line) removed: lines and the columns
     before a comment stay where they were, so errors point at the same places.  A symad JSON
     document (``symad save``) is returned as it is: ``#`` is no character of the language,
     but may be one of a JSON string.

@@ -18,7 +18,8 @@ from typing import Any
 
 from symad import __version__
 from symad.backends import background
-from symad.cli.common import error_fields, error_message, expression_text, read_expr, report_error
+from symad.cli.common import (OUTPUT_ERRNOS, error_fields, error_message, expression_text, read_expr, report_error,
+                              silence_stdout)
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, override
@@ -307,6 +308,8 @@ def _main(argv: Sequence[str]) -> int:
             if getattr(command, "NEEDS_EXPR", True):
                 expr = parse(text, Graph())
             command.run(args, text, expr)
+            if sys.stdout is not None:
+                sys.stdout.flush()  # a write error shows here, not at the interpreter's exit
     except SymadError as err:
         report_error(args.json, type(err).__name__, error_message(err, text, expr), error_fields(err))
         return 2
@@ -316,6 +319,13 @@ def _main(argv: Sequence[str]) -> int:
     except MemoryError:
         report_error(args.json, "MemoryError", "out of memory")
         return 2
-    except BrokenPipeError:
+    except BrokenPipeError:  # symad ... | head: the reader has what it wanted
+        silence_stdout()
         return 0
+    except OSError as err:
+        if err.errno not in OUTPUT_ERRNOS:
+            raise
+        silence_stdout()  # the result could not be written (> /dev/full): said on stderr, stdout being unusable
+        report_error(False, "OutputError", f"cannot write the output: {err.strerror}")
+        return 2
     return 0

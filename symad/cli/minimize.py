@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,7 @@ import numpy as np
 from symad.cli.common import emit, format_number, parse_point
 from symad.core import indexed
 from symad.core.errors import ParseError, PointError, SymadError, VariableError, name_list
+from symad.core.files import write_atomically
 from symad.expr import Expr, parse
 from symad.tools.optimize.conditions import as_constraint
 from symad.tools.optimize.constrained import SCIPY_METHODS
@@ -273,14 +276,12 @@ def _progress_bar(args: argparse.Namespace) -> _Bar | None:
 
 def write_trace(path: str, r: OptimizeResult) -> None:
     """Every iterate as CSV: ``iteration,f,grad_norm,<variables...>``."""
-    try:
-        with open(path, "w", newline="", encoding="utf-8") as fh:
-            out = csv.writer(fh)
-            out.writerow(["iteration", "f", "grad_norm", *r.variables])
-            for k, (x, f, g) in enumerate(zip(r.path, r.path_fun, r.path_grad_norm)):
-                out.writerow([k, repr(float(f)), repr(float(g)), *(repr(float(v)) for v in x)])
-    except OSError as err:
-        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+    text = io.StringIO(newline="")
+    out = csv.writer(text)
+    out.writerow(["iteration", "f", "grad_norm", *r.variables])
+    for k, (x, f, g) in enumerate(zip(r.path, r.path_fun, r.path_grad_norm)):
+        out.writerow([k, repr(float(f)), repr(float(g)), *(repr(float(v)) for v in x)])
+    write_atomically(path, text.getvalue())
 
 
 def _matplotlib() -> Any:
@@ -336,11 +337,11 @@ def plot_path(path: str, problem: Problem, r: OptimizeResult, title: str,
     ax.set_ylabel(r.variables[1])
     ax.set_title(title if len(title) <= 70 else title[:67] + "...", fontsize=11)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.11), ncol=3, fontsize=9, frameon=False)
+    picture = io.BytesIO()  # drawn in memory, then written whole: a full disk leaves the old file
     try:
-        fig.savefig(path, bbox_inches="tight")
-    except OSError as err:
-        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+        fig.savefig(picture, bbox_inches="tight", format=Path(path).suffix.lstrip(".").lower() or None)
     except ValueError as err:  # e.g. an unknown image format
         raise SymadError(f"cannot write {path}: {err}") from None
     finally:
         plt.close(fig)
+    write_atomically(path, picture.getvalue())

@@ -7,7 +7,7 @@ import sys
 
 from symad.cli.common import emit
 from symad.core import document
-from symad.core.errors import SymadError
+from symad.core.files import write_atomically
 from symad.core.graph import Graph
 from symad.frontend.parser import parse_outputs_into
 
@@ -40,11 +40,7 @@ def run(args: argparse.Namespace, text: str, expr: None) -> None:
         sys.stdout.write(content)
         sys.stdout.flush()
         return
-    try:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(content)
-    except OSError as err:
-        raise SymadError(f"cannot write {args.output}: {err.strerror}") from None
+    write_atomically(args.output, content)
     outputs = f"{len(roots)} outputs" if len(roots) > 1 else "1 output"
     summary = f"wrote {args.output}: {len(doc['nodes'])} nodes, {outputs}"
     emit(args, {"expr": text.strip(), "file": args.output, "nodes": len(doc["nodes"]), "outputs": len(roots)},

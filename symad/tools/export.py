@@ -8,8 +8,10 @@ the same bits; the Python computes only the arm of a ``where`` taken, and never 
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from symad import __version__
@@ -22,10 +24,92 @@ from symad.core.names import compact
 from symad.expr import Expr
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]{0,62}")
-_C_RESERVED = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
-               "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return",
-               "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void",
-               "volatile", "while", "main"}
+# A header the C file includes: a plain file name (no path, quote, backslash or newline to escape).
+_HEADER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,200}\.h")
+# Names a C function may not take: keywords (C23's too), and what the headers the file
+# includes (<math.h>, <stdint.h>, <string.h>) and a program using it likely includes
+# (<stdlib.h>, <stddef.h>) declare or reserve, GNU's extensions among them.
+_C_KEYWORDS = frozenset("""
+    asm auto bool break case char const constexpr continue default do double else enum extern false float for
+    fortran goto if inline int long main nullptr register restrict return short signed sizeof static
+    static_assert struct switch thread_local true typedef typeof typeof_unqual union unsigned void volatile while
+    alignas alignof""".split())
+# Each also with the suffixes of <math.h>'s other types (sinf, sinl, sinf128, ...).
+_C_MATH = frozenset("""
+    acos acosh acospi asin asinh asinpi atan atan2 atan2pi atanh atanpi canonicalize cbrt ceil compoundn copysign
+    cos cosh cospi drem erf erfc exp exp10 exp10m1 exp2 exp2m1 expm1 fabs fadd fdim fdiv ffma finite floor fma
+    fmax fmaximum fmaximum_mag fmaximum_num fmaxmag fmin fminimum fminimum_mag fminimum_num fminmag fmod fmul
+    frexp fromfp fromfpx fsqrt fsub gamma getpayload hypot ilogb isinf isnan j0 j1 jn ldexp lgamma lgamma_r
+    llogb llrint llround log log10 log10p1 log1p log2 log2p1 logb logp1 lrint lround modf nan nearbyint
+    nextafter nextdown nexttoward nextup pow pow10 pown powr remainder remquo rint rootn round roundeven rsqrt
+    scalb scalbln scalbn setpayload setpayloadsig significand sin sincos sinh sinpi sqrt tan tanh tanpi tgamma
+    totalorder totalordermag trunc ufromfp ufromfpx y0 y1 yn""".split())
+_C_MATH_SUFFIXES = ("", "f", "l", "f16", "f32", "f64", "f128", "f32x", "f64x", "f128x")
+_C_LIBRARY = frozenset("""
+    INFINITY NAN NULL MATH_ERREXCEPT MATH_ERRNO math_errhandling signgam fpclassify isfinite isnormal signbit
+    isgreater isgreaterequal isless islessequal islessgreater isunordered issignaling iscanonical issubnormal
+    iszero iseqsig lgammaf_r lgammal_r offsetof EXIT_FAILURE EXIT_SUCCESS BIG_ENDIAN BYTE_ORDER LITTLE_ENDIAN
+    PDP_ENDIAN linux unix
+    abort abs aligned_alloc alloca at_quick_exit atexit atof atoi atol atoll bsearch calloc div exit free
+    getenv labs ldiv llabs lldiv malloc mblen mbstowcs mbtowc qsort quick_exit rand realloc srand system
+    wcstombs wctomb a64l arc4random arc4random_buf arc4random_uniform bcmp bcopy bzero clearenv drand48
+    drand48_r ecvt ecvt_r erand48 erand48_r explicit_bzero fcvt fcvt_r ffs ffsl ffsll gcvt getloadavg getsubopt
+    index initstate initstate_r jrand48 jrand48_r l64a lcong48 lcong48_r lrand48 lrand48_r mkdtemp mkstemp
+    mkstemps mktemp mrand48 mrand48_r nrand48 nrand48_r on_exit posix_memalign pselect putenv qecvt qecvt_r
+    qfcvt qfcvt_r qgcvt rand_r random random_r reallocarray realpath rindex rpmatch seed48 seed48_r select
+    setenv setstate setstate_r srand48 srand48_r srandom srandom_r stpcpy stpncpy unsetenv valloc
+    fd_mask fd_set u_char u_int u_long u_short uint ulong ushort NFDBITS FD_CLR FD_ISSET FD_SET FD_SETSIZE FD_ZERO
+    WCONTINUED WEXITED WEXITSTATUS WIFCONTINUED WIFEXITED WIFSIGNALED WIFSTOPPED WNOHANG WNOWAIT WSTOPPED
+    WSTOPSIG WTERMSIG WUNTRACED be16toh be32toh be64toh htobe16 htobe32 htobe64 htole16 htole32 htole64
+    le16toh le32toh le64toh""".split()) | {b + s for b in _C_MATH for s in _C_MATH_SUFFIXES}
+# Reserved names, and why.
+_C_RESERVED = tuple((re.compile(pattern), why) for pattern, why in (
+    (r"_\w*", "a leading _ is reserved at file scope"),
+    (r"\w*__\w*", "a double _ is reserved"),
+    (r"\w*_t", "names ending in _t are reserved (POSIX's types: size_t, uint64_t)"),
+    (r"(str|mem|wcs)[a-z]\w*", "str*, mem* and wcs* are reserved for <string.h> and <stdlib.h>"),
+    (r"cr_[a-z]\w*", "cr_* are reserved for <math.h>"),
+    (r"symad_\w*", "symad_* are the generated helpers' names"),
+    (r"M_\w+|FP_\w+|HUGE_VAL\w*|[A-Z][A-Z0-9_]*_(MAX|MIN|WIDTH)|U?INT\w*_C",
+     "the C library's macros are named so (M_PI, FP_NAN, SIZE_MAX, INT64_C)")))
+# What a Python export's module-level code uses (helpers are named _...); builtins too.
+_PY_TAKEN = frozenset({"math", "struct", "ctypes", *(n for n in dir(builtins) if not n.startswith("_"))})
+
+
+def c_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a generated C function's name (None if it can).
+
+    >>> c_name_problem("rosen") is None, c_name_problem("sin")
+    (True, "'sin' is a name of the C library (<math.h>, <stdint.h>, <string.h>, <stdlib.h>)")
+    """
+    if not isinstance(name, str) or not _C_NAME.fullmatch(name):
+        return f"{name!r} is not a C identifier (a letter, then letters, digits and _; at most 63)"
+    if name in _C_KEYWORDS:
+        return f"{name!r} is a C keyword"
+    if name in _C_LIBRARY:
+        return f"{name!r} is a name of the C library (<math.h>, <stdint.h>, <string.h>, <stdlib.h>)"
+    return next((f"{name!r} is reserved in C: {why}" for pattern, why in _C_RESERVED if pattern.fullmatch(name)),
+                None)
+
+
+def python_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a generated Python function's name (None if it can): it must be an
+    identifier as Python reads it (NFKC-normalised: ``ｍａｔｈ`` is ``math``), and shadow nothing
+    the module uses (``math``, ``struct``, ``ctypes``, builtins, the ``_`` helpers).
+
+    >>> python_name_problem("cubic") is None, python_name_problem("float")
+    (True, "'float' would shadow what the generated module uses (math, struct, ctypes, builtins)")
+    """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return f"{name!r} is not a Python identifier (or is a keyword)"
+    read = unicodedata.normalize("NFKC", name)
+    if read != name:
+        return f"Python reads {name!r} as {read!r}: " + (python_name_problem(read) or f"write {read!r}")
+    if read.startswith("_"):
+        return f"{name!r} starts with _, as the generated module's helpers do"
+    if read in _PY_TAKEN:
+        return f"{name!r} would shadow what the generated module uses (math, struct, ctypes, builtins)"
+    return None
 
 
 def c_source(expr: Expr, name: str = "f", grad: bool = False, hessian: bool = False,
@@ -36,8 +120,13 @@ def c_source(expr: Expr, name: str = "f", grad: bool = False, hessian: bool = Fa
     receives the n partials and ``hess`` the n×n Hessian, row by row (either may be NULL).
     ``header`` is the header's file name the C file includes (default ``name.h``).
     """
-    if not _C_NAME.fullmatch(name) or name in _C_RESERVED or name.startswith("symad_"):
-        raise SymadError(f"the C function's name must be a C identifier (not a keyword), not {name!r}")
+    problem = c_name_problem(name)
+    if problem:
+        raise SymadError(f"the C function's name: {problem}; choose another (--name)")
+    header = name + ".h" if header is None else header
+    if not _HEADER.fullmatch(header):
+        raise SymadError(f"the header's file name {header!r} is not a plain name ending in .h (letters, digits, "
+                         "'_', '-', '.', '+'): it is written into the C file's #include")
     names, schedule = _schedule(expr, variables, grad or hessian, hessian)
     n = len(names)
     grad = grad or hessian
@@ -72,7 +161,7 @@ def c_source(expr: Expr, name: str = "f", grad: bool = False, hessian: bool = Fa
     if not names:
         body.insert(0, "    (void)x;")
     c_text = "\n".join([*doc, "#include <math.h>", "#include <stdint.h>", "#include <string.h>",
-                        f'#include "{header or name + ".h"}"', "", *helpers, *([""] if helpers else []),
+                        f'#include "{header}"', "", *helpers, *([""] if helpers else []),
                         signature, "{", *body, "}", ""])
     return c_text, h_text
 
@@ -85,8 +174,9 @@ def python_source(expr: Expr, name: str = "f", grad: bool = False, hessian: bool
     hypot).  It computes symad's bits and never raises: where Python would (``1/0``,
     ``math.log(0)``), a helper gives IEEE's inf or nan; a step needed only in one arm of a
     ``where`` is computed inside an ``if`` on its condition, so only the arm taken runs."""
-    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
-        raise SymadError(f"the Python function's name must be an identifier, not {name!r}")
+    problem = python_name_problem(name)
+    if problem:
+        raise SymadError(f"the Python function's name: {problem}; choose another (--name)")
     names, schedule = _schedule(expr, variables, grad or hessian, hessian)
     n = len(names)
     lines, results, helpers = straight_line(schedule, PYTHON)

@@ -33,6 +33,7 @@ from symad.ad.sweep import active, reverse_edges
 from symad.backends.interpret import node_values
 from symad.core import indexed
 from symad.core.errors import LimitError, SymadError, VariableError, check_variables
+from symad.core.files import write_atomically
 from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, to_infix
@@ -387,11 +388,7 @@ def write(dot: graphviz.Digraph, path: str) -> None:
         data: bytes = dot.source.encode("utf-8")
     else:
         data = render(dot, fmt_)
-    try:
-        with open(path, "wb") as fh:
-            fh.write(data)
-    except OSError as err:
-        raise SymadError(f"cannot write {path}: {err.strerror}") from None
+    write_atomically(path, data)
 
 
 def render(dot: graphviz.Digraph, format: str, timeout: float = RENDER_TIMEOUT) -> bytes:  # noqa: A002
