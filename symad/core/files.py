@@ -32,16 +32,15 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, encoding: 
     shown = os.fspath(path)
     raw = data.encode(encoding) if isinstance(data, str) else bytes(data)
     try:
-        target = os.path.realpath(path)
         try:
-            st: os.stat_result | None = os.stat(target)
+            st: os.stat_result | None = os.stat(path)
         except FileNotFoundError:
             st = None
         if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(target, "wb") as fh:  # a device or a pipe: nothing to rename over
+            with open(path, "wb") as fh:  # a device or a pipe (/dev/stdout): nothing to rename over
                 fh.write(raw)
             return
-        _replace(target, raw, None if st is None else stat.S_IMODE(st.st_mode))
+        _replace(os.path.realpath(path), raw, None if st is None else stat.S_IMODE(st.st_mode))
     except OSError as err:
         raise SymadError(f"cannot write {shown}: {err.strerror or err}") from None
 

@@ -93,11 +93,26 @@ def test_a_full_disk_leaves_the_old_trace(tmp_path: Path) -> None:
     assert (tmp_path / "trace.csv").read_text() == "old\n"
 
 
+def test_a_device_is_written_as_it_is() -> None:
+    r = run("save", "x", "-o", "/dev/stdout")  # a pipe here: written to, not renamed over
+    assert r.returncode == 0 and r.stdout.startswith('{"format": "symad"'), r.stderr
+
+
 def test_symad_save_on_a_full_disk_leaves_the_old_file(tmp_path: Path) -> None:
     (tmp_path / "keep.json").write_text("old\n")
     r = limited([], tmp_path, code=f"import symad; symad.save(symad.parse({BIG!r}), 'keep.json')")
     assert r.returncode == 1 and r.stderr.strip().endswith("SymadError: cannot write keep.json: File too large")
     assert contents(tmp_path) == {"keep.json": b"old\n"}
+
+
+def test_a_full_disk_leaves_the_old_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    (tmp_path / "path.png").write_bytes(b"old")
+    r = limited(["minimize", "(x-1)^2 + 3*y^2", "--from", "x=0,y=1", "--plot", "path.png"], tmp_path)
+    assert r.returncode == 2 and "cannot write path.png: File too large" in r.stderr, r.stderr
+    assert contents(tmp_path) == {"path.png": b"old"}  # was a truncated picture
+    r = run("minimize", "(x-1)^2 + 3*y^2", "--from", "x=0,y=1", "--plot", str(tmp_path / "path.svg"))
+    assert r.returncode == 0 and (tmp_path / "path.svg").read_text().rstrip().endswith("</svg>"), r.stderr
 
 
 def test_write_atomically(tmp_path: Path) -> None:
@@ -110,7 +125,11 @@ def test_write_atomically(tmp_path: Path) -> None:
     assert link.is_symlink() and target.read_text() == "new"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640  # a replaced file keeps its mode
     write_atomically(os.devnull, b"nothing")  # not a regular file: written, not replaced
-    assert Path(os.devnull).is_char_device()
+    null = tmp_path / "null"
+    null.symlink_to(os.devnull)
+    write_atomically(null, b"nothing")
+    assert Path(os.devnull).is_char_device() and null.is_symlink()
+    null.unlink()
     with pytest.raises(SymadError, match=r"^cannot write .*missing/f.txt: No such file or directory$"):
         write_atomically(tmp_path / "missing" / "f.txt", "x")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt", "link.txt"]
