@@ -61,7 +61,7 @@ def _replace(target: str, raw: bytes, mode: int | None) -> None:
             while view:
                 view = view[os.write(fd, view):]
             if mode is not None:
-                os.fchmod(fd, mode) if hasattr(os, "fchmod") else os.chmod(temporary, mode)
+                os.chmod(temporary, mode)
             os.fsync(fd)
         finally:
             os.close(fd)
