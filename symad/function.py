@@ -56,7 +56,7 @@ class Inputs:
         self.graph_of_inputs = graph
         self._shape = (len(self._names),)
 
-    def _repr(self, graph: Any, roots: Sequence[int], many: bool) -> str:
+    def described(self, graph: Any, roots: Sequence[int], many: bool) -> str:
         """``Kind(outputs, variables=(...), [params=(...),] backend='...')``, shortened: an
         output's text to its first 60 characters, never printing a large DAG."""
         texts = [_short_text(graph, root) for root in roots]
@@ -236,7 +236,7 @@ class Function(Inputs):
 
     def __repr__(self) -> str:
         """``Function(x^2 + y, variables=('x', 'y'), backend='auto')``."""
-        return self._repr(self.expr.graph, [self.expr.id], False)
+        return self.described(self.expr.graph, [self.expr.id], False)
 
     def __reduce__(self) -> tuple:
         # Its expression (which pickles as a document of symad's format), variables, parameters

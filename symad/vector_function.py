@@ -83,7 +83,7 @@ class VectorFunction(Inputs):
 
     def __repr__(self) -> str:
         """``VectorFunction([x*y, x + y], variables=('x', 'y'), backend='auto')``."""
-        return self._repr(self.graph, self.roots, True)
+        return self.described(self.graph, self.roots, True)
 
     def to_document(self) -> dict[str, Any]:
         """The function as a document of symad's file format: its outputs, variables,
