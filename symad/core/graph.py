@@ -78,7 +78,10 @@ class Graph:
         return self._intern(("const", value.hex()), "const", (), value)
 
     def var(self, name: str) -> int:
-        """The node of a variable."""
+        """The node of a variable.  The name is not checked here: the parser makes only names
+        the rule admits, the public entry points (``symad.var``, ``compile``'s ``variables``,
+        documents...) check theirs (:mod:`symad.core.name_rule`), and the derivative machinery
+        names its own variables with a quote (``x'``) that no admitted name has."""
         return self._intern(("var", name), "var", (), name)
 
     def make(self, op: str, *args: int) -> int:
