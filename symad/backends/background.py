@@ -202,7 +202,7 @@ def submit(target: Callable[[], Any]) -> Task:
         _queue.append(job)
         if _pool_state["idle"]:
             _pool_ready.notify()
-        elif _pool_state["threads"] < POOL_THREADS:
+        if len(_queue) > _pool_state["idle"] and _pool_state["threads"] < POOL_THREADS:
             _add_pool_thread()
     return job
 
