@@ -157,6 +157,12 @@ class Task:
             target()
         except Abandoned:
             pass
+        except Exception as err:  # noqa: BLE001 - (the targets keep their own errors)
+            if not abandonable:
+                raise
+            # reported as a thread's error is, and the pool thread goes on
+            threading.excepthook(threading.ExceptHookArgs((type(err), err, err.__traceback__,
+                                                          threading.current_thread())))
         finally:
             _local.abandonable = before
             with _pool_lock:

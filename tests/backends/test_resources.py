@@ -6,11 +6,14 @@ threads, ~22 KB per dropped objective, 7,246 cache files never evicted, 54 s to 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,34 @@ def test_no_thread_that_cannot_start_ever_surfaces():
                        cwd=ROOT)
     assert p.returncode == 0 and p.stdout == "ok\n", p.stdout + p.stderr
     assert p.stderr == ""
+
+
+class Owner:
+    def __init__(self, gate: threading.Event | None = None):
+        self.gate, self.ran_in = gate, None
+
+    def work(self) -> None:
+        self.ran_in = threading.current_thread()
+        if self.gate is not None:
+            assert self.gate.wait(HANG)
+
+
+def test_the_pool_skips_a_dropped_owners_work_and_a_join_runs_queued_work_itself():
+    gate = threading.Event()
+    busy = [Owner(gate) for _ in range(background.POOL_THREADS)]
+    running = [background.submit(owner.work) for owner in busy]  # every pool thread held
+    dropped, joined = Owner(), Owner()
+    skipped = background.submit(dropped.work)
+    mine = background.submit(joined.work)
+    ref = weakref.ref(dropped)
+    del dropped
+    gc.collect()
+    assert ref() is None  # the queue held it weakly
+    mine.join()  # not started: runs here
+    assert joined.ran_in is threading.current_thread()
+    gate.set()
+    for task in running:
+        assert task.wait(HANG)
+    assert skipped.wait(HANG) and not skipped.is_alive()
+    assert all(owner.ran_in is not threading.current_thread() for owner in busy)
+    assert background.pool_threads() <= background.POOL_THREADS
