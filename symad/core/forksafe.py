@@ -4,7 +4,9 @@
 that moment stays locked in the child for ever, so its first compile or batch would
 hang.  Objects with a ``_lock`` attribute register here and the child gets fresh
 locks; locks guarding state that must not be copied half-changed are instead held
-across the fork (:func:`hold_across_fork`), so the child sees the state whole.
+across the fork (:func:`hold_across_fork`), so the child sees the state whole.  A lock held
+across forks must only ever be held for a moment: never for ever (not even from exit on,
+where an exit hook may still fork, start a subprocess or a process pool).
 """
 
 from __future__ import annotations

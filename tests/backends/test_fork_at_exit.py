@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HANG = 60  # seconds: only a hang takes this long (each case takes about a second)
 
 SCRIPT = textwrap.dedent("""
-    import atexit, os, subprocess, sys
+    import atexit, math, os, subprocess, sys
     how, ending, order = sys.argv[1:4]
 
     def fork_at_exit():
@@ -30,6 +30,9 @@ SCRIPT = textwrap.dedent("""
             if pid == 0:
                 os._exit(0)
             os.waitpid(pid, 0)
+        elif how == "compile":  # (after symad's exit hooks: a compile takes the lock they took)
+            import symad
+            assert symad.compile("x*y + sin(x)", backend="native").value(x=1, y=2) == 2 + math.sin(1)
         elif how == "subprocess":
             subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None, check=True)
         else:
@@ -81,8 +84,8 @@ def test_a_fork_in_an_exit_hook_does_not_hang(ending, order):
         assert p.stdout.endswith("forked at exit\n"), (p.stdout, p.stderr)
 
 
-@pytest.mark.parametrize("how", ["subprocess", "fork pool"])
-def test_a_subprocess_or_a_fork_pool_at_exit_does_not_hang(how):
+@pytest.mark.parametrize("how", ["subprocess", "fork pool", "compile"])
+def test_a_subprocess_a_fork_pool_or_a_compile_at_exit_does_not_hang(how):
     p = _run(how, "normal", "before")
     assert p.returncode == 0, p.stderr
     assert p.stdout == "script done\nforked at exit\n", (p.stdout, p.stderr)
