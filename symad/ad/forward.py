@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 
 from symad.ad.local import local_partial, local_partials, times
 from symad.ad.sweep import active, forward_nodes
+from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 
+@without_gc
 def forward(graph: Graph, roots: Sequence[int], directions: Sequence[Mapping[int, int]], *,
             drop_zeros: bool = False) -> list[list[int]]:
     """Forward mode for any number of roots and tangent directions, in one sweep.

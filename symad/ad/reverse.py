@@ -11,10 +11,12 @@ from __future__ import annotations
 from symad.ad import branches
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import active, canonical_order, reverse_nodes
+from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 
+@without_gc
 def gradient(graph: Graph, root: int, wrt: list[int] | None = None) -> dict[int, int]:
     """Reverse mode: ``{variable node: ∂root/∂variable}`` in one backward sweep.
 

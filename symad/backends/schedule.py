@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from symad.backends.python_code import python_source
 from symad.core.errors import SymadError
+from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 
@@ -78,6 +79,7 @@ class Schedule:
     consts: dict[int, float]
 
     @classmethod
+    @without_gc
     def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
         """Schedule the nodes the outputs need."""
         order = graph.reachable(outputs)

@@ -23,6 +23,7 @@ from typing import Any
 from symad.ad import branches
 from symad.ad.local import local_partials
 from symad.ad.sweep import active, canonical_order, reverse_nodes
+from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS, difference_error
@@ -126,6 +127,7 @@ class Tape:
     (6.0, [5.0, 2.0])
     """
 
+    @without_gc
     def __init__(self, graph: Graph, root: int, inputs: Sequence[int]):
         order = canonical_order(graph, [root])  # the symbolic gradient's order of additions
         LIMITS.check_program(sum(1 for n in order if graph.args[n]))

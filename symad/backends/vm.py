@@ -22,6 +22,7 @@ from symad.backends.llvm.ir import COPY, interpreter_opcodes
 from symad.backends.program import check_out
 from symad.backends.schedule import Schedule
 from symad.core.errors import PointError
+from symad.core.gcpause import without_gc
 from symad.core.semantics import small_power_step
 
 _OPCODES = interpreter_opcodes()
@@ -31,6 +32,7 @@ class VMProgram:
     """A schedule as instructions for the interpreter: ``point``, ``batch`` and ``call`` as
     :class:`~symad.backends.program.Program` has them."""
 
+    @without_gc
     def __init__(self, schedule: Schedule):
         self.schedule = schedule
         self.n_in, self.n_out = len(schedule.inputs), len(schedule.outputs)
