@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     data = {"meta": {"command": "python -m benchmarks.data_sum" + (" --quick" if args.quick else ""),
-                     "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                     "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                      "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                                 f"Python {platform.python_version()}",
                      "commit": commit, "quick": args.quick, "repeats": suite.repeats,

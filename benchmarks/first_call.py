@@ -872,7 +872,7 @@ def run_suite(args: argparse.Namespace, command: str) -> dict[str, Any]:
     started = time.time()
     meta: dict[str, Any] = {
         "command": command,
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "quick": args.quick, "repeats": suite.repeats, "python": platform.python_version(),
         "machine": run._machine(), "versions": peers_mod.versions(), "revision": run._revision(),
         "load_before": run._load(), "solve_timeout_s": suite.solve_timeout, "calls_timeout_s": suite.calls_timeout,

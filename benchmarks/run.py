@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     meta: dict[str, Any] = {
         "command": command_line(argv if argv is not None else sys.argv[1:]),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "quick": args.quick,
         "timeout_s": args.timeout,
         "repeats": repeats,

@@ -23,13 +23,22 @@ _EXPORTS = {
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
     "to_sympy": "interop", "from_sympy": "interop",
-    "LimitError": "core.errors", "NameRuleError": "core.errors", "ParseError": "core.errors", "PointError": "core.errors",
+    "LimitError": "core.errors", "NameRuleError": "core.errors", "ParseError": "core.errors",
+    "PointError": "core.errors",
     "SymadError": "core.errors", "UnknownFunctionError": "core.errors", "VariableError": "core.errors",
 }
 
 if TYPE_CHECKING:
     from symad.caches import clear_caches
-    from symad.core.errors import LimitError, NameRuleError, ParseError, PointError, SymadError, UnknownFunctionError, VariableError
+    from symad.core.errors import (
+        LimitError,
+        NameRuleError,
+        ParseError,
+        PointError,
+        SymadError,
+        UnknownFunctionError,
+        VariableError,
+    )
     from symad.core.graph import Graph
     from symad.expr import Expr, parse, parse_outputs, var, vector
     from symad.frontend.parser import to_postfix

@@ -12,9 +12,9 @@ from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
 from symad.core import document
 from symad.core.errors import NameRuleError, SymadError
-from symad.core.name_rule import checked, checked_all
 from symad.core.graph import Graph
 from symad.core.latex import latex_block, to_latex
+from symad.core.name_rule import checked, checked_all
 from symad.core.ops import OPS
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO
 from symad.core.term import Term, as_node

@@ -16,8 +16,8 @@ from support.properties import property_test
 import symad
 from symad import Graph
 from symad.cli.main import EPILOG
-from symad.core.ops import signatures
 from symad.core import term
+from symad.core.ops import signatures
 
 
 @pytest.fixture

@@ -18,8 +18,15 @@ from typing import Any
 
 from symad import __version__
 from symad.backends import background
-from symad.cli.common import (OUTPUT_ERRNOS, error_fields, error_message, expression_text, read_expr, report_error,
-                              silence_stdout)
+from symad.cli.common import (
+    OUTPUT_ERRNOS,
+    error_fields,
+    error_message,
+    expression_text,
+    read_expr,
+    report_error,
+    silence_stdout,
+)
 from symad.core.errors import SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS, override

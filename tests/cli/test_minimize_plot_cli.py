@@ -15,5 +15,6 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path):
     r = subprocess.run([sys.executable, "-c", WITHOUT_MATPLOTLIB, "minimize", "(x-1)^2+y^2", "--from", "x=0,y=0",
                         "--plot", str(png)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr  # was 70, "internal error"
-    assert r.stderr.strip() == 'symad: error: --plot needs Matplotlib, which is not installed: pip install "symad[plot]"'
+    assert r.stderr.strip() == ('symad: error: --plot needs Matplotlib, which is not installed: '
+                                'pip install "symad[plot]"')
     assert r.stdout == "" and not png.exists()  # refused before the run, nothing half done

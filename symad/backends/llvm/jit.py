@@ -24,9 +24,8 @@ import functools
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 from symad.backends import background

@@ -19,8 +19,8 @@ from symad.core.errors import SymadError
 from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
-from symad.tools.optimize.constraints import Constraints, read_constraints
 from symad.objectives import Objective
+from symad.tools.optimize.constraints import Constraints, read_constraints
 from symad.tools.optimize.problem import DataProblem, Problem
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
