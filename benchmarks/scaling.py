@@ -116,7 +116,7 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
-    ap.add_argument("--out", type=Path, help="where to write the .md and .json (default docs/scaling; none with --quick)")
+    ap.add_argument("--out", type=Path, help="where to write .md and .json (default docs/scaling; none with --quick)")
     args = ap.parse_args(argv)
     sizes = (1_000, 10_000) if args.quick else (1_000, 10_000, 100_000, 1_000_000)
     terms = (1_000, 2_000) if args.quick else (4_000, 8_000, 16_000, 32_000, 64_000)
