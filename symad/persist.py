@@ -25,8 +25,6 @@ from symad.expr import Expr, default_graph, expressions_of
 from symad.function import Function
 from symad.vector_function import VectorFunction, function_of
 
-_KINDS = ("expression", "expressions", "function", "vector_function")
-
 
 def to_document(obj: Any) -> dict[str, Any]:
     """The document of an expression, a list of expressions, a Function or a VectorFunction."""
@@ -40,18 +38,16 @@ def to_document(obj: Any) -> dict[str, Any]:
 
 
 def from_document(doc: dict[str, Any], graph: Graph | None = None) -> Any:
-    """What a checked document holds: an Expr, a list of them, a Function or a VectorFunction."""
-    kind = doc.get("kind")
-    if kind not in _KINDS:
-        raise document.DocumentError(f"the document's kind must be one of {', '.join(_KINDS)}, not {kind!r:.40}")
+    """What a document holds (checked, unless :func:`symad.core.document.loads` read it): an
+    Expr, a list of them, a Function or a VectorFunction."""
+    doc = document.checked(doc)
+    kind = doc["kind"]
     if kind in ("function", "vector_function"):
         return function_of(doc, Function if kind == "function" else VectorFunction)
+    if kind == "expression" and len(doc["outputs"]) != 1:
+        raise document.DocumentError("an expression document has one output")
     exprs = expressions_of(doc, graph)
-    if kind == "expression":
-        if len(exprs) != 1:
-            raise document.DocumentError("an expression document has one output")
-        return exprs[0]
-    return exprs
+    return exprs[0] if kind == "expression" else exprs
 
 
 def dumps(obj: Any) -> str:
@@ -73,7 +69,11 @@ def load(path: str | os.PathLike[str]) -> Any:
     """What the document at ``path`` holds (see :func:`loads`)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(document.max_chars() + 1)
+            data = fh.read(document.max_chars() + 1)  # never more than one byte past the limit
+            if len(data) > document.max_chars():
+                raise document.too_long(max(len(data), os.fstat(fh.fileno()).st_size))
     except OSError as err:
         raise SymadError(f"cannot read {os.fspath(path)}: {err.strerror}") from None
-    return loads(data)
+    text = document.decoded(data)
+    del data  # (the text alone is kept while the document is read)
+    return loads(text)

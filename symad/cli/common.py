@@ -29,7 +29,8 @@ from symad.tools.diagnose import first_nonfinite
 
 # How the command line spells a setting a LimitError names (see LimitError.spelled).
 FLAGS = {"LIMITS.max_input_chars": "--max-input", "LIMITS.max_nodes": "--max-dag-nodes",
-         "LIMITS.max_program_ops": "--max-program-ops", "max_nodes": "--max-nodes="}
+         "LIMITS.max_program_ops": "--max-program-ops", "LIMITS.max_document_chars": "--max-document",
+         "max_nodes": "--max-nodes="}
 
 
 def error_message(err: SymadError, text: str, expr: Expr | None) -> str:
@@ -155,15 +156,30 @@ def _read_input(arg: str) -> str:
         raise SymadError(f"cannot read {path}: not UTF-8 text") from None
 
 
-def expression_text(text: str) -> str:
-    """``text`` itself, or for a symad JSON document (``symad save``), its outputs as text:
-    shared nodes as definitions, so the text builds the same DAG."""
+def read_expression(arg: str, needs_expr: bool = True) -> tuple[str, Any]:
+    """The expression given as ``arg`` (text, '-' or '@FILE'): its text, and the expression if
+    the command ``needs_expr`` (else None: the command reads the text itself).
+
+    A symad JSON document (``symad save``) is read as a document, its DAG built straight from
+    it (never printed and parsed again, so the input limit is not applied to its text): the
+    expression, or for a command reading several outputs the list of them.  Its text, for
+    messages and ``--json``, is what the outputs print as when that is within the input limit;
+    else the argument itself."""
+    text = read_expr(arg)
     if not _is_document(text):
-        return text
+        return text, parse(text, Graph()) if needs_expr else None
+    doc = document.loads(text)
+    del text  # (the document's text is not kept while its DAG is built)
+    if needs_expr and len(doc["outputs"]) != 1:
+        raise document.DocumentError(f"the document has {len(doc['outputs'])} outputs, and this command reads one "
+                                     "expression (several outputs are for symad.compile and `symad jacobian`)")
     graph = Graph()
-    roots = document.build(document.loads(text), graph)
-    definitions, texts = to_texts(graph, roots)
-    return "; ".join([f"{name} = {body}" for name, body in definitions] + texts)
+    outputs = [Expr(graph, root) for root in document.build(doc, graph)]
+    definitions, texts = to_texts(graph, [e.id for e in outputs])
+    shown = "; ".join([f"{name} = {body}" for name, body in definitions] + texts)
+    if len(shown) > LIMITS.max_input_chars:
+        shown = arg
+    return shown, outputs[0] if needs_expr else outputs
 
 
 BOM = "\ufeff"
@@ -172,10 +188,11 @@ _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
 
 
 def _read_utf8(stream: BinaryIO) -> str:
-    """Decode UTF-8 from ``stream`` until its end or one character past the input limit.
+    """Decode UTF-8 from ``stream`` until its end or one character past the input limit (for a
+    symad JSON document, the document limit: ``LIMITS.max_document_chars``).
 
     Raises UnicodeDecodeError with ``start`` counted from the stream's first byte."""
-    limit = LIMITS.max_input_chars
+    limit, is_doc = LIMITS.max_input_chars, None
     decoder = codecs.getincrementaldecoder("utf-8")()
     parts: list[str] = []
     chars = consumed = 0
@@ -190,12 +207,17 @@ def _read_utf8(stream: BinaryIO) -> str:
             raise
         if not parts and text.startswith(BOM):
             text = text[1:]
+        if is_doc is None and text.strip():
+            is_doc = _is_document(text)
+            limit = document.max_chars() if is_doc else limit
         parts.append(text)
         chars += len(text)
         consumed += len(data)
         if not data:
             return "".join(parts)
     left = _chars_left(stream, decoder.getstate()[0])
+    if is_doc:
+        raise document.too_long(None if left is None else chars + left)
     raise input_too_long(None if left is None else chars + left, LIMITS.max_input_chars)
 
 
@@ -331,7 +353,7 @@ def explain_vanished(err: VariableError, text: str, expr: Expr | None) -> str:
     """A VariableError's message, plus why a variable in the text is not in the expression
     when a number literal underflowed to 0 (or overflowed): ``x*1e-400`` is ``0``."""
     message = str(err)
-    if expr is None or not any(re.search(rf"\b{re.escape(name)}\b", text) for name in err.unknown):
+    if not isinstance(expr, Expr) or not any(re.search(rf"\b{re.escape(name)}\b", text) for name in err.unknown):
         return message
     notes = literal_notes(text)
     if not notes:

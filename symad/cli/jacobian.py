@@ -16,10 +16,10 @@ from symad.cli.common import (
 )
 from symad.core.errors import PointError
 from symad.core.graph import Graph
-from symad.expr import parse_outputs
+from symad.expr import Expr, parse_outputs
 from symad.vector_function import VectorFunction
 
-NEEDS_EXPR = False  # several outputs: parsed here, run(args, text, None)
+NEEDS_EXPR = False  # several outputs: parsed here, run(args, text, None); a document's: run(args, text, outputs)
 
 EPILOG = """\
 outputs are separated by ';' (definitions before them are shared: "t = x*y; t + x; t - y")
@@ -38,9 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
 
 
-def run(args: argparse.Namespace, text: str, expr: None) -> None:
+def run(args: argparse.Namespace, text: str, expr: list[Expr] | None) -> None:
     """Print each output's value and partials at ``--at``, or the partials as expressions."""
-    outputs = parse_outputs(text, Graph())
+    outputs = expr if expr is not None else parse_outputs(text, Graph())
     names = outputs[0].graph.variables([e.id for e in outputs])
     labels = [f"f{i + 1}" for i in range(len(outputs))]
     if args.params and not args.at:

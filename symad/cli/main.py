@@ -22,16 +22,13 @@ from symad.cli.common import (
     OUTPUT_ERRNOS,
     error_fields,
     error_message,
-    expression_text,
-    read_expr,
+    read_expression,
     report_error,
     silence_stdout,
 )
 from symad.core.errors import SymadError
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS, override
 from symad.core.ops import signatures
-from symad.expr import parse
 
 
 @dataclass(frozen=True)
@@ -150,6 +147,9 @@ def build_parser(selected: str | None = None) -> _Parser:
                        help=f"most DAG nodes built, derivatives included (default {LIMITS.max_nodes:,})")
         p.add_argument("--max-program-ops", type=int, metavar="N", default=LIMITS.max_program_ops,
                        help=f"most operations in one compiled program (default {LIMITS.max_program_ops:,})")
+        p.add_argument("--max-document", type=int, metavar="CHARS", default=LIMITS.max_document_chars,
+                       help=f"longest JSON document read as @FILE (default {LIMITS.document_chars():,}, "
+                            "or 40 a node of --max-dag-nodes)")
         if at:
             p.add_argument("--at", action="append", default=[], metavar="x=1,y=2",
                            help="the point: name=value pairs; values may be constant "
@@ -310,10 +310,8 @@ def _main(argv: Sequence[str]) -> int:
     # leaves no trace.
     try:
         with override(max_input_chars=args.max_input, max_nodes=args.max_dag_nodes,
-                      max_program_ops=args.max_program_ops):
-            text = expression_text(read_expr(args.expr))
-            if getattr(command, "NEEDS_EXPR", True):
-                expr = parse(text, Graph())
+                      max_program_ops=args.max_program_ops, max_document_chars=args.max_document):
+            text, expr = read_expression(args.expr, getattr(command, "NEEDS_EXPR", True))
             command.run(args, text, expr)
             if sys.stdout is not None:
                 sys.stdout.flush()  # a write error shows here, not at the interpreter's exit

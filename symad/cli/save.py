@@ -9,9 +9,10 @@ from symad.cli.common import emit
 from symad.core import document
 from symad.core.files import write_atomically
 from symad.core.graph import Graph
+from symad.expr import Expr
 from symad.frontend.parser import parse_outputs_into
 
-NEEDS_EXPR = False  # one or several outputs: parsed here, run(args, text, None)
+NEEDS_EXPR = False  # one or several outputs: parsed here, run(args, text, None); a document's: run(args, text, outputs)
 
 EPILOG = """\
 The file holds the DAG (node table, exact numbers, outputs) in symad's versioned JSON format;
@@ -30,10 +31,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
 
 
-def run(args: argparse.Namespace, text: str, expr: None) -> None:
+def run(args: argparse.Namespace, text: str, expr: list[Expr] | None) -> None:
     """Write the document and say what it holds."""
-    graph = Graph()
-    roots = parse_outputs_into(text, graph)
+    graph = Graph() if expr is None else expr[0].graph
+    roots = parse_outputs_into(text, graph) if expr is None else [e.id for e in expr]
     doc = document.to_document(graph, roots, "expression" if len(roots) == 1 else "expressions")
     content = document.dumps(doc)
     if args.output == "-":

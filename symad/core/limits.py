@@ -2,7 +2,7 @@
 
 Change them for a process with ``symad.core.limits.LIMITS.max_nodes = ...``, for a
 block with ``with symad.core.limits.override(max_nodes=...):``, or on the command
-line with ``--max-input``, ``--max-dag-nodes`` and ``--max-program-ops``.
+line with ``--max-input``, ``--max-dag-nodes``, ``--max-program-ops`` and ``--max-document``.
 """
 
 from __future__ import annotations
@@ -21,11 +21,20 @@ class Limits:
     max_input_chars: int = 4_000_000  # length of one expression's text
     max_nodes: int = 10_000_000  # nodes in one graph
     max_program_ops: int = 4_000_000  # operations in one compiled program
+    # Length of one saved document's text (symad.load, @FILE); None: DOCUMENT_CHARS_PER_NODE a
+    # node of max_nodes, and DOCUMENT_CHARS_MORE (400 MB by default: symad writes 10 to 40 a node).
+    max_document_chars: int | None = None
 
     def check_input(self, text: str) -> None:
         """Raise LimitError if ``text`` is longer than ``max_input_chars``."""
         if len(text) > self.max_input_chars:
             raise input_too_long(len(text), self.max_input_chars)
+
+    def document_chars(self) -> int:
+        """``max_document_chars``, or by default what a graph within ``max_nodes`` needs."""
+        if self.max_document_chars is not None:
+            return self.max_document_chars
+        return DOCUMENT_CHARS_PER_NODE * self.max_nodes + DOCUMENT_CHARS_MORE
 
     def nodes_exceeded(self) -> LimitError:
         """The error for a graph that would grow past ``max_nodes``."""
@@ -38,6 +47,9 @@ class Limits:
             raise LimitError(f"the compiled program would have {n_ops:,} operations, over the limit of "
                              f"{self.max_program_ops:,} (raise it with {{setting}})", "LIMITS.max_program_ops")
 
+
+DOCUMENT_CHARS_PER_NODE = 40
+DOCUMENT_CHARS_MORE = 1 << 16  # the head (a function's variables) and long names in a small graph
 
 LIMITS = Limits()
 
@@ -52,7 +64,7 @@ def input_too_long(chars: int | None, limit: int) -> LimitError:
 
 
 @contextlib.contextmanager
-def override(**changes: int) -> Iterator[Limits]:
+def override(**changes: int | None) -> Iterator[Limits]:
     """Temporarily change limits: ``with override(max_nodes=100): ...``."""
     names = {f.name for f in fields(Limits)}
     unknown = set(changes) - names

@@ -25,7 +25,8 @@ from symad.cli.common import FLAGS as CLI_FLAGS
 from symad.core.limits import LIMITS, Limits, override
 
 # Each limit's command-line flag (the library's errors name the Python setting; the CLI, the flag).
-FLAGS = {"max_input_chars": "--max-input", "max_nodes": "--max-dag-nodes", "max_program_ops": "--max-program-ops"}
+FLAGS = {"max_input_chars": "--max-input", "max_nodes": "--max-dag-nodes", "max_program_ops": "--max-program-ops",
+         "max_document_chars": "--max-document"}
 
 
 # ---------------------------------------------------------------- each limit, through the API
