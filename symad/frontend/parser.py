@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from symad.core import forksafe
 from symad.core.errors import ParseError, UnknownFunctionError
+from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS
@@ -414,6 +415,7 @@ def literal_notes(text: str, most: int = 3) -> list[str]:
     return notes
 
 
+@without_gc
 def parse_into(text: str, graph: Graph) -> int:
     """Parse ``text`` straight into ``graph`` (postfix streamed into the fold); the root's id."""
     folder = Folder(graph, text)
@@ -421,6 +423,7 @@ def parse_into(text: str, graph: Graph) -> int:
     return folder.result()
 
 
+@without_gc
 def parse_outputs_into(text: str, graph: Graph) -> list[int]:
     """Parse ``text``, one or more expressions separated by ``;`` (after any definitions,
     which they share), into ``graph``; the outputs' root ids."""
