@@ -1,6 +1,7 @@
 """Source code for a schedule, in C99 or in plain Python: the native backend's straight-line code.
 
-Each step is the op table's LLVM lowering (:data:`symad.core.ops.OPS`) read back as source.
+Each step of the lowered schedule is its op's LLVM lowering
+(:data:`symad.backends.lowering.PRIMITIVES`) read back as source.
 The lowerings use a small set of instructions (``fadd``, ``fcmp``, ``select``, calls of the
 C library, a bit cast for the sign of a zero); each is one expression of the target
 language with the same IEEE meaning, so the C computes what the native code computes, bit
@@ -21,10 +22,10 @@ import struct
 from collections import Counter
 from dataclasses import dataclass
 
-from symad.backends.schedule import Schedule, Step
+from symad.backends.lowering import PRIMITIVES, SELECT, Step
+from symad.backends.schedule import Schedule
 from symad.core.errors import SymadError
-from symad.core.ops import OPS, Inline
-from symad.core.semantics import small_power_step
+from symad.core.ops import Inline
 
 _BINARY = {"fadd": "+", "fsub": "-", "fmul": "*", "fdiv": "/"}
 _COMPARE = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
@@ -34,6 +35,7 @@ _CALL = re.compile(r"double @([\w.]+)\((.*)\)")
 # Where a step is computed: the conditions of the selects it serves, outermost first, each
 # with the value it has there (True: not 0).  () is unconditional.
 Guard = tuple[tuple[int, bool], ...]
+ARMS = (1, 2)  # the operands a select(c, a, b) chooses between: a where c is not 0, else b
 
 
 @dataclass(frozen=True)
@@ -243,14 +245,14 @@ def guards(schedule: Schedule) -> dict[int, Guard | None]:
     """Each step's guard: where its value is needed, the selects' conditions it sits under, or
     None where it is needed only in arms that are never taken.  A step is computed once, in
     the innermost block enclosing all its uses (so a step shared with the unconditional part
-    stays there); a select (an op with ``arms``) passes its guard plus its condition to each arm.
+    stays there); a select passes its guard plus its condition to each arm.
 
     >>> import symad
     >>> from symad.core.graph import Graph
     >>> e = symad.parse("where(x > 0, sqrt(x), 0)", Graph())
     >>> s = Schedule.build(e.graph, [e.id], [e.graph.var("x")])
     >>> [(op, guards(s)[node]) for node, op, _ in s.steps]
-    [('gt', ()), ('sqrt', ((2, True),)), ('where', ())]
+    [('gt', ()), ('sqrt', ((2, True),)), ('select', ())]
     """
     need: dict[int, Guard] = {node: () for node in schedule.outputs}
     placed: dict[int, Guard | None] = {}
@@ -258,7 +260,7 @@ def guards(schedule: Schedule) -> dict[int, Guard | None]:
         guard = placed[node] = need.get(node)
         if guard is None:
             continue
-        arms = OPS[op].arms
+        arms = ARMS if op == SELECT else ()
         taken = _decided(guard, args[0]) if arms else None
         for k, a in enumerate(args):
             if taken is not None:  # the guard decides the select: only its arm is needed
@@ -341,18 +343,17 @@ def straight_line(schedule: Schedule, dialect: Dialect, x: str = "x") -> tuple[l
         names[node] = f"{x}[{k}]"
     steps, placed = schedule.steps, {node: () for node, _, _ in schedule.steps}
     alias: dict[int, int] = {}  # a select its block decides -> the arm taken
-    if dialect.branches is not None and any(OPS[op].arms for _, op, _ in steps):
+    if dialect.branches is not None and any(op == SELECT for _, op, _ in steps):
         placed = guards(schedule)
         for node, op, args in steps:
-            arms, guard = OPS[op].arms, placed[node]
-            taken = _decided(guard, args[0]) if arms and guard is not None else None
+            guard = placed[node]
+            taken = _decided(guard, args[0]) if op == SELECT and guard is not None else None
             if taken is not None:
-                arm = args[arms[0 if taken else 1]]
+                arm = args[ARMS[0 if taken else 1]]
                 alias[node] = alias.get(arm, arm)
         steps = _block_order(steps, placed, alias)
     lines: list[str] = []
     block: Guard = ()
-    consts = schedule.consts
     for node, op, args in steps:
         guard: Guard = placed[node]  # type: ignore[assignment]
         if guard != block:
@@ -360,21 +361,13 @@ def straight_line(schedule: Schedule, dialect: Dialect, x: str = "x") -> tuple[l
             block = guard
         vals = [names[alias.get(a, a)] for a in args]
         r = f"v{node}"
-        k = None if all(a in consts for a in args) else small_power_step(consts, op, args)
-        if k is not None:  # x^k as the products every evaluator computes
-            product = " * ".join([vals[0]] * abs(k))
-            if k > 0:
-                body = [tr.declare(r, product)]
-            else:
-                body = [tr.declare(f"t{node}_p", product), tr.declare(r, tr.divide("1.0", f"t{node}_p"))]
+        lowering = PRIMITIVES[op].llvm
+        if isinstance(lowering, Inline):
+            tr.args = {f"a{j}": v for j, v in enumerate(vals)}
+            template = lowering.template.format(*(f"%a{j}" for j in range(len(vals))), r=f"%{r}", t=f"%t{node}_")
+            body = [tr.line(ir) for ir in template.split("\n")]
         else:
-            lowering = OPS[op].llvm
-            if isinstance(lowering, Inline):
-                tr.args = {f"a{j}": v for j, v in enumerate(vals)}
-                template = lowering.template.format(*(f"%a{j}" for j in range(len(vals))), r=f"%{r}", t=f"%t{node}_")
-                body = [tr.line(ir) for ir in template.split("\n")]
-            else:
-                body = [tr.declare(r, tr.call(c_name(lowering.symbol), vals))]
+            body = [tr.declare(r, tr.call(c_name(lowering.symbol), vals))]
         lines += ["    " * len(block) + line for line in body]
         names[node] = r
     return (lines, [names[alias.get(node, node)] for node in schedule.outputs],

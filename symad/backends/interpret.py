@@ -4,22 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from symad.backends.lowering import LOWERED, PRIMITIVES, lower
 from symad.core.graph import Graph
-from symad.core.ops import OPS
-from symad.core.semantics import numpy, power_product, small_power
+from symad.core.semantics import numpy
 
 
-def apply_op(op: str, args: list[float], power: int | None = None) -> float:
-    """``op`` on floats with IEEE semantics (``1/0 → inf``), as the compiled code computes it;
-    ``power``: a small integer exponent, computed as products (``x^3 = (x*x)*x``)."""
-    spec = OPS[op]
+def apply_op(op: str, args: list[float]) -> float:
+    """Primitive ``op`` (see :mod:`symad.backends.lowering`) on floats with IEEE semantics
+    (``1/0 → inf``), as the compiled code computes it."""
+    spec = PRIMITIVES[op]
     try:
-        return float(spec.py(*args) if power is None else power_product(args[0], power))  # type: ignore[misc]
+        return float(spec.py(*args))  # type: ignore[misc]
     except (ArithmeticError, ValueError):
         np = numpy()
         with np.errstate(all="ignore"):
-            floats = [np.float64(a) for a in args]
-            return float(spec.np(*floats) if power is None else power_product(floats[0], power))  # type: ignore[misc]
+            return float(spec.np(*[np.float64(a) for a in args]))  # type: ignore[misc]
 
 
 def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
@@ -29,7 +28,8 @@ def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
     The one node-by-node evaluator (explanations, drawings, diagnostics): the walk
     stops at nodes ``values`` already holds, so adding a few nodes over evaluated
     ones (a local partial) costs only those.  Floats with the compiled code's
-    semantics: small integer powers as products, ``1/0 → inf`` (:func:`apply_op`).
+    semantics: each node computed as its lowered steps (small integer powers as
+    products), ``1/0 → inf`` (:func:`apply_op`).
 
     >>> from symad import parse
     >>> e = parse("(x+y)*x")
@@ -44,8 +44,15 @@ def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
             values[node] = data[node]  # type: ignore[assignment]
         elif op == "var":
             values[node] = float(point[data[node]])  # type: ignore[index]
-        else:
+        elif op not in LOWERED:
             args = args_of[node]
-            k = small_power(data[args[1]]) if op == "pow" and op_of[args[1]] == "const" else None
-            values[node] = apply_op(op, [values[a] for a in args], k)
+            values[node] = apply_op(op, [values[a] for a in args])
+        else:  # computed as its lowered steps, as compiled code computes it
+            args = args_of[node]
+            consts = {a: data[a] for a in args if op_of[a] == "const"}
+            steps = lower([(node, op, args)], consts, len(op_of))
+            local = {**{a: values[a] for a in args}, **consts}  # the steps' own values
+            for step, step_op, step_args in steps:
+                local[step] = apply_op(step_op, [local[a] for a in step_args])
+            values[node] = local[node]
     return values

@@ -1,4 +1,4 @@
-"""Python code generation: a schedule as one straight-line Python function.
+"""Python code generation: a (lowered) schedule as one straight-line Python function.
 
 Temporaries are register-allocated (a register is reused after its last use, so
 NumPy batches don't keep one array per node alive).  The code runs against two
@@ -14,21 +14,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from symad.core.ops import OPS
-from symad.core.semantics import small_power_step
+from symad.backends.lowering import PRIMITIVES, Step
 
 if TYPE_CHECKING:
     from symad.backends.schedule import ChunkPlan
 
-Step = tuple[int, str, tuple[int, ...]]  # (node, op, argument nodes)
-
 # The namespaces the code runs in: each op's function as f_<name>, on floats and on NumPy values.
 PY_NAMESPACE: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
 NP_NAMESPACE: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
-for _name, _spec in OPS.items():
-    if _spec.arity:
-        PY_NAMESPACE[f"f_{_name}"] = _spec.py
-        NP_NAMESPACE[f"f_{_name}"] = _spec.np
+for _name, _spec in PRIMITIVES.items():
+    PY_NAMESPACE[f"f_{_name}"] = _spec.py
+    NP_NAMESPACE[f"f_{_name}"] = _spec.np
 
 
 def _literal(value: float) -> str:
@@ -37,12 +33,6 @@ def _literal(value: float) -> str:
     if math.isinf(value):
         return "inf" if value > 0 else "(-inf)"
     return repr(value) if math.copysign(1.0, value) > 0 else f"({value!r})"
-
-
-def power_code(base: str, k: int) -> str:
-    """Python text of ``base^k`` as products (see :func:`symad.core.semantics.power_product`)."""
-    product = " * ".join([base] * abs(k))
-    return product if k > 0 else f"1.0 / ({product})"
 
 
 def _straight_line(steps: list[Step], names: dict[int, str],
@@ -62,16 +52,12 @@ def _straight_line(steps: list[Step], names: dict[int, str],
     n_registers = 0
     lines = []
     for p, (node, op, args) in enumerate(steps):
-        spec = OPS[op]
+        spec = PRIMITIVES[op]
         arg_names = [names[a] for a in args]
         # Numbers alone (`1.0 / 0.0`, kept unfolded because the result is not finite)
         # go through the op's function: Python's operators would raise even when
         # the NumPy namespace is in use.
-        numbers_only = all(a in consts for a in args)
-        k = None if numbers_only else small_power_step(consts, op, args)
-        if k is not None:
-            text = power_code(arg_names[0], k)
-        elif spec.code and not numbers_only:
+        if spec.code and not all(a in consts for a in args):
             text = spec.code.format(*arg_names)
         else:
             text = f"f_{op}({', '.join(arg_names)})"

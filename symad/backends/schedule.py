@@ -1,8 +1,10 @@
-"""What a compiled program computes, in order: the schedule every backend lowers.
+"""What a compiled program computes, in order: the schedule every backend runs.
 
 A :class:`Schedule` lists the operations the outputs need (dead code is never
 emitted) in topological order: forward values first, then, for gradient
-outputs, the adjoint nodes the backward sweep built.  A large schedule is cut
+outputs, the adjoint nodes the backward sweep built.  Its steps are lowered
+(:mod:`symad.backends.lowering`: small integer powers as products, ``where`` as a
+select) before any backend sees them.  A large schedule is cut
 into chunks of ``CHUNK_OPS`` operations by :func:`chunk_plan`, the one plan the
 Python and LLVM code generators share: compiling one huge function takes time
 and memory growing faster than linearly with its size; in pieces, both grow
@@ -16,13 +18,12 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from symad.backends.lowering import Step, lower
 from symad.backends.python_code import python_source
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
-
-Step = tuple[int, str, tuple[int, ...]]  # (node, op, argument nodes)
 
 # A schedule of over twice this many operations is compiled as functions of this many
 # (measured for LLVM at -O2, whose time grows fastest; Python's compile is bounded by it too).
@@ -71,7 +72,8 @@ def _structural_key(inputs: Sequence[int], outputs: Sequence[int], steps: list[S
 
 @dataclass(eq=False)
 class Schedule:
-    """The operations computing ``outputs`` from ``inputs`` (variable nodes), in order."""
+    """The operations computing ``outputs`` from ``inputs`` (variable nodes), in order: primitive
+    steps (see :mod:`symad.backends.lowering`), whose new nodes are numbered past the graph's."""
 
     inputs: list[int]
     outputs: list[int]
@@ -81,7 +83,7 @@ class Schedule:
     @classmethod
     @without_gc
     def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
-        """Schedule the nodes the outputs need."""
+        """Schedule the nodes the outputs need, lowered."""
         order = graph.reachable(outputs)
         LIMITS.check_program(len(order))
         known = set(inputs)
@@ -95,6 +97,7 @@ class Schedule:
                     raise SymadError(f"no input for variable {graph.data[node]}")
             else:
                 steps.append((node, op, graph.args[node]))
+        steps = lower(steps, consts, len(graph.op))  # type: ignore[arg-type]
         return cls(list(inputs), list(outputs), steps, consts)  # type: ignore[arg-type]
 
     @functools.cached_property

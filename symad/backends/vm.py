@@ -1,7 +1,7 @@
 """The fast first tier: a schedule flattened into instructions for one shared interpreter.
 
 Compiling a program with LLVM costs milliseconds to seconds, growing with its size;
-flattening its :class:`~symad.backends.schedule.Schedule` into an instruction array
+flattening its (lowered) :class:`~symad.backends.schedule.Schedule` into an instruction array
 costs about a microsecond a step, and the interpreter (machine code generated once a
 process from the op table, :func:`symad.backends.llvm.ir.interpreter_ir`) runs an
 instruction in nanoseconds.  An instruction is ``(opcode, destination, a, b)`` over
@@ -23,7 +23,6 @@ from symad.backends.program import check_out
 from symad.backends.schedule import Schedule
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
-from symad.core.semantics import small_power_step
 
 _OPCODES = interpreter_opcodes()
 
@@ -42,7 +41,7 @@ class VMProgram:
             if node not in slot:
                 slot[node] = len(values)
                 values.append(value)
-        consts, opcodes = schedule.consts, _OPCODES
+        opcodes = _OPCODES
         rows = []
         level = [0] * len(values)  # a slot's distance from the inputs: 0 for inputs and constants
         row_level = []  # each instruction's
@@ -50,19 +49,18 @@ class VMProgram:
         for node, op, args in schedule.steps:
             a = slot[args[0]]
             if len(args) == 1:
-                rows.append((opcodes[op, None], at, a, a))
+                rows.append((opcodes[op], at, a, a))
                 level.append(level[a] + 1)
             elif len(args) == 2:
                 b = slot[args[1]]
-                power = None if args[0] in consts else small_power_step(consts, op, args)
-                rows.append((opcodes[op, power], at, a, b))
+                rows.append((opcodes[op], at, a, b))
                 la, lb = level[a], level[b]
                 level.append((la if la > lb else lb) + 1)
-            else:  # the first argument copied into the destination, where the op reads it
+            else:  # the first operand copied into the destination, where the op reads it
                 b, c = slot[args[1]], slot[args[2]]
-                rows.append((opcodes[COPY, None], at, a, a))
+                rows.append((opcodes[COPY], at, a, a))
                 row_level.append(level[a] + 1)
-                rows.append((opcodes[op, None], at, b, c))
+                rows.append((opcodes[op], at, b, c))
                 level.append(max(level[a] + 1, level[b], level[c]) + 1)
             row_level.append(level[-1])
             slot[node] = at

@@ -1,17 +1,18 @@
 """LLVM IR text for a schedule: ``point``, the fused ``batch`` loop, and the ``call`` entry.
 
 The IR is written as text directly (faster than building it through an API), each
-op as its entry in :data:`symad.core.ops.OPS` lowers it (inline IR, or a call of an
-intrinsic or C library function).  :mod:`symad.backends.llvm.jit` compiles it.
+step of the lowered schedule as its op's entry in the op table lowers it
+(:data:`symad.backends.lowering.PRIMITIVES`: inline IR, or a call of an intrinsic or C
+library function).  :mod:`symad.backends.llvm.jit` compiles it.
 """
 
 from __future__ import annotations
 
 import struct
 
+from symad.backends.lowering import PRIMITIVES
 from symad.backends.schedule import Schedule
-from symad.core.ops import OPS, Inline
-from symad.core.semantics import SMALL_POWERS, small_power_step
+from symad.core.ops import Inline
 
 
 def _hex(value: float) -> str:
@@ -22,24 +23,15 @@ def _hex(value: float) -> str:
 QUICK_OPS = 200  # up to this size LLVM's IR passes gain nothing measurable: only instruction selection runs
 
 
-def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declared: dict[str, int]) -> list[str]:
-    """IR lines computing ``op`` of the IR values ``vals`` into ``r`` (temporaries named from
-    ``t``): the op table's lowering, or, for ``x^k`` with a small constant ``k`` (``power``),
-    the products every evaluator computes; intrinsics and C functions called go into ``declared``."""
-    if power is not None:
-        lines, prev = [], vals[0]
-        for j in range(abs(power) - 1):
-            cur = r if power > 0 and j == abs(power) - 2 else f"{t}m{j}"
-            lines.append(f"  {cur} = fmul double {prev}, {vals[0]}")
-            prev = cur
-        if power < 0:
-            lines.append(f"  {r} = fdiv double 1.0, {prev}")
-        return lines
-    lowering = OPS[op].llvm
+def op_lines(op: str, vals: list[str], r: str, t: str, declared: dict[str, int]) -> list[str]:
+    """IR lines computing primitive ``op`` of the IR values ``vals`` into ``r`` (temporaries named
+    from ``t``): the op table's lowering; intrinsics and C functions called go into ``declared``."""
+    spec = PRIMITIVES[op]
+    lowering = spec.llvm
     if isinstance(lowering, Inline):
         declared.update(lowering.calls)
         return ["  " + ln for ln in lowering.template.format(*vals, r=r, t=t).split("\n")]
-    declared[lowering.symbol] = OPS[op].arity
+    declared[lowering.symbol] = spec.arity
     params = ", ".join(f"double {v}" for v in vals)
     return [f"  {r} = call double @{lowering.symbol}({params}){' #0' if lowering.opaque else ''}"]
 
@@ -47,11 +39,9 @@ def op_lines(op: str, vals: list[str], r: str, t: str, power: int | None, declar
 def _steps(schedule: Schedule, steps: list, names: dict[int, str], p: str, declared: dict[str, int]) -> list[str]:
     """IR lines for ``steps``; ``names`` maps the nodes already available to IR values (extended)."""
     lines: list[str] = []
-    consts = schedule.consts
     for node, op, args in steps:
-        k = None if all(a in consts for a in args) else small_power_step(consts, op, args)
         r = f"%{p}v{node}"
-        lines += op_lines(op, [names[a] for a in args], r, f"%{p}t{node}", k, declared)
+        lines += op_lines(op, [names[a] for a in args], r, f"%{p}t{node}", declared)
         names[node] = r
     return lines
 
@@ -259,18 +249,15 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
 
 
 # ===================================================================== the interpreter
-# An instruction names two arguments: an op of three (`where`) is two instructions, the first a
-# copy of its first argument into the destination, where the second reads it.
+# An instruction names two operands: a step of three (a select) is two instructions, the first
+# a copy of its first operand into the destination, where the second reads it.
 COPY = "copy"
 
 
-def interpreter_opcodes() -> dict[tuple[str, int | None], int]:
-    """The interpreter's instruction set: ``(op, None)`` for each operation of the op table,
-    ``("pow", k)`` for ``x^k`` with a small constant ``k``; each with its opcode."""
-    codes: list[tuple[str, int | None]] = [(name, None) for name, spec in OPS.items() if spec.arity]
-    codes += [("pow", k) for k in SMALL_POWERS]
-    codes.append((COPY, None))
-    return {code: i for i, code in enumerate(codes)}
+def interpreter_opcodes() -> dict[str, int]:
+    """The interpreter's instruction set: each primitive op (of a lowered schedule), and
+    :data:`COPY`; each with its opcode."""
+    return {op: i for i, op in enumerate([*PRIMITIVES, COPY])}
 
 
 
@@ -297,17 +284,17 @@ def interpreter_ir(data_offset: int | None) -> str:
     """
     declared: dict[str, int] = {}
     cases, bodies = [], []
-    for (op, power), code in interpreter_opcodes().items():
+    for op, code in interpreter_opcodes().items():
         if op == COPY:
             cases.append(f"i32 {code}, label %op{code}")
             bodies.append(f"op{code}:\n  store double %x, ptr %pd\n  br label %latch")
             continue
-        arity = OPS[op].arity
+        arity = PRIMITIVES[op].arity
         vals = ["%x", "%y"][:arity]
         first = []
         if arity == 3:
             first, vals = [f"  %z{code} = load double, ptr %pd"], [f"%z{code}", "%x", "%y"]
-        lines = first + op_lines(op, vals, f"%r{code}", f"%c{code}t", power, declared)
+        lines = first + op_lines(op, vals, f"%r{code}", f"%c{code}t", declared)
         cases.append(f"i32 {code}, label %op{code}")
         bodies.append(f"op{code}:\n" + "\n".join(lines) + f"\n  store double %r{code}, ptr %pd\n  br label %latch")
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
