@@ -4,13 +4,16 @@
 root and writes ``docs/errors.md`` with its exact output and exit status;
 ``tests/test_error_catalogue.py`` re-runs the commands in the doc and compares,
 so the catalogue stays true.  Commands run under ``bash -c`` (so they may use a
-pipe for stdin), with ``symad`` the installed console script.
+pipe for stdin), with ``symad`` and ``python`` this interpreter running the checkout's code
+(``python -m symad``), never whatever is first on PATH.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,8 +142,10 @@ ENTRIES: list[tuple[str, str, str, str]] = [
 
 def run(command: str) -> tuple[str, int]:
     """The command's stdout followed by its stderr, and its exit status."""
-    env = dict(os.environ, COLUMNS="100")
-    p = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120,
+    env = dict(os.environ, COLUMNS="100", PYTHONPATH=str(ROOT))
+    py = shlex.quote(sys.executable)
+    checkout = f'symad() {{ {py} -m symad "$@"; }}; python() {{ {py} "$@"; }}; '
+    p = subprocess.run(["bash", "-c", checkout + command], cwd=ROOT, capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL, env=env)
     return (p.stdout + p.stderr).rstrip("\n"), p.returncode
 

@@ -1,4 +1,4 @@
-"""End-to-end: the installed ``symad`` command."""
+"""End-to-end: the ``symad`` command (the checkout's, ``python -m symad``)."""
 
 import importlib.util
 import json
@@ -7,7 +7,6 @@ import random
 import select
 import signal
 import subprocess
-import sysconfig
 import time
 from pathlib import Path
 
@@ -219,9 +218,9 @@ def test_overflowing_literal_is_named_in_the_warning():
 
 # ---------------------------------------------------------------- Ctrl-C
 def _script() -> list[str]:
-    """The console script itself: a wrapper (pyenv's shim is a shell script) would take the signal."""
-    script = Path(sysconfig.get_path("scripts")) / "symad"
-    return [str(script)] if script.is_file() else symad_command()
+    """The interpreter itself (``python -m symad``): a wrapper (pyenv's shim is a shell script)
+    would take the signal."""
+    return symad_command()
 
 
 def _big_expression(path: Path, terms: int, n_vars: int) -> str:

@@ -1,25 +1,23 @@
-"""Running the installed ``symad`` command in tests."""
+"""Running the checkout's ``symad`` command in tests: ``python -m symad`` with this
+interpreter and the checkout first on ``PYTHONPATH``, never whatever ``symad`` is first on PATH
+(the installed console script is tested by ``tests/test_packaging.py``)."""
 
-import os
-import shutil
 import subprocess
 import sys
 
-import pytest
+from support.measure import checkout_env, symad_executable
 
 
 def symad_command() -> list[str]:
-    exe = shutil.which("symad")
-    if exe is None:
-        pytest.fail("the symad console script is not installed (pip install .)")
-    return [exe]
+    """The command line that runs the checkout's ``symad``: ``[python, "-m", "symad"]``."""
+    return symad_executable()
 
 
 def run(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``symad ARGS`` and return the completed process (text mode)."""
-    env = dict(os.environ, PYTHONWARNINGS="error")
     return subprocess.run(symad_command() + list(args), input=stdin, capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=None if stdin is not None else subprocess.DEVNULL)
+                          timeout=timeout, env=checkout_env(PYTHONWARNINGS="error"),
+                          stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
-__all__ = ["run", "symad_command", "sys"]
+__all__ = ["checkout_env", "run", "symad_command", "sys"]

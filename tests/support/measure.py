@@ -1,4 +1,4 @@
-"""Run the installed ``symad`` command and measure its wall time and peak memory.
+"""Run the checkout's ``symad`` command and measure its wall time and peak memory.
 
 Used by ``tests/core/test_limits.py`` and ``benchmarks/huge_inputs.py``.  Peak
 memory is the child's own maximum resident set size, read with ``os.wait4``
@@ -9,7 +9,6 @@ is the maximum over every child so far).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,13 +30,22 @@ class Measured:
     timed_out: bool = False
 
 
+CHECKOUT = Path(__file__).resolve().parents[2]  # the repository these tests belong to
+
+
 def symad_executable() -> list[str]:
-    """The installed console script (next to this Python if there, so no shell shim is timed)."""
-    beside = Path(sys.executable).with_name("symad")
-    if beside.is_file():
-        return [str(beside)]
-    exe = shutil.which("symad")
-    return [exe] if exe else [sys.executable, "-m", "symad"]
+    """The checkout's ``symad`` command: this interpreter running ``-m symad``, never whatever
+    ``symad`` is first on PATH (an older install, a shell shim that would be timed too).  With
+    :func:`checkout_env` (or from the checkout's root, where ``-m`` looks first) it runs this
+    checkout's package.  The installed console script has its own end-to-end test
+    (``tests/test_packaging.py``)."""
+    return [sys.executable, "-m", "symad"]
+
+
+def checkout_env(**extra: str) -> dict[str, str]:
+    """This process's environment, with the checkout first on ``PYTHONPATH`` and ``extra`` set."""
+    path = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, **extra)
 
 
 def run_measured(args: list[str], stdin: str | Path | None = None, timeout: float = 600) -> Measured:
@@ -45,7 +53,7 @@ def run_measured(args: list[str], stdin: str | Path | None = None, timeout: floa
 
     On timeout the process is killed and ``timed_out`` is set.
     """
-    return measure_process(symad_executable() + list(args), stdin, timeout)
+    return measure_process(symad_executable() + list(args), stdin, timeout, env=checkout_env())
 
 
 def python_measured(code: str, timeout: float = 600) -> Measured:
@@ -65,8 +73,10 @@ def _vm_hwm_kb(pid: int) -> int:
     return 0
 
 
-def measure_process(command: list[str], stdin: str | Path | None = None, timeout: float = 600) -> Measured:
-    """Run ``command`` with stdin from a file path or a string; its status, output, time and peak memory."""
+def measure_process(command: list[str], stdin: str | Path | None = None, timeout: float = 600,
+                    env: dict[str, str] | None = None) -> Measured:
+    """Run ``command`` with stdin from a file path or a string (and ``env``, by default this
+    process's environment); its status, output, time and peak memory."""
     with tempfile.TemporaryDirectory() as tmp:
         out_path, err_path = Path(tmp, "out"), Path(tmp, "err")
         if isinstance(stdin, str):
@@ -77,7 +87,7 @@ def measure_process(command: list[str], stdin: str | Path | None = None, timeout
         with open(out_path, "wb") as out, open(err_path, "wb") as err, \
                 (open(in_path, "rb") if in_path else open(os.devnull, "rb")) as inp:
             start = time.perf_counter()
-            proc = subprocess.Popen(command, stdin=inp, stdout=out, stderr=err)
+            proc = subprocess.Popen(command, stdin=inp, stdout=out, stderr=err, env=env)
             deadline = start + timeout
             timed_out = False
             hwm_kb = 0

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import struct
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from support.cli_helpers import run
+from support.cli_helpers import checkout_env, run, symad_command
 
 from symad import Graph, LimitError, SymadError, VariableError, parse
 from symad.tools.viz import LARGE, DotNotFoundError, render, to_digraph, write
@@ -289,21 +287,13 @@ def test_dot_text_needs_no_dot_and_unknown_extensions_fail(tmp_path, monkeypatch
 
 
 # ------------------------------------------------------------------ the command
-def real_symad() -> str:
-    """The console script itself (not a shell shim), so it runs with an empty PATH."""
-    exe = Path(sys.executable).parent / "symad"
-    if not exe.exists():
-        pytest.skip("symad console script not beside the interpreter")
-    return str(exe)
-
-
 def test_cli_without_dot_says_how_to_install_it(tmp_path):
-    env = dict(os.environ, PATH="")
-    p = subprocess.run([real_symad(), "graph", SEED, "-o", str(tmp_path / "f.png")], capture_output=True,
+    env = checkout_env(PATH="")  # no dot on PATH
+    p = subprocess.run([*symad_command(), "graph", SEED, "-o", str(tmp_path / "f.png")], capture_output=True,
                        text=True, env=env, timeout=60)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.count("\n") == 1 and "apt-get install graphviz" in p.stderr
-    p = subprocess.run([real_symad(), "graph", SEED, "-o", str(tmp_path / "f.dot")], capture_output=True,
+    p = subprocess.run([*symad_command(), "graph", SEED, "-o", str(tmp_path / "f.dot")], capture_output=True,
                        text=True, env=env, timeout=60)
     assert p.returncode == 0 and (tmp_path / "f.dot").read_text().startswith("digraph")
 
