@@ -16,9 +16,9 @@ def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) ->
     ``tangents`` maps variable nodes to the nodes of their direction components.
     Nodes are visited once, in topological order, whatever the number of roots;
     a node whose tangent is zero carries none, so inactive parts cost nothing.
-    (:func:`symad.ad.forward.forward`, with ``drop_zeros``.)
+    (:func:`symad.ad.forward.forward` along one direction.)
     """
-    return forward(graph, roots, [tangents], drop_zeros=True)[0]
+    return forward(graph, roots, [tangents])[0]
 
 
 def hessian_nodes(graph: Graph, root: int, wrt: Sequence[int],

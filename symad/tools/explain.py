@@ -1,9 +1,10 @@
 """Explain automatic differentiation step by step: the forward pass and the sweep, as tables.
 
-Every DAG node gets a name z1…zk in topological order.  Reverse mode lists each
+Every DAG node gets a name z1…zk in the sweep's canonical order.  Reverse mode lists each
 node's adjoint z̄ = ∂f/∂z as the sum of its users' contributions (user's
 adjoint × local derivative); forward mode lists each node's tangent ż along a
-seed direction.  Both end in the derivative.
+seed direction.  Both end in the derivative.  The steps are those of the one sweep
+(:mod:`symad.ad.trace`), so every number is the gradient's, bit for bit.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from symad.ad import branches
+from symad.ad import trace
 from symad.ad.local import local_partial
-from symad.ad.sweep import active, forward_nodes, reverse_nodes
-from symad.backends.interpret import node_values
 from symad.core.graph import Graph
 from symad.core.latex import latex_name, latex_number, to_latex
 from symad.core.ops import OPS, PREC_ATOM
@@ -78,11 +77,12 @@ class Term:
     local: str  # the local derivative, in z names
     factor: float
     local_value: float
+    contribution: float  # what the sweep added (0 where blocked, or where the partial is the number 0)
     blocked: bool = False  # through a branch not taken (or a zero adjoint from one): contributes 0
 
     @property
     def value(self) -> float:
-        return 0.0 if self.blocked else self.factor * self.local_value
+        return self.contribution
 
 
 @dataclass
@@ -231,30 +231,40 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
         raise ValueError("mode must be 'reverse' or 'forward'")
     g, root = expr.graph, expr.id
     point = {v: float(point[v]) for v in expr.variables}
-    order = [n for n in g.reachable([root]) if g.op[n] != "const"]  # numbers print inline
+    if mode == "reverse":
+        steps = trace.reverse(g, root, point)
+    else:
+        along = {v: float((direction or {}).get(v, 0.0)) for v in expr.variables}
+        steps = trace.forward(g, root, point, along)
+    order = [n for n in steps.order if g.op[n] != "const"]  # numbers print inline
     names = {node: f"z{k + 1}" for k, node in enumerate(order)}
-    values = node_values(g, [root], point)
-    rows = {node: Row(names[node], _describe(g, node, names), values[node]) for node in order}
-    live = active(g, order)
+    rows = {node: Row(names[node], _describe(g, node, names), steps.values[node]) for node in order}
+    for node, derivative in steps.derivative.items():
+        rows[node].derivative = derivative
 
-    def local(node: int, k: int) -> tuple[str, float]:
-        d = local_partial(g, node, k)
-        node_values(g, [d], point, values)  # a few new nodes over evaluated ones
+    def local(node: int, k: int) -> str:
+        d = local_partial(g, node, k)  # its text only: the number is the sweep's
         text = to_infix(g, d, names) if d not in names else names[d]
         if d not in names and g.op[d] != "var" and precedence(g, d) < PREC_ATOM or text.startswith("-"):
             text = f"({text})"
-        return text, values[d]
+        return text
 
+    for e in steps.edges:
+        to, source = (e.arg, e.user) if mode == "reverse" else (e.user, e.arg)
+        rows[to].terms.append(Term(names[source], local(e.user, e.k), e.factor, e.partial,
+                                   0.0 if e.term is None else e.term, e.blocked))
     var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
     if mode == "reverse":
-        sweep = _reverse(g, root, order, live, rows, names, local, values)
-        result = {v: rows[var_nodes[v]].derivative or 0.0 for v in expr.variables}
+        rows[root].seed = True
+        sweep = [rows[n] for n in reversed(order) if n in steps.derivative]
+        result = {v: steps.derivative.get(var_nodes[v], 0.0) for v in expr.variables}
         result_names = {v: names[var_nodes[v]] for v in expr.variables}
-        along: dict[str, float] = {}
+        along = {}
     else:
-        along = {v: float((direction or {}).get(v, 0.0)) for v in expr.variables}
-        sweep = _forward(g, order, live, rows, names, local, along, values)
-        result = {"along": rows[root].derivative or 0.0}
+        for v, n in var_nodes.items():
+            rows[n].derivative, rows[n].seed = along[v], True  # type: ignore[index]
+        sweep = [rows[n] for n in order if n in steps.derivative or g.op[n] == "var"]
+        result = {"along": steps.derivative.get(root, 0.0)}
         result_names = {}
     return Explanation(str(expr), point, mode, [rows[n] for n in order], sweep, result, result_names, along)
 
@@ -265,46 +275,3 @@ def _describe(g: Any, node: int, names: dict[int, str]) -> str:
     if g.op[node] == "const":
         return format_number(g.data[node])
     return to_infix(g, node, names)  # the root itself always prints as its operation
-
-
-def _reverse(g: Any, root: int, order: list[int], live: set[int], rows: dict[int, Row],
-             names: dict[int, str], local: Any, values: dict[int, float]) -> list[Row]:
-    """The backward sweep's rows; branches pass adjoints as :func:`symad.ad.reverse.gradient` does."""
-    rows[root].derivative, rows[root].seed = 1.0, True
-    shapes = branches.Shapes(g)
-    sweep = []
-    for node, ks in reverse_nodes(g, order, live):
-        row = rows[node]
-        if row.derivative is None:
-            continue
-        sweep.append(row)
-        for k in ks:
-            arg = g.args[node][k]
-            text, value = local(node, k)
-            term = Term(names[node], text, row.derivative, value, shapes.blocked(node, k, row.derivative, values))
-            shapes.pass_on(node, k, arg)
-            rows[arg].terms.append(term)
-            rows[arg].derivative = (rows[arg].derivative or 0.0) + term.value
-    return sweep
-
-
-def _forward(g: Any, order: list[int], live: set[int], rows: dict[int, Row], names: dict[int, str],
-             local: Any, along: dict[str, float], values: dict[int, float]) -> list[Row]:
-    """The forward sweep's rows; a ``where`` passes on the tangent of the arm it takes."""
-    sweep = []
-    for node, ks in forward_nodes(g, order, live):
-        row = rows[node]
-        if g.op[node] == "var":
-            row.derivative, row.seed = along.get(g.data[node], 0.0), True
-        else:
-            total = 0.0
-            for k in ks:
-                arg = g.args[node][k]
-                text, value = local(node, k)
-                blocked = k in OPS[g.op[node]].arms and not branches.arm_taken(g, node, k, values)
-                term = Term(names[arg], text, rows[arg].derivative or 0.0, value, blocked)
-                row.terms.append(term)
-                total += term.value
-            row.derivative = total
-        sweep.append(row)
-    return sweep

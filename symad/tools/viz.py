@@ -6,12 +6,11 @@ position in the topological order of the drawn DAG (``n0``, ``n1``, ... and ``g0
 ``g1``, ... for adjoints), never from ``id()``, so the same expression always gives
 the same DOT text, whatever else its graph holds.
 
-The backward cluster mirrors :func:`symad.ad.reverse.gradient`: one adjoint node
-``∂f/∂n`` per forward node the sweep reaches, an edge from each user's adjoint to
-each argument's adjoint labelled with the local partial (from the op table), and a
-sum ``Σ`` where a shared node collects several contributions.  Values and adjoints
-at a point are computed numerically, node by node (:func:`symad.backends.interpret.node_values`),
-with the same local partials; the edges are those of :func:`symad.ad.sweep.reverse_edges`.
+The backward cluster draws the one reverse sweep (:func:`symad.ad.trace.reverse`, the steps of
+:func:`symad.ad.reverse.backward`): one adjoint node ``∂f/∂n`` per forward node the sweep
+reaches, an edge from each user's adjoint to each argument's adjoint labelled with the
+local partial (from the op table), and a sum ``Σ`` where a shared node collects several
+contributions.  At a point, the adjoints are the sweep's numbers: the gradient's bits.
 """
 
 from __future__ import annotations
@@ -25,11 +24,9 @@ from itertools import pairwise
 from pathlib import Path
 
 import graphviz
-import numpy as np
 
-from symad.ad import branches
+from symad.ad import trace
 from symad.ad.local import local_partial
-from symad.ad.sweep import active, reverse_edges
 from symad.backends.interpret import node_values
 from symad.core import indexed
 from symad.core.errors import LimitError, SymadError, VariableError, check_variables
@@ -169,46 +166,29 @@ def _value_line(values: Mapping[int, float] | None, node: int, prefix: str = "= 
 
 # ------------------------------------------------------------------ the reverse sweep
 class _Sweep:
-    """The reverse sweep of :func:`symad.ad.reverse.gradient`, kept for drawing; numeric at a point."""
+    """The reverse sweep's steps, for drawing: numeric at a point (else only its edges count)."""
 
-    def __init__(self, g: Graph, order: list[int], root: int, wrt: Sequence[str] | None,
-                 values: dict[int, float] | None, point: Mapping[str, float]):
-        var_nodes = {g.data[n]: n for n in order if g.op[n] == "var"}
+    def __init__(self, g: Graph, root: int, wrt: Sequence[str] | None, point: Mapping[str, float] | None):
+        var_nodes = {g.data[n]: n for n in g.reachable([root]) if g.op[n] == "var"}
         for w in wrt or ():
             if w not in var_nodes:
                 uses = ", ".join(str(v) for v in var_nodes) or "no variables"
                 raise VariableError(f"wrt: {w} is not a variable of the expression (it uses {uses})", (w,))
-        sources = {var_nodes[w] for w in (wrt or var_nodes)}
-        self.active = active(g, order, sources)  # only these carry adjoints
-        self.nodes = [n for n in reversed(order) if n in self.active]  # sweep order: output first
+        steps = trace.reverse(g, root, point, {var_nodes[w] for w in (wrt or var_nodes)})
+        self.adjoint = steps.derivative
+        self.nodes = [n for n in reversed(steps.order) if n in self.adjoint]  # sweep order: output first
         self.edges: list[tuple[int, int, int]] = []  # (user, argument, node of ∂user/∂argument)
         self.incoming: dict[int, list[int]] = {}  # argument -> indices into edges
-        self.adjoint: dict[int, float] = {root: 1.0}
         self.terms: dict[int, list[float]] = {}  # argument -> numeric contributions, in edge order
         self.blocked: set[int] = set()  # edges through a branch not taken at the point (contributing 0)
-        self._g, self._order, self._root, self._values, self._point = g, order, root, values, point
-
-    def run(self) -> None:
-        """Build the local partials (nodes of the graph) and, at a point, the numeric adjoints."""
-        g, values = self._g, self._values
-        shapes = branches.Shapes(g)  # a branch passes its adjoint into the arm it takes only
-        for node, k, arg in reverse_edges(g, self._root, order=self._order, live=self.active):
-            partial = local_partial(g, node, k)
-            self.incoming.setdefault(arg, []).append(len(self.edges))
-            self.edges.append((node, arg, partial))
-            if values is None:
-                shapes.pass_on(node, k, arg)
-                continue
-            node_values(g, [partial], self._point, values)
-            blocked = shapes.blocked(node, k, self.adjoint[node], values)
-            shapes.pass_on(node, k, arg)
-            if blocked:
-                self.blocked.add(len(self.edges) - 1)
-            with np.errstate(all="ignore"):
-                term = 0.0 if blocked else float(np.float64(self.adjoint[node]) * np.float64(values[partial]))
-                self.terms.setdefault(arg, []).append(term)
-                previous = self.adjoint.get(arg)
-                self.adjoint[arg] = term if previous is None else float(np.float64(previous) + term)
+        self.partial: list[float] = []  # each edge's partial at the point
+        for e in steps.edges:
+            self.incoming.setdefault(e.arg, []).append(len(self.edges))
+            if e.blocked and point is not None:
+                self.blocked.add(len(self.edges))
+            self.edges.append((e.user, e.arg, local_partial(g, e.user, e.k)))  # the partial's text
+            self.partial.append(e.partial)
+            self.terms.setdefault(e.arg, []).append(0.0 if e.term is None else e.term)
 
 
 # ------------------------------------------------------------------ the picture
@@ -248,11 +228,9 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         check_variables(expr.variables, at)
         point = {v: float(at[v]) for v in expr.variables}
         values = node_values(g, [root], point)
-    sweep = _Sweep(g, order, root, wrt, values, point) if grad else None
+    sweep = _Sweep(g, root, wrt, point if at is not None else None) if grad else None
     total = len(order) + (len(sweep.nodes) if sweep else 0)
     _check_size(total, max_nodes, "the forward and backward graph" if grad else "the DAG")
-    if sweep:
-        sweep.run()
     large = total > LARGE
 
     names = _Namer(g, local)
@@ -361,7 +339,7 @@ def _draw_backward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Map
     for e, (user, arg, partial) in enumerate(sweep.edges):
         label = "× " + names.text(partial, wrap=True)
         if values is not None and g.op[partial] != "const":
-            label += " = " + fmt(values[partial])
+            label += " = " + fmt(sweep.partial[e])
         style = _BACKWARD_EDGE
         if e in sweep.blocked:
             label += "\nbranch not taken: passes 0"
