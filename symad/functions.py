@@ -72,18 +72,11 @@ NAMES: dict[str, Callable[..., Any]] = {}
 for _name in [*FUNCTIONS, *COMPARISONS.values(), "and", "or", "not"]:
     NAMES[PYTHON_NAMES.get(_name, _name)] = _function(_name)
 
-# NumPy ufunc name -> the language's function (ufuncs whose semantics symad's match)
-UFUNCS = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan",
-    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
-    "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "sqrt": "sqrt", "cbrt": "cbrt",
-    "absolute": "abs", "fabs": "abs", "sign": "sign", "floor": "floor", "ceil": "ceil",
-    "negative": "neg", "positive": None, "add": "add", "subtract": "sub", "multiply": "mul",
-    "true_divide": "div", "divide": "div", "power": "pow", "float_power": "pow", "arctan2": "atan2",
-    "hypot": "hypot", "maximum": "max", "minimum": "min", "logaddexp": "logaddexp",
-    "less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq", "not_equal": "ne",
-    "logical_and": "and", "logical_or": "or", "logical_not": "not",
-    "square": "square", "reciprocal": "reciprocal",
+# NumPy ufunc name -> the language's op: each op table entry's NumPy ufuncs (those whose
+# semantics symad's match), and three NumPy has that are other ops on expressions.
+UFUNCS: dict[str, str | None] = {
+    **{ufunc_name: name for name, spec in OPS.items() for ufunc_name in spec.numpy},
+    "positive": None, "square": "square", "reciprocal": "reciprocal",
 }
 
 

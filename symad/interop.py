@@ -12,6 +12,8 @@ nested ``where``, ``Sum`` and ``Product`` with whole-number bounds unrolled, ``x
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 from typing import Any
 
@@ -19,6 +21,7 @@ from symad.core.errors import LimitError, SymadError
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.name_rule import checked
+from symad.core.ops import OPS
 from symad.core.term import Term
 from symad.expr import Expr, default_graph
 
@@ -31,35 +34,35 @@ def _sympy() -> Any:
     return sympy
 
 
-def _to_sympy_table(sp: Any) -> dict[str, Any]:
-    half = sp.Rational(1, 2)
+def _sympy_function(sp: Any, name: str) -> Any:
+    """SymPy's function ``name``: an attribute of ``sympy``, or a dotted path under it."""
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(f"sympy.{module}") if module else sp, attr)
 
-    def indicator(condition: Any) -> Any:
-        return sp.Piecewise((sp.Integer(1), condition), (sp.Integer(0), True))
 
-    def true(a: Any) -> Any:
-        return sp.Ne(a, 0)
+def _to_sympy_rule(sp: Any, op: str) -> Any:
+    """How ``to_sympy`` writes op ``op``: the op table entry's SymPy form, a condition as 1 or 0."""
+    form = OPS[op].sympy
+    if form is None:
+        raise SymadError(f"{op} has no SymPy form")
+    if form.build is not None:
+        build = functools.partial(form.build, sp)
+    else:
+        build = _sympy_function(sp, form.name)  # type: ignore[arg-type]
 
-    return {
-        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
-        "pow": sp.Pow, "neg": lambda a: -a, "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "asin": sp.asin,
-        "acos": sp.acos, "atan": sp.atan, "atan2": sp.atan2, "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh,
-        "asinh": sp.asinh, "acosh": sp.acosh, "atanh": sp.atanh, "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt,
-        "abs": sp.Abs, "sign": sp.sign, "step": lambda a: sp.Heaviside(a, half), "min": sp.Min, "max": sp.Max,
-        "log1p": lambda a: sp.log(1 + a), "expm1": lambda a: sp.exp(a) - 1,
-        "sigmoid": lambda a: 1 / (1 + sp.exp(-a)), "softplus": lambda a: sp.log(1 + sp.exp(a)),
-        "log_sigmoid": lambda a: -sp.log(1 + sp.exp(-a)),
-        "logaddexp": lambda a, b: sp.log(sp.exp(a) + sp.exp(b)), "erf": sp.erf, "erfc": sp.erfc,
-        "hypot": lambda a, b: sp.sqrt(a**2 + b**2), "cbrt": lambda a: sp.sign(a) * sp.Abs(a) ** sp.Rational(1, 3),
-        "floor": sp.floor, "ceil": sp.ceiling, "round": lambda a: sp.sign(a) * sp.floor(sp.Abs(a) + half),
-        "sinc": sp.sinc, "clip": lambda x, lo, hi: sp.Min(sp.Max(x, lo), hi),
-        "lt": lambda a, b: indicator(sp.Lt(a, b)), "le": lambda a, b: indicator(sp.Le(a, b)),
-        "gt": lambda a, b: indicator(sp.Gt(a, b)), "ge": lambda a, b: indicator(sp.Ge(a, b)),
-        "eq": lambda a, b: indicator(sp.Eq(a, b)), "ne": lambda a, b: indicator(sp.Ne(a, b)),
-        "and": lambda a, b: indicator(sp.And(true(a), true(b))), "or": lambda a, b: indicator(sp.Or(true(a), true(b))),
-        "not": lambda a: indicator(sp.Eq(a, 0)),
-        "where": lambda c, a, b: sp.Piecewise((a, true(c)), (b, True)),
-    }
+    def rule(*args: Any) -> Any:
+        value = build(*args)
+        if isinstance(value, sp.logic.boolalg.Boolean):  # a condition: the number 1 where it holds, else 0
+            return sp.Piecewise((sp.Integer(1), value), (sp.Integer(0), True))
+        return value
+
+    return rule
+
+
+def _from_sympy_table(sp: Any) -> dict[type, str]:
+    """SymPy's function classes that are ops, from the op table: class -> op."""
+    return {_sympy_function(sp, spec.sympy.name): name for name, spec in OPS.items()
+            if spec.sympy is not None and spec.sympy.name is not None}
 
 
 def to_sympy(expr: Expr) -> Any:
@@ -67,7 +70,7 @@ def to_sympy(expr: Expr) -> Any:
     integers Integers, and the doubles of ``pi`` and ``e`` SymPy's ``pi`` and ``E``); variables
     become real SymPy symbols of the same names."""
     sp = _sympy()
-    table = _to_sympy_table(sp)
+    table: dict[str, Any] = {}
     # The text's pi and e are these doubles: exactly these bits (and their negations) are the constants.
     constants = {math.pi: sp.pi, -math.pi: -sp.pi, math.e: sp.E, -math.e: -sp.E}
     g = expr.graph
@@ -87,20 +90,12 @@ def to_sympy(expr: Expr) -> Any:
         else:
             rule = table.get(op)
             if rule is None:
-                raise SymadError(f"{op} has no SymPy form")
+                rule = table[op] = _to_sympy_rule(sp, op)
             try:
                 built[node] = rule(*(built[a] for a in g.args[node]))
             except (ValueError, TypeError) as err:  # min(x, acosh(1/2)): SymPy cannot order I*pi/3
                 raise SymadError(f"SymPy cannot build {op} of these arguments: {err}") from None
     return built[expr.id]
-
-
-_FROM_SYMPY_FUNCTIONS = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "atan2": "atan2",
-    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh",
-    "exp": "exp", "log": "log", "Abs": "abs", "sign": "sign", "erf": "erf", "erfc": "erfc", "floor": "floor",
-    "ceiling": "ceil", "sinc": "sinc",
-}
 
 
 def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
@@ -118,6 +113,7 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
     sp = _sympy()
     g = default_graph() if graph is None else graph
     root = sp.sympify(sympy_expr)
+    ops = _from_sympy_table(sp)
     built: dict[Any, Term] = {}
     children_of: dict[Any, list[Any]] = {}
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -132,7 +128,7 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
             stack.append((e, True))
             stack.extend((c, False) for c in reversed(children) if c not in built)  # built in order
             continue
-        built[e] = _node(sp, g, e, [built[c] for c in children])
+        built[e] = _node(sp, g, e, [built[c] for c in children], ops)
     return Expr(g, built[root].id)
 
 
@@ -154,7 +150,7 @@ def _children(sp: Any, e: Any) -> list[Any]:
     return list(e.args)
 
 
-def _node(sp: Any, g: Graph, e: Any, args: list[Term]) -> Term:
+def _node(sp: Any, g: Graph, e: Any, args: list[Term], ops: dict[type, str]) -> Term:
     if isinstance(e, sp.Symbol):
         return Term(g, g.var(checked(e.name, "a SymPy symbol")))
     if isinstance(e, sp.Indexed):
@@ -169,10 +165,6 @@ def _node(sp: Any, g: Graph, e: Any, args: list[Term]) -> Term:
         return Term(g, g.const(1.0 if e is sp.true else 0.0))
     if isinstance(e, sp.ITE):  # a boolean if-then-else
         return args[0].apply("where", args[1], args[2])
-    if isinstance(e, sp.Add):
-        return _chain(args, lambda a, b: a + b)
-    if isinstance(e, sp.Mul):
-        return _chain(args, lambda a, b: a * b)
     if isinstance(e, sp.Pow):
         base, exponent = args
         if e.exp == sp.Rational(1, 2):
@@ -180,30 +172,18 @@ def _node(sp: Any, g: Graph, e: Any, args: list[Term]) -> Term:
         if e.exp == sp.Rational(-1, 2):
             return 1.0 / base.apply("sqrt")
         return base ** exponent
-    if isinstance(e, (sp.Min, sp.Max)):
-        name = "min" if isinstance(e, sp.Min) else "max"
-        return _chain(args, lambda a, b: a.apply(name, b))
-    if isinstance(e, sp.Heaviside):
-        return args[0].apply("step")  # (step(0) is 1/2, SymPy's default H(0) is undefined)
     if isinstance(e, sp.Piecewise):
         return _piecewise(sp, g, e, args)
-    relation = _RELATIONS.get(type(e).__name__)
-    if relation is not None:
-        return args[0].apply(relation, args[1])
-    if isinstance(e, (sp.And, sp.Or)):
-        return _chain(args, lambda a, b: a.apply("and" if isinstance(e, sp.And) else "or", b))
-    if isinstance(e, sp.Not):
-        return args[0].apply("not")
-    name = _FROM_SYMPY_FUNCTIONS.get(type(e).__name__)
-    if name is not None and isinstance(e, sp.Function):
-        if name == "log" and len(args) == 2:
-            return args[0].apply("log") / args[1].apply("log")
-        return args[0].apply(name, *args[1:])
+    if isinstance(e, sp.log) and len(args) == 2:  # log(x, b), if SymPy left it so
+        return args[0].apply("log") / args[1].apply("log")
+    op = ops.get(type(e))
+    if op is not None:
+        arity = OPS[op].arity
+        if len(args) > arity == 2:  # SymPy's n-ary Add, Min, And...: a chain, left to right
+            return _chain(args, lambda a, b: a.apply(op, b))
+        # (SymPy's further optional arguments, Heaviside's value at 0, are not read)
+        return args[0].apply(op, *args[1:arity])
     raise SymadError(f"symad has no operation for SymPy's {type(e).__name__}")
-
-
-_RELATIONS = {"StrictLessThan": "lt", "LessThan": "le", "StrictGreaterThan": "gt", "GreaterThan": "ge",
-              "Equality": "eq", "Unequality": "ne"}
 
 
 def _chain(args: list[Term], combine: Any) -> Term:

@@ -176,3 +176,61 @@ def test_no_module_uses_another_modules_private_names() -> None:
                   and node.attr not in own and node.attr not in PRIVATE_ALLOWED):
                 found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+# Tables keyed by op name outside the op table, and why each is not a per-op fact.
+OP_NAME_TABLES_ALLOWED = {
+    "symad.core.simplify": "the construction-time rewrites symad does: rules of the simplifier, which a new op "
+                           "needs none of (its docs list them)",
+}
+OP_NAME_TABLE_SIZE = 5  # this many op names in one literal make it a side table of the op table
+
+
+def _op_names_in(node: ast.AST, names: set[str]) -> set[str]:
+    """The op names a dict, set, list or tuple literal holds as strings (keys and values, and one
+    level of nested tuples: {"add": ("+", ...)} or (("add", 1), ...))."""
+    if isinstance(node, ast.Dict):
+        elements = [k for k in node.keys if k is not None] + node.values
+    elif isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+        elements = node.elts
+    else:
+        return set()
+    found = set()
+    for e in elements:
+        inner = e.elts if isinstance(e, (ast.Tuple, ast.List)) else [e]
+        found |= {x.value for x in inner if isinstance(x, ast.Constant) and x.value in names}
+    return found
+
+
+def test_no_table_of_op_names_outside_the_op_table() -> None:
+    """Every per-op fact lives in the op's entry (symad/core/ops/): a literal naming five or more
+    ops anywhere else in the package (every subpackage, not only the root) is a side table
+    that a new op would have to be added to."""
+    from symad.core.ops import OPS
+
+    names = set(OPS)
+    found = []
+    for name, path in MODULES.items():
+        if name == "symad.core.ops" or name.startswith("symad.core.ops.") or name in OP_NAME_TABLES_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            hit = _op_names_in(node, names)
+            if len(hit) >= OP_NAME_TABLE_SIZE:
+                found.append(f"{name}:{node.lineno}: {', '.join(sorted(hit))}")
+    assert not found, "tables of op names outside the op table (build them from OPS):\n" + "\n".join(found)
+
+
+def test_the_op_name_table_check_sees_subpackages_and_side_tables() -> None:
+    """The check above scans the whole package and catches the side tables there were."""
+    from symad.core.ops import OPS
+
+    assert {"symad.core.latex", "symad.backends.c_code", "symad.tools.viz"} <= set(MODULES)
+    names = set(OPS)
+    side_tables = ['{"sin": r"\\sin", "cos": r"\\cos", "tan": r"\\tan", "exp": r"\\exp", "log": r"\\log"}',
+                   'frozenset({"add", "eq", "ne", "and", "or"})',
+                   '{"sqrt": "math.nan", "sin": ("math.nan", 1), "exp": "math.inf", "cosh": 1, "log": 2}',
+                   'for name in ("add", "sub", "mul", "div", "neg"): pass']
+    for text in side_tables:
+        assert any(len(_op_names_in(n, names)) >= OP_NAME_TABLE_SIZE for n in ast.walk(ast.parse(text))), text
+    assert not any(len(_op_names_in(n, names)) >= OP_NAME_TABLE_SIZE
+                   for n in ast.walk(ast.parse('("add", "mul", "x", "y")')))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from symad.backends.lowering import PRIMITIVES, SELECT, Step
 from symad.backends.schedule import Schedule
 from symad.core.errors import SymadError
-from symad.core.ops import Inline
+from symad.core.ops import OPS, Call, Inline
 
 _BINARY = {"fadd": "+", "fsub": "-", "fmul": "*", "fdiv": "/"}
 _COMPARE = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
@@ -67,6 +67,11 @@ C = Dialect(
     }, any_function=True)
 
 
+def c_name(symbol: str) -> str:
+    """The C library's name of a function the lowering calls (``llvm.sin.f64`` is ``sin``)."""
+    return symbol[5:-4] if symbol.startswith("llvm.") and symbol.endswith(".f64") else symbol
+
+
 def _total(f: str, value: str) -> str:
     """A helper calling ``math.f``, returning C's ``value`` where ``math`` raises (it raises only
     where the C library's result is inf or nan)."""
@@ -74,12 +79,11 @@ def _total(f: str, value: str) -> str:
             f"        return math.{f}(x)\n    except (ValueError, OverflowError):\n        return {value}")
 
 
-# C library functions `math` raises in, and C's value there (nan: outside the domain)
-_RAISING = {"sqrt": "math.nan", "sin": "math.nan", "cos": "math.nan", "tan": "math.nan", "asin": "math.nan",
-            "acos": "math.nan", "acosh": "math.nan", "log": "-math.inf if x == 0.0 else math.nan",
-            "atanh": "math.copysign(math.inf, x) if abs(x) == 1.0 else math.nan",
-            "log1p": "-math.inf if x == -1.0 else math.nan", "exp": "math.inf", "expm1": "math.inf",
-            "cosh": "math.inf", "sinh": "math.copysign(math.inf, x)"}
+# The C library functions the lowerings call that `math` has by the same name (the op's `py`):
+# math's, through a helper returning C's value where math raises (the op's `math_raises`).
+_MATH = {c_name(s.llvm.symbol): s for s in OPS.values()
+         if isinstance(s.llvm, Call) and s.math_name == c_name(s.llvm.symbol)}
+_RAISING = {f: s.math_raises for f, s in _MATH.items() if s.math_raises}
 _PY_HELPERS = {f"_{f}": _total(f, value) for f, value in _RAISING.items()}
 _PY_HELPERS.update({
     "_bits": "def _bits(d):\n    return struct.unpack('<Q', struct.pack('<d', d))[0]",
@@ -113,14 +117,9 @@ PYTHON = Dialect(
     select="({1} if {0} else {2})", to_double="float({0})", logical={"and": "({0} and {1})", "or": "({0} or {1})"},
     divide="({0} / {1} if {1} else _div({0}, {1}))",
     functions={"symad_bits": "_bits", "symad_double": "_double", "fabs": "math.fabs",
-               **{f: f"math.{f}" for f in ("atan", "atan2", "tanh", "asinh", "cbrt", "erf", "erfc")},  # never raise
+               **{f: f"math.{f}" for f, s in _MATH.items() if not s.math_raises},  # never raise
                **{name[1:]: name for name in _PY_HELPERS if name not in ("_bits", "_double", "_div")}},
     helpers=_PY_HELPERS, any_function=False, branches=("if {0} != 0.0:", "if {0} == 0.0:", "else:"))
-
-
-def c_name(symbol: str) -> str:
-    """The C library's name of a function the lowering calls (``llvm.sin.f64`` is ``sin``)."""
-    return symbol[5:-4] if symbol.startswith("llvm.") and symbol.endswith(".f64") else symbol
 
 
 def literal(value: float, language: str) -> str:

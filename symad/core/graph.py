@@ -86,10 +86,8 @@ class Graph:
 
     def make(self, op: str, *args: int) -> int:
         """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.core.simplify`."""
-        spec = _MAKE.get(op)
-        if spec is None:
-            raise SymadError(f"unknown operation {op!r}")
-        arity, commutative, py, np_fn, rule = spec
+        spec = _MAKE.get(op) or _make_entry(op)
+        arity, commutative, number_last, py, np_fn, rule = spec
         if len(args) != arity:
             raise SymadError(f"{op} takes {arity} argument(s), got {len(args)}")
         ops = self.op
@@ -99,7 +97,7 @@ class Graph:
             # Canonical order: by id, except that numbers come last in sums and comparisons
             # and first elsewhere, as people write them: `x + 2`, `2*x`, `x != 0`.
             if ca != cb:
-                swap = ca if op in _NUMBER_LAST else cb
+                swap = ca if number_last else cb
             else:
                 swap = b < a
             if swap:
@@ -270,11 +268,24 @@ def _float_bits(value: float) -> int:
 _OP_CODE = {name: stable_hash(name) for name in OPS}
 
 
-_NUMBER_LAST = frozenset({"add", "eq", "ne", "and", "or"})
 _POW = OPS["pow"].py  # folded as every evaluator computes it: small integer powers are products
-# Per op, what `make` needs, looked up once: arity, commutative, evaluators, rewrite rule.
-_MAKE = {name: (spec.arity, spec.commutative, spec.py, spec.np, RULES.get(name))
-         for name, spec in OPS.items() if spec.kind != "leaf"}
+# Per op, what `make` needs, looked up once: arity, commutative, numbers last, evaluators, rewrite rule.
+_MAKE: dict[str, tuple] = {}
+
+
+def _make_entry(op: str) -> tuple:
+    """``make``'s entry for ``op``, from the op table (also for an op defined after this module loaded)."""
+    spec = OPS.get(op)
+    if spec is None or spec.kind == "leaf":
+        raise SymadError(f"unknown operation {op!r}")
+    _OP_CODE.setdefault(op, stable_hash(op))
+    entry = _MAKE[op] = (spec.arity, spec.commutative, spec.number_last, spec.py, spec.np, RULES.get(op))
+    return entry
+
+
+for _name in OPS:
+    if OPS[_name].kind != "leaf":
+        _make_entry(_name)
 
 
 def natural_key(name: str) -> tuple:

@@ -1,11 +1,11 @@
 """DAG → LaTeX: fractions, powers, function names, the fewest parentheses.
 
 Like :mod:`symad.core.printing`, a walk over an explicit stack of pieces (no recursion).
-Each op's form follows from its op-table entry (infix symbol and precedence, prefix,
-function); a few have a form of their own in mathematics (``\\frac``, ``\\sqrt``,
-``|x|``, ``\\lfloor x \\rfloor``, cases for ``where``).  Large derivatives name their
-shared subexpressions, as the text form does, and print as aligned definitions.
-"""
+Each op's form is its op-table entry's ``latex``: an operator placed by the entry's precedence
+and associativity, a function's name (``\\sin``, else ``\\operatorname{name}``), or a form of
+its own that encloses its arguments (``\\frac``, ``\\sqrt``, ``|x|``, cases for ``where``).
+Powers and products are typeset here (superscripts; factors juxtaposed).  Large derivatives
+name their shared subexpressions, as the text form does, and print as aligned definitions."""
 
 from __future__ import annotations
 
@@ -15,16 +15,6 @@ from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, render, shared_names
 
-_INFIX = {"add": "+", "sub": "-", "mul": r"\,", "lt": "<", "le": r"\le", "gt": ">", "ge": r"\ge", "eq": "=",
-          "ne": r"\ne", "and": r"\land", "or": r"\lor"}
-_PREFIX = {"neg": "-", "not": r"\lnot "}
-# LaTeX's own function names; any other function is \operatorname{name}.
-_NAMED = {"sin": r"\sin", "cos": r"\cos", "tan": r"\tan", "asin": r"\arcsin", "acos": r"\arccos",
-          "atan": r"\arctan", "sinh": r"\sinh", "cosh": r"\cosh", "tanh": r"\tanh", "exp": r"\exp", "log": r"\log",
-          "min": r"\min", "max": r"\max"}
-# (opening, closing) around the one argument
-_AROUND = {"sqrt": (r"\sqrt{", "}"), "abs": (r"\left|", r"\right|"), "floor": (r"\left\lfloor ", r"\right\rfloor"),
-           "ceil": (r"\left\lceil ", r"\right\rceil")}
 _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
           "xi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega", "Gamma", "Delta", "Theta",
           "Lambda", "Xi", "Pi", "Sigma", "Phi", "Psi", "Omega"}
@@ -74,42 +64,37 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
         if node in names:
             return PREC_ATOM
         op = op_of[node]
-        if op == "div" or (op in OPS and OPS[op].kind not in ("infix", "prefix")):
-            return PREC_ATOM  # \frac{..}{..} and f(..) need no parentheses around them
         if op == "const" and "\\cdot" in latex_number(data_of[node]):  # type: ignore[arg-type]
             return PREC_SUM + 1  # 1.5 \cdot 10^{-5} is a product
+        spec = OPS[op]
+        if spec.kind not in ("infix", "prefix") or isinstance(spec.latex, tuple):
+            return PREC_ATOM  # \frac{..}{..} and f(..) need no parentheses around them
         return precedence(graph, node)
 
     def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
         spec = OPS[op]
         pieces: list[object]
-        if op == "div":
-            pieces = [r"\frac{", args[0], "}{", args[1], "}"]
+        if isinstance(spec.latex, tuple):  # a form of its own, enclosing its arguments
+            pieces = [args[p] if isinstance(p, int) else p for p in spec.latex]
         elif op == "pow":
             base, exponent = args
             pieces = [*_wrap(base, prec(base) <= spec.prec or op_of[base] == "div"), "^{", exponent, "}"]
-        elif op == "where":
-            c, a, b = args
-            pieces = [r"\begin{cases} ", a, r" & \text{if } ", c, r" \\ ", b, r" & \text{otherwise} \end{cases}"]
-        elif op in _AROUND:
-            opening, closing = _AROUND[op]
-            pieces = [opening, args[0], closing]
         elif spec.kind == "infix":
             left, right = args
             lp, rp = prec(left), prec(right)
             left_paren = lp <= spec.prec if spec.assoc == "none" else lp < spec.prec
             right_paren = rp <= spec.prec
-            symbol = f" {_INFIX[op]} "
+            symbol = f" {spec.latex} "
             if op == "mul":  # juxtaposed: 2\,x\,y; but a factor starting with a number after a \cdot
                 right_paren = rp < spec.prec or rp == PREC_UNARY  # x\,\left(-y\right)
                 symbol = r" \cdot " if _leading_number(graph, right) else r"\,"
             pieces = [*_wrap(left, left_paren), symbol, *_wrap(right, right_paren)]
         elif spec.kind == "prefix":
             (arg,) = args
-            pieces = [_PREFIX[op], *_wrap(arg, prec(arg) < (PREC_ATOM if op == "not" else PREC_UNARY))]
+            # a word-like operator (not) binds looser than a sign: anything but an atom in parentheses
+            pieces = [spec.latex, *_wrap(arg, prec(arg) < (PREC_ATOM if spec.prec < PREC_UNARY else PREC_UNARY))]
         else:
-            name = _NAMED.get(op) or r"\operatorname{" + op.replace("_", r"\_") + "}"
-            pieces = [name, r"\left("]
+            pieces = [spec.latex, r"\left("]
             for i, arg in enumerate(args):
                 if i:
                     pieces.append(", ")

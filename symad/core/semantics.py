@@ -348,20 +348,13 @@ _HYPOT: list[Any] = []
 
 # ----------------------------------------------------------------- conditions and selection
 # A condition is true where it is not 0; nan is true (as C and NumPy take it).
-_PY_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
-               ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
-
-
-def py_comparison(symbol: str) -> Any:
-    """The comparison ``symbol`` on floats, as 1.0 or 0.0."""
-    test = _PY_COMPARE[symbol]
+def py_comparison(test: Callable[[float, float], bool]) -> Any:
+    """The comparison ``test`` (``operator.lt``, ...) on floats, as 1.0 or 0.0."""
     return lambda a, b: 1.0 if test(a, b) else 0.0
 
 
-def np_comparison(name: str) -> Any:
-    """The comparison ``name`` (lt, le, ...) on NumPy values, as float64 ones and zeros."""
-    ufunc = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
-             "ne": "not_equal"}[name]
+def np_comparison(ufunc: str) -> Any:
+    """NumPy's comparison ``ufunc`` (``less``, ...) on NumPy values, as float64 ones and zeros."""
     return lambda a, b: getattr(numpy(), ufunc)(a, b) + 0.0
 
 

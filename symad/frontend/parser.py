@@ -22,7 +22,7 @@ from symad.core.errors import ParseError, UnknownFunctionError
 from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
-from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS
+from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS, PREC_CMP
 from symad.frontend.fold import Folder, fold
 from symad.frontend.tables import tables as lalr_tables
 from symad.frontend.tokens import Token, line_column
@@ -308,7 +308,8 @@ _REDUCE: dict[str, Callable[[list, Emit, _Run], object]] = {
     "pos": lambda c, e, r: None,  # unary plus is the identity: no token
     "program": lambda c, e, r: None,
     "compare": _compare("op"), "chain": _compare("chain"), "where": _if,
-    **{name: _op(name) for name in ("add", "sub", "mul", "div", "neg", "pow", "and", "or", "not")},
+    # the grammar's operators are named as their ops (comparisons reduce through `compare`)
+    **{name: _op(name) for name, spec in OPS.items() if spec.kind in ("infix", "prefix") and spec.prec != PREC_CMP},
 }
 
 

@@ -1,8 +1,9 @@
-"""The op table (symad/ops.py): every entry complete, its partials right on its domain, and
+"""The op table (symad/core/ops/): every entry complete, its partials right on its domain, and
 one entry enough for every layer to handle a new operation."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 import subprocess
@@ -29,6 +30,7 @@ from symad.core.ops import (
     PREC_UNARY,
     Call,
     Inline,
+    Sympy,
     define,
 )
 
@@ -59,6 +61,15 @@ def test_op_table_entries_have_every_field():
         if isinstance(spec.llvm, Inline):
             assert "{r}" in spec.llvm.template and all(f"{{{i}}}" in spec.llvm.template for i in range(spec.arity))
         assert spec.domain and all(len(p) == spec.arity for p in spec.domain), name
+        # LaTeX: an operator or a function's name, or a form of its own holding each argument once
+        if isinstance(spec.latex, tuple):
+            assert sorted(p for p in spec.latex if isinstance(p, int)) == list(range(spec.arity)), name
+        else:
+            assert isinstance(spec.latex, str) and spec.latex, name
+        assert isinstance(spec.sympy, Sympy) and (spec.sympy.name or spec.sympy.build), name
+        assert not spec.roles or len(spec.roles) == spec.arity, name
+        assert all(isinstance(n, str) and n for n in spec.numpy), name
+        assert not spec.number_last or spec.commutative, name
         # Every op can be typed: as an operator, or as a function of its arity.
         assert spec.kind != "call" or spec.arity in FUNCTIONS.get(name, {}), name
 
@@ -108,18 +119,58 @@ def test_an_operation_without_a_lowering_is_an_error_at_definition():
     assert "frobnicate" not in OPS
 
 
+def _code_without_docstrings(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and ast.get_docstring(node, clean=False):
+            text = text.replace(ast.get_docstring(node, clean=False), "")
+    return text
+
+
 def test_lowerings_partials_and_evaluations_live_in_the_table_only():
-    """No other module names an op's intrinsic, C function or IR template."""
+    """No other module (in any subpackage) names an op's intrinsic, C function or IR template
+    (the code generators write IR of their own: loops, sums; not an op's)."""
     names = {spec.llvm.symbol for spec in OPS.values() if isinstance(spec.llvm, Call)}
     patterns = [re.escape(n) for n in names if n.startswith("llvm.")]
-    patterns += [r"fcmp (olt|ogt|uno) double", r"fadd double", r"fsub double", r"fneg double",
+    patterns += [r"fcmp (olt|ogt|uno) double \{0\}", r"f(add|sub|mul|div) double \{0\}", r"fneg double \{0\}",
                  r"math\.(sin|tanh|atan2)"]
-    for path in (ROOT / "symad").glob("*.py"):
-        if path.name in ("ops.py", "semantics.py"):
+    for path in (ROOT / "symad").rglob("*.py"):
+        if path.parent.name == "ops" or path.name == "semantics.py":
             continue
-        text = path.read_text(encoding="utf-8")
+        text = _code_without_docstrings(path)
         for pattern in patterns:
-            assert not re.search(pattern, text), f"{path.name} defines {pattern!r}: it belongs in ops.py"
+            assert not re.search(pattern, text), f"{path.name} defines {pattern!r}: it belongs in the op table"
+
+
+def test_every_layers_table_is_built_from_the_op_table():
+    """What other layers keep per op is read from the entries, and covers every op: the
+    grammar's operators, the comparisons, NumPy's ufuncs, SymPy's functions (both ways), LaTeX."""
+    from symad.core.ops import COMPARISONS
+    from symad.frontend.parser import _REDUCE
+    from symad.functions import UFUNCS
+
+    for name, spec in OPS.items():
+        if spec.kind in ("infix", "prefix"):
+            assert name in _REDUCE or COMPARISONS.get(spec.symbol) == name, name
+        assert all(UFUNCS[u] == name for u in spec.numpy), name
+    assert set(COMPARISONS.values()) == {n for n, s in OPS.items() if s.prec == PREC_CMP}
+    assert {"absolute", "fabs", "maximum", "power", "arctan2", "less_equal", "logical_not"} <= set(UFUNCS)
+    sympy = pytest.importorskip("sympy")
+    from symad.interop import from_sympy, to_sympy
+
+    g = Graph()
+    for name in OPERATIONS:
+        spec = OPS[name]
+        args = [symad.var(v, g) for v in "abc"[:spec.arity]]
+        e = args[0].apply(name, *args[1:])
+        assert e.latex(), name
+        back = from_sympy(to_sympy(e), g)
+        # SymPy's own function reads back as the op (a condition as where(c, 1, 0))
+        if spec.sympy.name is not None and spec.prec > PREC_CMP:
+            assert back == e, (name, str(back))
+        point = dict(zip("abc", spec.domain[0]))
+        assert close(back.evaluate(point), e.evaluate(point), rel=1e-12, floor=1e-12), name
+    assert sympy is not None
 
 
 def test_small_integer_powers_give_the_same_bits_in_every_evaluator():
