@@ -29,7 +29,8 @@ def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -
     so the order of nodes changes no bits), ``live`` the nodes that depend on a seed.  The
     algebra gives ``seed(variable)``, ``partials(node, ks)``, ``times(tangent, partial)``
     (None: nothing), ``select(node, [tangent of each arm])``, ``add``, ``kept(tangent)``
-    (None where it is nothing) and ``visit`` (None, or called with each node's steps).
+    (None where it is nothing) and ``visit`` (None, or called with each node's steps, as
+    :class:`symad.ad.reverse.Algebra`'s).
     """
     tangent: dict[int, Any] = {}
     args_of, op_of = graph.args, graph.op
@@ -46,17 +47,19 @@ def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -
         wanted = tuple(k for k in ks if args[k] in tangent and (not arms or k in arms))
         if not wanted:
             continue
+        ps = None
         if arms:  # where(c, a, b): the tangent of the arm taken, selected
             terms = [tangent[args[k]] for k in wanted]
             total = select(node, [tangent.get(args[k]) for k in arms])
         else:
-            terms = [times_(tangent[args[k]], p) for k, p in zip(wanted, partials(node, wanted))]
+            ps = partials(node, wanted)
+            terms = [times_(tangent[args[k]], p) for k, p in zip(wanted, ps)]
             total = None
             for term in terms:
                 if term is not None:
                     total = term if total is None else add(total, term)
         if visit is not None:
-            visit(node, None, wanted, terms, None)
+            visit(node, None, wanted, terms, ps, None)
         if total is not None:
             total = kept(total)
             if total is not None:

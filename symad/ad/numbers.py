@@ -24,7 +24,7 @@ from typing import Any
 
 from symad.ad import branches
 from symad.ad.local import local_partials
-from symad.ad.reverse import backward
+from symad.ad.reverse import Algebra, backward
 from symad.ad.sweep import Ks, active, canonical_order
 from symad.core.graph import Graph
 from symad.core.limits import LIMITS
@@ -108,30 +108,40 @@ class Rules:
     def __init__(self, constants: Mapping[Any, float]):
         self.constants = constants
         self._table: dict[str, tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]] = {}
+        self._patterns: dict[tuple[Any, ...], tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]] = {}
 
     def of(self, op: str, args: tuple[Any, ...]) -> tuple[Any, Any, tuple[Any, ...], tuple[int, ...]]:
+        if len(args) == 2:
+            a0, a1 = args
+            consts = self.constants
+            if a0 == a1 or a0 in consts or a1 in consts:  # partials the graph may fold to numbers
+                # what folds depends on the op, which arguments are the same node and the constants
+                # (a constant's key stands for its bits): asked once for each such pattern
+                key = (op, a0 == a1, a0 if a0 in consts else None, a1 if a1 in consts else None)
+                entry = self._patterns.get(key)
+                if entry is None:
+                    entry = self._patterns[key] = self._binary(op, a0 == a1, consts.get(a0), consts.get(a1))
+                return entry
         entry = self._table.get(op)
         if entry is None:
             spec = OPS[op]
             entry = self._table[op] = (spec.py, spec.np, spec.partials, _zeros(spec.partials))
-        if len(args) != 2:
-            return entry
-        py, np_fn, rules, zeros = entry
-        consts = self.constants
-        a0, a1 = args
-        if op == "pow" and a1 in consts:
-            k = consts[a1]
-            if k in SMALL_POWERS:
-                py = np_fn = _POWERS[int(k)]
-            base = _pow_base_partial(k)
+        return entry
+
+    @staticmethod
+    def _binary(op: str, same: bool, c0: float | None, c1: float | None) -> tuple[Any, Any, tuple[Any, ...],
+                                                                              tuple[int, ...]]:
+        spec = OPS[op]
+        py, np_fn, rules = spec.py, spec.np, spec.partials
+        if op == "pow" and c1 is not None:
+            if c1 in SMALL_POWERS:
+                py = np_fn = _POWERS[int(c1)]
+            base = _pow_base_partial(c1)
             if base is not None:
                 rules = (base, rules[1])
-        if a0 == a1 or a0 in consts or a1 in consts:  # partials the graph may fold to numbers
-            folded = _folded(op, a0 == a1, (consts.get(a0), consts.get(a1)))
-            rules = tuple(rule if f is None else f for f, rule in zip(folded, rules))
-        if rules is not entry[2]:
-            zeros = _zeros(rules)
-        return py, np_fn, rules, zeros
+        folded = _folded(op, same, (c0, c1))
+        rules = tuple(rule if f is None else f for f, rule in zip(folded, rules))
+        return py, np_fn, rules, _zeros(rules)
 
 
 _ARMS = "arms"  # a guard's kind: the step of a `where`, selecting its adjoint into the arm taken
@@ -174,46 +184,53 @@ def _guarded_term(g: Any, rule: Any, values: Sequence[Any], guard: tuple, v: Any
     return np.where(keep, term, 0.0)
 
 
-class Recorder:
-    """The numeric algebra at recording time: the sweep's contributions become flat steps.
+class Recorder(Algebra):
+    """The numeric algebra at recording time: each user's contributions become one flat step.
 
-    An adjoint here only says "reached"; :meth:`visit` writes each user's step.
+    An adjoint here only says "reached"; a term is the partial's rule, run by :func:`run`.
     """
 
-    def __init__(self, graph: Graph, at: Callable[[int], int], args_at: list[Any], rules_at: list[Any]):
-        self.graph, self.at, self.args_at, self.rules_at = graph, at, args_at, rules_at
+    def __init__(self, at: Callable[[int], int], args_at: list[Any], rules_at: list[Any]):
+        self.at, self.args_at, self.rules_at = at, args_at, rules_at
         self.steps: list[tuple[int, tuple[int, ...], tuple[Any, ...], tuple | None]] = []
 
     def seed(self) -> bool:
         return True
 
-    def partials(self, node: int, ks: Ks) -> list[Any]:
-        rules = self.rules_at[self.at(node)]
-        return [rules[k] for k in ks]
-
-    def times(self, adjoint: bool, rule: Any, shape: branches.Shape) -> Any:
-        return rule  # never the number 0: those edges are dead, left out of the sweep
-
-    def select(self, node: int, k: int, adjoint: bool) -> float:
-        return float(k)  # the arm's position, for the step's selection
-
     def add(self, previous: bool, term: Any) -> bool:
         return True
 
-    def visit(self, node: int, adjoint: bool, ks: Ks, terms: list[Any], shape: branches.Shape) -> None:
+    def terms(self, node: int, ks: Ks, adjoint: bool, shape: branches.Shape) -> list[Any]:
         i = self.at(node)
-        args = self.args_at[i]
-        guard: tuple | None = None
-        if OPS[self.graph.op[node]].arms:
-            guard = (_ARMS, args[0])
-        elif shape is not None:
-            guard = _guard(shape, self.at)
+        rules, args = self.rules_at[i], self.args_at[i]
+        guard = None if shape is None else _guard(shape, self.at)
+        # never the number 0: those edges are dead, left out of the sweep (_step, inlined: one per node)
         if len(ks) == 2:
-            self.steps.append((i, args, (args[ks[0]], terms[0], args[ks[1]], terms[1]), guard))
+            k, j = ks
+            self.steps.append((i, args, (args[k], rules[k], args[j], rules[j]), guard))
+            return [rules[k], rules[j]]
+        if len(ks) == 1:
+            k = ks[0]
+            self.steps.append((i, args, (args[k], rules[k]), guard))
+            return [rules[k]]
+        wanted = [rules[k] for k in ks]
+        self._step(i, ks, wanted, guard)
+        return wanted
+
+    def selected(self, node: int, ks: Ks, adjoint: bool) -> list[Any]:
+        i = self.at(node)
+        wanted = [float(k) for k in ks]  # the arm's position, for the step's selection
+        self._step(i, ks, wanted, (_ARMS, self.args_at[i][0]))
+        return wanted
+
+    def _step(self, i: int, ks: Ks, rules: list[Any], guard: tuple | None) -> None:
+        args = self.args_at[i]
+        if len(ks) == 2:
+            self.steps.append((i, args, (args[ks[0]], rules[0], args[ks[1]], rules[1]), guard))
         elif len(ks) == 1:
-            self.steps.append((i, args, (args[ks[0]], terms[0]), guard))
+            self.steps.append((i, args, (args[ks[0]], rules[0]), guard))
         else:
-            self.steps.append((i, args, tuple(x for k, t in zip(ks, terms) for x in (args[k], t)), guard))
+            self.steps.append((i, args, tuple(x for k, r in zip(ks, rules) for x in (args[k], r)), guard))
 
 
 class Recording:
@@ -258,7 +275,7 @@ class Recording:
             # gradient drops its term: the arguments' rules then never run, and cannot raise.
             if zeros:
                 dead[node] = zeros
-        recorder = Recorder(graph, at, args_at, rules_at)
+        recorder = Recorder(at, args_at, rules_at)
         sources = {v for v in inputs if v in slot}
         backward(graph, order, root, recorder, active(graph, order, sources, dead), dead)
         self.backward = recorder.steps
@@ -305,15 +322,13 @@ def run(tape: Recording, point: Sequence[Any], template: list[Any], which: int,
     return value, [zero if i < 0 or adj[i] is None else adj[i] for i in tape.inputs]
 
 
-class Numbers:
+class Numbers(Algebra):
     """The numeric algebra run eagerly at one point, NumPy scalars with IEEE results: the
     recorded steps' arithmetic, edge by edge (for :mod:`symad.ad.trace`).
 
     ``values`` are the nodes' values (:meth:`evaluate`); a partial is its rule, a number
     or a function of no arguments computing it at the point (:meth:`value` of it).
     """
-
-    visit = None
 
     def __init__(self, graph: Graph, order: list[int], point: Mapping[str, float]):
         np = numpy()

@@ -20,37 +20,63 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from symad.ad import branches
-from symad.ad.local import local_partials
+from symad.ad.local import local_partials, times
 from symad.ad.sweep import Dead, Ks, active, canonical_order, reverse_nodes
 from symad.core.gcpause import without_gc
 from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 
-class Algebra(Protocol):
-    """What flows through the reverse sweep: the operations :func:`backward` calls."""
+class Algebra:
+    """What flows through the reverse sweep: the operations :func:`backward` calls.
+
+    An algebra gives :meth:`seed`, :meth:`partials`, :meth:`times`, :meth:`select` and
+    :meth:`add`; the sweep asks for each user's :meth:`terms` and :meth:`selected`, made of
+    them here, which an algebra may do in one step (a recording writes a step of its tape).
+    """
+
+    # Called after each user's contributions, or None: (user, its adjoint, the ks it passed along,
+    # their terms (None: nothing), its partials (None for a selection), the shape of its adjoint).
+    visit: Callable[[int, Any, Ks, list[Any], Sequence[Any] | None, branches.Shape], None] | None = None
 
     def seed(self) -> Any:
         """The output's adjoint (1)."""
+        raise NotImplementedError
 
     def partials(self, node: int, ks: Ks) -> Sequence[Any]:
-        """∂node/∂(argument k) for each k of ``ks``, in this algebra (a number 0 carries nothing)."""
+        """∂node/∂(argument k) for each k of ``ks``, in this algebra (the number 0: nothing to pass)."""
+        raise NotImplementedError
 
     def times(self, adjoint: Any, partial: Any, shape: branches.Shape) -> Any:
-        """``adjoint * partial`` with the strong zero of ``shape``; None where it is nothing."""
+        """``adjoint * partial`` with the strong zero of ``shape`` (:mod:`symad.ad.branches`); None:
+        nothing (a partial that is the number 0)."""
+        raise NotImplementedError
 
     def select(self, node: int, k: int, adjoint: Any) -> Any:
         """What ``where`` node ``node`` passes to its arm ``k``: ``adjoint`` where that arm is taken, else 0."""
+        raise NotImplementedError
 
     def add(self, previous: Any, term: Any) -> Any:
         """The sum of two contributions to one adjoint."""
+        raise NotImplementedError
 
-    # Called after each user's contributions, or None: (user, its adjoint, the ks it passed along,
-    # their terms (None: nothing), the shape of its adjoint).  The recording algebras use it.
-    visit: Callable[[int, Any, Ks, list[Any], branches.Shape], None] | None
+    def terms(self, node: int, ks: Ks, adjoint: Any, shape: branches.Shape) -> list[Any]:
+        """What ``node`` passes to each argument k of ``ks``: its adjoint times the local partial."""
+        partials = self.partials(node, ks)
+        terms = [self.times(adjoint, p, shape) for p in partials]
+        if self.visit is not None:
+            self.visit(node, adjoint, ks, terms, partials, shape)
+        return terms
+
+    def selected(self, node: int, ks: Ks, adjoint: Any) -> list[Any]:
+        """What ``where`` node ``node`` passes to each of its arms k of ``ks``."""
+        terms = [self.select(node, k, adjoint) for k in ks]
+        if self.visit is not None:
+            self.visit(node, adjoint, ks, terms, None, None)
+        return terms
 
 
 def backward(graph: Graph, order: list[int], root: int, algebra: Algebra,
@@ -66,19 +92,19 @@ def backward(graph: Graph, order: list[int], root: int, algebra: Algebra,
     # the shapes of adjoints that come through a branch (none to track without a `where`)
     shapes = branches.Shapes(graph) if branches.any_branch(graph, order) else None
     args_of, op_of = graph.args, graph.op
-    partials, times, select, add, visit = algebra.partials, algebra.times, algebra.select, algebra.add, algebra.visit
+    terms_of, selected, add = algebra.terms, algebra.selected, algebra.add
     for node, ks in reverse_nodes(graph, order, live, dead):
         adj = adjoint.get(node)
         if adj is None or not ks:
             continue
         args = args_of[node]
-        own = shapes.of.get(node) if shapes is not None else None
-        arms = OPS[op_of[node]].arms
-        if arms:  # a selection: the arms get the adjoint selected, the condition nothing
+        op = op_of[node]
+        if op in branches.SELECTS:  # a selection: the arms get the adjoint selected, the condition nothing
+            arms = OPS[op].arms
             ks = tuple(k for k in ks if k in arms)
-            terms = [select(node, k, adj) for k in ks]
+            terms = selected(node, ks, adj)
         else:
-            terms = [times(adj, p, own) for p in partials(node, ks)]
+            terms = terms_of(node, ks, adj, shapes.of.get(node) if shapes is not None else None)
         for k, term in zip(ks, terms):
             if term is None:
                 continue
@@ -87,19 +113,15 @@ def backward(graph: Graph, order: list[int], root: int, algebra: Algebra,
                 shapes.pass_on(node, k, arg)
             previous = adjoint.get(arg)
             adjoint[arg] = term if previous is None else add(previous, term)
-        if visit is not None:
-            visit(node, adj, ks, terms, own)
     return adjoint
 
 
-class Nodes:
+class Nodes(Algebra):
     """The symbolic algebra: adjoints are nodes of ``graph`` (the derivative as an expression)."""
-
-    visit = None
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.add = functools.partial(graph.make, "add")  # no Python frame per sum
+        self.add = functools.partial(graph.make, "add")  # type: ignore[method-assign]  # no Python frame per sum
 
     def seed(self) -> int:
         return self.graph.const(1.0)
@@ -110,11 +132,21 @@ class Nodes:
     def times(self, adjoint: int, partial: int | float, shape: branches.Shape) -> int | None:
         if shape is not None:
             return branches.strong_times(self.graph, adjoint, partial, shape)
-        if type(partial) is float:  # local.times, inlined: this runs once per edge
-            if partial == 0.0:
-                return None
-            return adjoint if partial == 1.0 else self.graph.make("mul", self.graph.const(partial), adjoint)
-        return self.graph.make("mul", adjoint, partial)  # type: ignore[arg-type]
+        return times(self.graph, adjoint, partial)
+
+    def terms(self, node: int, ks: Ks, adjoint: int, shape: branches.Shape) -> list[int | None]:
+        if shape is not None:
+            return super().terms(node, ks, adjoint, shape)
+        g = self.graph
+        make, const = g.make, g.const
+        out: list[int | None] = []
+        for partial in local_partials(g, node, ks):  # times, inlined: this runs once per edge
+            if type(partial) is float:
+                out.append(None if partial == 0.0 else adjoint if partial == 1.0
+                           else make("mul", const(partial), adjoint))
+            else:
+                out.append(make("mul", adjoint, partial))
+        return out
 
     def select(self, node: int, k: int, adjoint: int) -> int:
         return branches.select(self.graph, node, k, adjoint)

@@ -18,10 +18,9 @@ from typing import Any
 from symad.ad import branches
 from symad.ad.forward import sweep as forward_sweep
 from symad.ad.numbers import Numbers
-from symad.ad.reverse import backward
+from symad.ad.reverse import Algebra, backward
 from symad.ad.sweep import Ks, active, canonical_order
 from symad.core.graph import Graph
-from symad.core.ops import OPS
 from symad.core.semantics import numpy
 
 
@@ -52,25 +51,20 @@ class Trace:
         return [e for e in self.edges if (e.arg if reverse else e.user) == node]
 
 
-class Traced:
-    """Any algebra, with every step it takes recorded (for numbers at a point: values too)."""
+class Traced(Algebra):
+    """Any algebra, with every step it takes recorded: ``(user, its adjoint, ks, terms,
+    partials (None for a selection), shape)``."""
 
-    def __init__(self, inner: Any, graph: Graph):
-        self.inner, self.graph = inner, graph
-        self.seed, self.times, self.select, self.add = inner.seed, inner.times, inner.select, inner.add
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.seed, self.partials, self.times = inner.seed, inner.partials, inner.times  # type: ignore[method-assign]
+        self.select, self.add = inner.select, inner.add  # type: ignore[method-assign]
         self.kept = getattr(inner, "kept", None)  # forward mode's
-        self.steps: list[tuple[int, Any, Ks, list[Any], list[Any] | None, branches.Shape]] = []
-        self._partials: list[Any] | None = None
+        self.steps: list[tuple[int, Any, Ks, list[Any], Any, branches.Shape]] = []
 
-    def partials(self, node: int, ks: Ks) -> Any:
-        self._partials = self.inner.partials(node, ks)
-        return self._partials
-
-    def visit(self, node: int, factor: Any, ks: Ks, terms: list[Any], shape: branches.Shape) -> None:
-        arms = OPS[self.graph.op[node]].arms
-        self.steps.append((node, factor, ks, terms, None if arms else self._partials, shape))
-        if getattr(self.inner, "visit", None) is not None:
-            self.inner.visit(node, factor, ks, terms, shape)
+    def visit(self, node: int, factor: Any, ks: Ks, terms: list[Any], partials: Any,  # type: ignore[override]
+              shape: branches.Shape) -> None:
+        self.steps.append((node, factor, ks, terms, partials, shape))
 
 
 def reverse(graph: Graph, root: int, point: Mapping[str, float] | None,
@@ -85,7 +79,7 @@ def reverse(graph: Graph, root: int, point: Mapping[str, float] | None,
     if point is None:
         point = {str(graph.data[n]): 1.0 for n in order if graph.op[n] == "var"}
     numbers = Numbers(graph, order, point)
-    traced = Traced(numbers, graph)
+    traced = Traced(numbers)
     live = active(graph, order, sources)
     with numpy().errstate(all="ignore"):
         adjoint = backward(graph, order, root, traced, live)
@@ -117,7 +111,7 @@ def forward(graph: Graph, root: int, point: Mapping[str, float], direction: Mapp
     missing ones 0), step by step."""
     order = canonical_order(graph, [root])
     numbers = Numbers(graph, order, point)
-    traced = Traced(_NumberTangents(numbers, graph, direction), graph)
+    traced = Traced(_NumberTangents(numbers, graph, direction))
     sources = {n for n in order if graph.op[n] == "var" and direction.get(str(graph.data[n]), 0.0) != 0.0}
     with numpy().errstate(all="ignore"):
         tangent = forward_sweep(graph, order, active(graph, order, sources), traced)
