@@ -53,7 +53,7 @@ class Expr(Term):
     >>> e.variables
     ('x', 'y')
     >>> str(e.diff("x"))
-    'x + y + (1 + x)'
+    'x + y + (x + 1)'
     """
 
     __slots__ = ()
