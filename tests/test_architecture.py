@@ -234,3 +234,12 @@ def test_the_op_name_table_check_sees_subpackages_and_side_tables() -> None:
         assert any(len(_op_names_in(n, names)) >= OP_NAME_TABLE_SIZE for n in ast.walk(ast.parse(text))), text
     assert not any(len(_op_names_in(n, names)) >= OP_NAME_TABLE_SIZE
                    for n in ast.walk(ast.parse('("add", "mul", "x", "y")')))
+
+
+def test_no_sweep_outside_ad() -> None:
+    """Reverse and forward mode walk the graph in symad/ad/ only (one sweep, several algebras):
+    elsewhere, code consumes a sweep's results or its trace, and accumulates no adjoints."""
+    walks = ("reverse_nodes", "reverse_edges", "forward_nodes", "forward_edges", "branches.Shapes")
+    found = [f"{name}: {w}" for name, path in MODULES.items() if not (name + ".").startswith("symad.ad.")
+             for w in walks if w in path.read_text(encoding="utf-8")]
+    assert not found, "sweeps outside symad/ad/:\n" + "\n".join(found)
