@@ -1,2 +1,4 @@
-"""Differentiation on the DAG: the sweeps (``sweep``), local partials (``local``), reverse
-mode (``reverse``), forward mode (``forward``) and second derivatives (``hessian``)."""
+"""Differentiation on the DAG: the sweeps' order (``sweep``), local partials (``local``), the one
+reverse sweep (``reverse``) and the one forward sweep (``forward``) over algebras (nodes there,
+numbers in ``numbers``, either traced step by step in ``trace``), branches' strong zeros
+(``branches``) and second derivatives (``hessian``, ``jacobian``)."""

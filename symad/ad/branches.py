@@ -8,8 +8,8 @@ branch passes it on with a *strong zero*: where the branch is not taken, its
 contribution is 0, whatever the local partial is (inf, nan).
 
 Each node's adjoint has a :data:`Shape`, known from the graph's structure alone, so the
-symbolic sweep (:mod:`symad.ad.reverse`) and the numeric one (:mod:`symad.backends.tape`)
-take the same decisions and compute the same bits:
+symbolic algebra (:class:`symad.ad.reverse.Nodes`) and the numeric one (:mod:`symad.ad.numbers`)
+take the same decisions in the one sweep and compute the same bits:
 
 * ``None``: an ordinary adjoint, multiplied by partials as IEEE arithmetic does;
 * :class:`Select`: the adjoint is ``where(cond, inner, 0)`` (or ``where(cond, 0, inner)``),
@@ -142,11 +142,3 @@ class Shapes:
             if new is not None:
                 self.of[arg] = new
         return new
-
-    def blocked(self, user: int, k: int, adjoint: float, value_of: Mapping[int, float]) -> bool:
-        """Whether the contribution along ``user``'s argument ``k`` is 0 at a point (its node
-        values ``value_of``; ``adjoint`` the user's): a branch not taken, or a zero adjoint from one."""
-        if k in OPS[self.graph.op[user]].arms:
-            return not arm_taken(self.graph, user, k, value_of)
-        own = self.of.get(user)
-        return own is not None and not passes(own, adjoint, value_of)

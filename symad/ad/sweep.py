@@ -1,17 +1,14 @@
-"""The sweeps over a DAG, written once: which nodes carry derivatives, and in what order.
+"""The sweeps over a DAG: which nodes carry derivatives, along which edges, in what order.
 
-Every derivative computation of symad walks the same edges: reverse mode from the
-output down (:func:`symad.ad.reverse.gradient`, the drawings of :mod:`symad.tools.viz`, the
-tables of :mod:`symad.tools.explain`), forward mode from the inputs up
-(:func:`symad.ad.forward.forward`: :func:`symad.ad.forward.jvp`, :func:`symad.ad.hessian.jvp_many`;
-the forward tables), and the backward steps of a :class:`symad.backends.tape.Tape`.  This
-module yields those edges: :func:`reverse_nodes` / :func:`forward_nodes` give each
+Every derivative computation of symad walks these edges, in two places: the one reverse
+sweep (:func:`symad.ad.reverse.backward`, from the output down, users in
+:func:`canonical_order` reversed) and the one forward sweep (:func:`symad.ad.forward.sweep`,
+from the inputs up), whatever flows through them (nodes, numbers, a trace: the algebras of
+:mod:`symad.ad.reverse`).  :func:`reverse_nodes` / :func:`forward_nodes` give each
 user with the positions ``k`` of its arguments that carry derivatives (what the
 hot loops want: no allocation per edge), :func:`reverse_edges` / :func:`forward_edges`
-the same as ``(user, k, argument)`` triples.  Each consumer attaches its own local
-partial to an edge (a node of the graph, a number, a label), so the walk itself is
-written here only.  Iterative, no recursion: DAGs of millions of nodes are fine.
-"""
+the same as ``(user, k, argument)`` triples.  Iterative, no recursion: DAGs of millions of
+nodes are fine."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from symad import Graph, parse
 from symad.ad.forward import forward, jvp
 from symad.ad.hessian import jvp_many
 from symad.ad.reverse import gradient
-from symad.ad.sweep import active, forward_edges, forward_nodes, reverse_edges, reverse_nodes
+from symad.ad.sweep import active, canonical_order, forward_edges, forward_nodes, reverse_edges, reverse_nodes
 from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
 
@@ -111,7 +111,7 @@ def test_tape_backward_steps_follow_the_reverse_sweep() -> None:
     e = parse("(x+y)+x*(x+y)", g)
     x, y = g.var("x"), g.var("y")
     tape = Tape(g, e.id, [x, y])
-    order = g.reachable([e.id])
+    order = canonical_order(g, [e.id])  # the tape's slots
     users = [u for u, ks in reverse_nodes(g, order, active(g, order, {x, y})) if ks]
     assert [step[0] for step in tape.backward] == [order.index(u) for u in users]
     assert tape.value_and_grad([1.0, 2.0]) == (6.0, [5.0, 2.0])
