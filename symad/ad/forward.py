@@ -1,9 +1,9 @@
 """Forward mode, written once: the forward sweep, and directional derivatives (JVPs) as nodes.
 
 :func:`sweep` carries tangents from the inputs up, whatever they are (an algebra, as
-:func:`symad.ad.reverse.backward`'s): :class:`Tangents` (here) carries, for any number of
-directions at once, a node per direction, so each local partial is built once for all of
-them; :mod:`symad.ad.trace` carries numbers at a point.  One convention: a partial that is
+:func:`symad.ad.reverse.backward`'s): :class:`Tangent` (here) carries a node, :class:`Tangents`
+a node per direction for any number of directions at once, so each local partial is built
+once for all of them; :mod:`symad.ad.trace` carries numbers at a point.  One convention: a partial that is
 the number 0 passes nothing and 1 multiplies by nothing, and a tangent that is nothing (the
 number 0, folded) is dropped, so the parts of the graph it would reach cost nothing.  A
 ``where`` selects its arms' tangents as it selects their values, so the arm not taken
@@ -12,9 +12,11 @@ number 0, folded) is dropped, so the parts of the graph it would reach cost noth
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from symad.ad.branches import SELECTS
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Ks, active, forward_nodes
 from symad.core.gcpause import without_gc
@@ -22,20 +24,44 @@ from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 
+class ForwardAlgebra:
+    """What flows through the forward sweep: ``seed(variable)``, ``partials(node, ks)``,
+    ``times(tangent, partial)`` (None: nothing), ``select(node, [tangent of each arm])``,
+    ``add`` and ``kept(tangent)`` (None where it is nothing); the sweep asks for each node's
+    :meth:`combine` or :meth:`choose`, made of them here, which an algebra may do in one step."""
+
+    visit: Any = None  # as :class:`symad.ad.reverse.Algebra`'s, the factor None
+
+    def combine(self, node: int, ks: Ks, tangents: list[Any]) -> Any:
+        """The tangent of ``node``: Σ tangent of argument k × ∂node/∂(argument k), for k in ``ks``."""
+        partials = self.partials(node, ks)  # type: ignore[attr-defined]
+        times_, add = self.times, self.add  # type: ignore[attr-defined]
+        terms = [times_(t, p) for t, p in zip(tangents, partials)]
+        total = None
+        for term in terms:
+            if term is not None:
+                total = term if total is None else add(total, term)
+        if self.visit is not None:
+            self.visit(node, None, ks, terms, partials, None)
+        return total
+
+    def choose(self, node: int, ks: Ks, arms: list[Any]) -> Any:
+        """The tangent of ``where`` node ``node``: its arms' tangents (``arms``) selected."""
+        if self.visit is not None:
+            self.visit(node, None, ks, [a for a in arms if a is not None], None, None)
+        return self.select(node, arms)  # type: ignore[attr-defined]
+
+
 def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -> dict[int, Any]:
     """The forward sweep: ``{node: tangent}`` for every node a seed's tangent reaches.
 
     ``order`` is topological (a node's tangent sums its arguments' terms in argument order,
-    so the order of nodes changes no bits), ``live`` the nodes that depend on a seed.  The
-    algebra gives ``seed(variable)``, ``partials(node, ks)``, ``times(tangent, partial)``
-    (None: nothing), ``select(node, [tangent of each arm])``, ``add``, ``kept(tangent)``
-    (None where it is nothing) and ``visit`` (None, or called with each node's steps, as
-    :class:`symad.ad.reverse.Algebra`'s).
+    so the order of nodes changes no bits), ``live`` the nodes that depend on a seed, and
+    ``algebra`` a :class:`ForwardAlgebra`.
     """
     tangent: dict[int, Any] = {}
     args_of, op_of = graph.args, graph.op
-    seed, partials, times_, select, add, kept, visit = (algebra.seed, algebra.partials, algebra.times,
-                                                         algebra.select, algebra.add, algebra.kept, algebra.visit)
+    seed, combine, choose, kept = algebra.seed, algebra.combine, algebra.choose, algebra.kept
     for node, ks in forward_nodes(graph, order, live):
         args = args_of[node]
         if not args:  # a variable: its seed
@@ -43,23 +69,14 @@ def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -
             if t is not None:
                 tangent[node] = t
             continue
-        arms = OPS[op_of[node]].arms
-        wanted = tuple(k for k in ks if args[k] in tangent and (not arms or k in arms))
-        if not wanted:
-            continue
-        ps = None
-        if arms:  # where(c, a, b): the tangent of the arm taken, selected
-            terms = [tangent[args[k]] for k in wanted]
-            total = select(node, [tangent.get(args[k]) for k in arms])
+        op = op_of[node]
+        if op in SELECTS:  # where(c, a, b): the tangent of the arm taken, selected
+            arms = OPS[op].arms
+            wanted = tuple(k for k in ks if k in arms and args[k] in tangent)
+            total = choose(node, wanted, [tangent.get(args[k]) for k in arms]) if wanted else None
         else:
-            ps = partials(node, wanted)
-            terms = [times_(tangent[args[k]], p) for k, p in zip(wanted, ps)]
-            total = None
-            for term in terms:
-                if term is not None:
-                    total = term if total is None else add(total, term)
-        if visit is not None:
-            visit(node, None, wanted, terms, ps, None)
+            wanted = tuple(k for k in ks if args[k] in tangent)
+            total = combine(node, wanted, [tangent[args[k]] for k in wanted]) if wanted else None
         if total is not None:
             total = kept(total)
             if total is not None:
@@ -67,11 +84,48 @@ def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -
     return tangent
 
 
-class Tangents:
-    """The symbolic algebra of forward mode: a tangent is a tuple of nodes, one per direction
-    (None: nothing along that direction)."""
+class Tangent(ForwardAlgebra):
+    """The symbolic algebra of forward mode along one direction: a tangent is a node."""
 
-    visit = None
+    def __init__(self, graph: Graph, direction: Mapping[int, int]):
+        self.graph, self.direction = graph, direction
+        self.add = functools.partial(graph.make, "add")
+
+    def seed(self, node: int) -> int | None:
+        return self.kept(self.direction[node]) if node in self.direction else None
+
+    def partials(self, node: int, ks: Ks) -> list[int | float]:
+        return local_partials(self.graph, node, ks)
+
+    def times(self, tangent: int, partial: int | float) -> int | None:
+        return times(self.graph, tangent, partial)
+
+    def combine(self, node: int, ks: Ks, tangents: list[Any]) -> int | None:
+        g = self.graph
+        make, const = g.make, g.const
+        total = None
+        for t, p in zip(tangents, local_partials(g, node, ks)):  # times, inlined: once per edge
+            if type(p) is float:
+                if p == 0.0:
+                    continue
+                term = t if p == 1.0 else make("mul", const(p), t)
+            else:
+                term = make("mul", t, p)
+            total = term if total is None else make("add", total, term)
+        return total
+
+    def select(self, node: int, arms: list[int | None]) -> int:
+        g = self.graph
+        zero, (cond, *_) = g.const(0.0), g.args[node]
+        return g.make(g.op[node], cond, *(zero if t is None else t for t in arms))
+
+    def kept(self, tangent: int) -> int | None:
+        return None if self.graph.is_const(tangent, 0.0) else tangent
+
+
+class Tangents(ForwardAlgebra):
+    """The symbolic algebra of forward mode along several directions at once: a tangent is a tuple
+    of nodes, one per direction (None: nothing along it), so each partial is built once for all."""
 
     def __init__(self, graph: Graph, directions: Sequence[Mapping[int, int]]):
         self.graph, self.directions = graph, directions
@@ -112,17 +166,20 @@ def forward(graph: Graph, roots: Sequence[int], directions: Sequence[Mapping[int
     direction ``d`` (missing ones are 0); the result's ``[d][r]`` is the tangent of
     ``roots[r]`` along it.  Each local partial is built once, for all directions.
     """
-    algebra = Tangents(graph, directions)
     sources = {v for d in directions for v, t in d.items() if graph.op[v] == "var" and not graph.is_const(t, 0.0)}
     order = graph.reachable(roots)
-    tangent = sweep(graph, order, active(graph, order, sources), algebra)
+    live = active(graph, order, sources)
     zero = graph.const(0.0)
+    if len(directions) == 1:  # a node per tangent, no tuple
+        tangent = sweep(graph, order, live, Tangent(graph, directions[0]))
+        return [[tangent.get(r, zero) for r in roots]]
+    tangents = sweep(graph, order, live, Tangents(graph, directions))
     out: list[list[int]] = []
     for d in range(len(directions)):
         row = []
         for r in roots:
-            t = tangent.get(r)
-            row.append(zero if t is None or t[d] is None else t[d])  # type: ignore[index]
+            t = tangents.get(r)
+            row.append(zero if t is None or t[d] is None else t[d])
         out.append(row)
     return out
 

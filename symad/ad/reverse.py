@@ -92,14 +92,14 @@ def backward(graph: Graph, order: list[int], root: int, algebra: Algebra,
     # the shapes of adjoints that come through a branch (none to track without a `where`)
     shapes = branches.Shapes(graph) if branches.any_branch(graph, order) else None
     args_of, op_of = graph.args, graph.op
-    terms_of, selected, add = algebra.terms, algebra.selected, algebra.add
+    terms_of, selected, add, selects = algebra.terms, algebra.selected, algebra.add, branches.SELECTS
     for node, ks in reverse_nodes(graph, order, live, dead):
         adj = adjoint.get(node)
         if adj is None or not ks:
             continue
         args = args_of[node]
         op = op_of[node]
-        if op in branches.SELECTS:  # a selection: the arms get the adjoint selected, the condition nothing
+        if op in selects:  # a selection: the arms get the adjoint selected, the condition nothing
             arms = OPS[op].arms
             ks = tuple(k for k in ks if k in arms)
             terms = selected(node, ks, adj)

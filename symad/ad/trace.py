@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symad.ad import branches
+from symad.ad.forward import ForwardAlgebra
 from symad.ad.forward import sweep as forward_sweep
 from symad.ad.numbers import Numbers
 from symad.ad.reverse import Algebra, backward
@@ -51,7 +52,7 @@ class Trace:
         return [e for e in self.edges if (e.arg if reverse else e.user) == node]
 
 
-class Traced(Algebra):
+class Traced(Algebra, ForwardAlgebra):
     """Any algebra, with every step it takes recorded: ``(user, its adjoint, ks, terms,
     partials (None for a selection), shape)``."""
 
@@ -135,10 +136,8 @@ def _forward_trace(graph: Graph, order: list[int], numbers: Numbers, traced: Tra
     return Trace(order, {n: float(v) for n, v in values.items()}, {n: float(t) for n, t in tangent.items()}, edges)
 
 
-class _NumberTangents:
+class _NumberTangents(ForwardAlgebra):
     """The numeric algebra of forward mode at a point: a tangent is a number."""
-
-    visit = None
 
     def __init__(self, numbers: Numbers, graph: Graph, direction: Mapping[str, float]):
         self.numbers, self.graph, self.direction = numbers, graph, direction
