@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import sys
 
@@ -272,5 +273,8 @@ def check_cli_result(argv: list[str], status: int, stdout: str, stderr: str) -> 
     assert "Traceback" not in stderr, f"{shown}: traceback\n{stderr[-3000:]}"
     assert "internal error" not in stderr, f"{shown}: {stderr[-1000:]}"
     assert status in (0, 2), f"{shown}: exit status {status}\n{stderr[-1000:]}"
-    if status == 2:
+    if status == 2 and "--json" in argv:  # the error is one JSON object on stdout
+        error = json.loads(stdout)["error"]
+        assert error["type"] != "InternalError" and error["message"], f"{shown}: {stdout[:500]!r}"
+    elif status == 2:
         assert stderr.startswith("symad: error: ") or "usage:" in stderr, f"{shown}: {stderr[:500]!r}"
