@@ -49,8 +49,7 @@ def node_values(graph: Graph, roots: Iterable[int], point: Mapping[str, float],
             values[node] = apply_op(op, [values[a] for a in args])
         else:  # computed as its lowered steps, as compiled code computes it
             args = args_of[node]
-            consts = {a: data[a] for a in args if op_of[a] == "const"}
-            steps = lower([(node, op, args)], consts, len(op_of))
+            steps, consts, _ = lower(graph, [*(a for a in args if op_of[a] == "const"), node])
             local = {**{a: values[a] for a in args}, **consts}  # the steps' own values
             for step, step_op, step_args in steps:
                 local[step] = apply_op(step_op, [local[a] for a in step_args])

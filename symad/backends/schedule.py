@@ -86,19 +86,12 @@ class Schedule:
         """Schedule the nodes the outputs need, lowered."""
         order = graph.reachable(outputs)
         LIMITS.check_program(len(order))
+        steps, consts, variables = lower(graph, order)
         known = set(inputs)
-        steps, consts = [], {}
-        for node in order:
-            op = graph.op[node]
-            if op == "const":
-                consts[node] = graph.data[node]
-            elif op == "var":
-                if node not in known:
-                    raise SymadError(f"no input for variable {graph.data[node]}")
-            else:
-                steps.append((node, op, graph.args[node]))
-        steps = lower(steps, consts, len(graph.op))  # type: ignore[arg-type]
-        return cls(list(inputs), list(outputs), steps, consts)  # type: ignore[arg-type]
+        for node in variables:
+            if node not in known:
+                raise SymadError(f"no input for variable {graph.data[node]}")
+        return cls(list(inputs), list(outputs), steps, consts)
 
     @functools.cached_property
     def key(self) -> str:
