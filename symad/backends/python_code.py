@@ -40,17 +40,23 @@ def _straight_line(steps: list[Step], names: dict[int, str],
     """Python lines computing ``steps``; ``names`` maps nodes defined earlier to their text.
 
     Registers ``r0, r1, ...`` are reused after a value's last use (values in
-    ``live_after`` are never released); a node in ``store`` is also written there.
+    ``live_after`` are never released); a node in ``store`` is also written there.  A value
+    used once, by the next step alone, is written inside it, ``r1 = (x * x) * x``: no
+    register, the same operations in the same order (so a lowered power costs what
+    ``x * x * x`` did); only one level deep, so no line nests deeply.
     """
     last_use: dict[int, int] = {}
+    uses: dict[int, int] = {}
     for p, (_, _, args) in enumerate(steps):
         for a in args:
             last_use[a] = p
+            uses[a] = uses.get(a, 0) + 1
     for node in live_after:
         last_use[node] = len(steps)
     free: list[str] = []
     n_registers = 0
     lines = []
+    inline = False  # whether the step before is written inside this one
     for p, (node, op, args) in enumerate(steps):
         spec = PRIMITIVES[op]
         arg_names = [names[a] for a in args]
@@ -64,6 +70,11 @@ def _straight_line(steps: list[Step], names: dict[int, str],
         for a in set(args):
             if last_use.get(a) == p and names[a][0] == "r":
                 free.append(names[a])
+        inline = (not inline and uses.get(node) == 1 and last_use[node] == p + 1
+                  and node not in live_after and node not in store)
+        if inline:
+            names[node] = f"({text})"
+            continue
         if free:
             reg = free.pop()
         else:
