@@ -89,9 +89,10 @@ np_log = NumpyFunction("log", math.log)
 
 
 # ===================================================================== small integer powers
-# x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator
-# (the Python and LLVM code generators, the interpreters) and in constant folding: the
-# same bits everywhere, and no call to pow.
+# x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator and
+# in constant folding: the same bits everywhere, and no call to pow.  The backends get them
+# from one lowering pass (symad/backends/lowering.py); the DAG's evaluators below them
+# (constant folding, the sweep's numbers) compute them here.
 SMALL_POWERS = (-4, -3, -2, -1, 2, 3, 4)
 
 
@@ -104,12 +105,6 @@ def small_power(exponent: Any) -> int | None:
     if type(exponent) is float and exponent in SMALL_POWERS:
         return int(exponent)
     return None
-
-
-def small_power_step(consts: dict[int, float], op: str, args: tuple[int, ...]) -> int | None:
-    """The k if a step ``op(args)`` of a program is ``x^k`` with a small constant k (``consts``:
-    the program's constant nodes and their values)."""
-    return small_power(consts.get(args[1])) if op == "pow" else None
 
 
 def power_product(x: Any, k: int) -> Any:
