@@ -243,3 +243,21 @@ def test_no_sweep_outside_ad() -> None:
     found = [f"{name}: {w}" for name, path in MODULES.items() if not (name + ".").startswith("symad.ad.")
              for w in walks if w in path.read_text(encoding="utf-8")]
     assert not found, "sweeps outside symad/ad/:\n" + "\n".join(found)
+
+
+def test_small_powers_and_where_are_lowered_in_one_place() -> None:
+    """Small integer powers become products and ``where`` a select in symad/backends/lowering.py
+    alone: no code generator or evaluator of a schedule special-cases them.  The products
+    themselves are value semantics (core/semantics.py), which the evaluators of the DAG below
+    the backends compute too: constant folding and the sweep's numbers (they cannot import the
+    backends; tests check their bits against the compiled code's)."""
+    helpers = ("small_power", "power_product", "SMALL_POWERS")
+    helpers_allowed = {"symad.backends.lowering", "symad.core.semantics", "symad.core.graph",
+                       "symad.ad.numbers", "symad.ad.reference"}
+    found = [f"{name}: {h}" for name, path in MODULES.items() if name not in helpers_allowed
+             for h in helpers if h in path.read_text(encoding="utf-8")]
+    # `where` by name, or its arms (the derivative's business), in the code generators and exporters
+    generators = [name for name in MODULES if name.startswith("symad.backends.") or name == "symad.tools.export"]
+    found += [f"{name}: {w}" for name in generators if name != "symad.backends.lowering"
+              for w in ('"where"', "'where'", ".arms") if w in MODULES[name].read_text(encoding="utf-8")]
+    assert not found, "lowering outside symad/backends/lowering.py:\n" + "\n".join(found)
