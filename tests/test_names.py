@@ -18,7 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.cli_helpers import run
+from support.expressions import admitted_names
+from support.properties import property_test
 
 import symad
 from symad import Graph, NameRuleError, parse
@@ -206,3 +210,24 @@ def test_a_document_naming_a_variable_inf_is_refused_on_the_command_line(tmp_pat
     path.write_text(_document("inf"))
     p = run("eval", f"@{path}", "--at", "y=1")
     assert p.returncode == 2 and "'inf' is the constant inf" in p.stderr and "f = " not in p.stdout
+
+
+# ---------------------------------------------------------------- random names
+@property_test(200)
+@given(name=admitted_names)
+def test_any_admitted_name_round_trips(name):
+    e = symad.var(name) * 2 + symad.var(name) ** 3
+    assert e.variables == (checked(name),)  # A[007] is A[7]
+    assert parse(str(e), Graph()) == e
+    assert symad.loads(symad.dumps(e)) == e
+
+
+@property_test(300)
+@given(name=st.text(max_size=8))
+def test_any_text_is_admitted_or_refused_by_the_one_rule(name):
+    why = problem(name)
+    if why is None:
+        assert symad.var(name).variables == (checked(name),)
+    else:
+        with pytest.raises(NameRuleError, match="symad.var: "):
+            symad.var(name)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
-from support.expressions import expressions
+from hypothesis import strategies as st
+from support.expressions import NAMES, expressions
 from support.properties import property_test
 
 import symad
@@ -83,7 +84,7 @@ def balanced(text: str) -> bool:
 
 
 @property_test(300)
-@given(text=expressions(sums=True))
+@given(text=st.one_of(expressions(sums=True), expressions(variables=NAMES)))
 def test_random_expressions_give_balanced_latex(text: str) -> None:
     e = symad.parse(text, Graph())
     out = e.latex()

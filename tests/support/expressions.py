@@ -55,11 +55,16 @@ from typing import Any, TypeVar
 from hypothesis import Phase, find, settings
 from hypothesis import strategies as st
 
+from symad.core.name_rule import problem
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS, PREC_ATOM, PREC_UNARY
 
 T = TypeVar("T")
 
 VARIABLES = ("x", "y", "z", "x2", "x10")
+# Names of every shape the rule admits (docs/language.md, "Names"): underscore-leading,
+# indexed, with digits and capitals; for the tests of what names go through (documents,
+# pickles, LaTeX, printing).  (VARIABLES stays as it is: its examples are the property tests'.)
+NAMES = ("x", "y", "_t", "w[2]", "w[-1]", "a_b", "X1", "__2", "e1", "sum_")
 
 # Numbers as they may be typed: integers, decimals, a leading dot, exponents,
 # and the named constants.  Negative numbers arise from unary minus.
@@ -71,7 +76,7 @@ FUNCTION_NAMES = tuple(sorted(FUNCTIONS))
 CONSTANT_NAMES = tuple(sorted(CONSTANTS))
 # Short names most of the time, so expressions share variables; some odd ones.
 ODD_NAMES = ("x", "y", "z", "t", "x1", "x2", "x10", "theta_2", "_", "_1", "__2", "e1", "E",
-             "inf_", "nan0", "sinh2", "pi2", "X", "a_b_c")
+             "inf_", "nan0", "sinh2", "pi2", "X", "a_b_c", "sum_", "if1", "w[2]", "_v[-1]", "q_[10]")
 ODD_NUMBER_TEXTS = (
     "0", "1", "2", "10", "0.5", ".5", "1.", "3.25", "007", "0.000", "1e3", "1E3", "1e-3", "2.5e+2",
     "6.02E23", "1e308", "1.7976931348623157e308", "1e309", "1e999999", "4.9e-324", "5e-324",
@@ -81,7 +86,11 @@ ODD_NUMBER_TEXTS = (
 # The NUMBER terminal of the grammar, restricted to ASCII digits.
 ascii_numbers = st.from_regex(r"\A([0-9]{1,6}(\.[0-9]{0,4})?|\.[0-9]{1,4})([eE][+-]?[0-9]{1,3})?\Z")
 odd_numbers = st.one_of(st.sampled_from(ODD_NUMBER_TEXTS), ascii_numbers)
-identifiers = st.from_regex(r"\A[A-Za-z_][A-Za-z_0-9]{0,12}\Z")
+# Any name the rule admits (a word of the language is no variable's name: the fuzzer tries those apart).
+identifiers = st.from_regex(r"\A[A-Za-z_][A-Za-z_0-9]{0,12}\Z").filter(lambda name: problem(name) is None)
+# Names the rule admits, indexed ones among them (x[3], _v[-12]).
+admitted_names = st.from_regex(r"\A[A-Za-z_][A-Za-z_0-9]{0,10}(\[-?[0-9]{1,3}\])?\Z").filter(
+    lambda name: problem(name) is None)
 odd_names = st.one_of(st.sampled_from(ODD_NAMES), st.sampled_from(ODD_NAMES), identifiers)
 
 # Whitespace the grammar ignores (common.WS: space, tab, \f, \r, \n), for whitespace=True.
