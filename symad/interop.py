@@ -52,7 +52,9 @@ def _to_sympy_rule(sp: Any, op: str) -> Any:
 
     def rule(*args: Any) -> Any:
         value = build(*args)
-        if isinstance(value, sp.logic.boolalg.Boolean):  # a condition: the number 1 where it holds, else 0
+        # A condition (a relation, and/or/not, true/false): the number 1 where it holds, else 0.  A
+        # Symbol is a Boolean in SymPy too, and max(x, x) is x: only what is not also a number.
+        if isinstance(value, sp.logic.boolalg.Boolean) and not isinstance(value, sp.Expr):
             return sp.Piecewise((sp.Integer(1), value), (sp.Integer(0), True))
         return value
 
@@ -91,9 +93,14 @@ def to_sympy(expr: Expr) -> Any:
             rule = table.get(op)
             if rule is None:
                 rule = table[op] = _to_sympy_rule(sp, op)
+            args = [built[a] for a in g.args[node]]
             try:
-                built[node] = rule(*(built[a] for a in g.args[node]))
-            except (ValueError, TypeError) as err:  # min(x, acosh(1/2)): SymPy cannot order I*pi/3
+                try:
+                    built[node] = rule(*args)
+                except OverflowError:  # SymPy evaluates exp(exp(exp(exp(5.63)))) to a number past mpmath's
+                    with sp.evaluate(False):
+                        built[node] = rule(*args)
+            except (ValueError, TypeError, OverflowError) as err:  # min(x, acosh(1/2)): SymPy cannot order I*pi/3
                 raise SymadError(f"SymPy cannot build {op} of these arguments: {err}") from None
     return built[expr.id]
 
@@ -134,7 +141,10 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
 
 def _complex(e: Any) -> bool:
     """A number that is not real (acosh(1/2) is I*pi/3 in SymPy): nan in symad's real arithmetic."""
-    return bool(e.is_number) and e.is_real is False
+    try:
+        return bool(e.is_number) and e.is_real is False
+    except OverflowError:  # SymPy evaluates exp of a huge Float past mpmath's range to decide: real
+        return False
 
 
 def _children(sp: Any, e: Any) -> list[Any]:

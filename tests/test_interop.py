@@ -137,3 +137,18 @@ def test_sympy_names_obey_the_name_rule(name, why) -> None:
         symad.from_sympy(2 * s + 1, Graph())
     with pytest.raises(symad.NameRuleError):
         symad.from_sympy(sympy.IndexedBase(name)[1], Graph())
+
+
+def test_a_constant_sympy_cannot_evaluate_stays_an_expression():
+    """SymPy evaluated exp of a huge Float with mpmath and raised a raw OverflowError."""
+    e = symad.parse("exp(exp(exp(exp(5.63))))*x", symad.Graph())
+    s = symad.to_sympy(e)
+    assert [str(v) for v in s.free_symbols] == ["x"]
+    assert symad.from_sympy(s).evaluate(x=2.0) == e.evaluate(x=2.0) == math.inf
+
+
+def test_an_op_whose_sympy_value_is_a_symbol_stays_a_number():
+    """max(x, x) is x in SymPy, and a SymPy Symbol is also a Boolean: it was written as the condition x."""
+    e = symad.parse("clip(x, x, x) + max(y, y)", symad.Graph())
+    back = symad.from_sympy(symad.to_sympy(e))
+    assert back.evaluate(x=2.0, y=3.0) == 5.0
