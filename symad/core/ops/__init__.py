@@ -13,7 +13,7 @@ op ``out = f(a, b)`` the entry ``partials=(da, db)`` holds one function per
 argument, called as ``da(a, b, out)`` with :class:`symad.expr.Expr` arguments and
 returning the expression ``∂out/∂a`` (or a plain number where the partial is one,
 as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
-the tangent, so one rule serves both; :mod:`symad.backends.tape` runs the same functions
+the tangent, so one rule serves both; :mod:`symad.ad.numbers` (the tape) runs the same functions
 on numbers.
 
 Conventions at non-differentiable points (documented in docs/architecture.md):

@@ -106,7 +106,7 @@ def op_call(name: str) -> Callable[..., Any]:
     """Op ``name`` applied to expressions (building a node) or to numbers (computing it).
 
     Derivative rules call these, so one rule serves symbolic differentiation and
-    the numeric reverse sweep of :mod:`symad.backends.tape`.  On a Python float the scalar
+    the numeric reverse sweep of :mod:`symad.ad.numbers` (the tape).  On a Python float the scalar
     function runs and may raise on a domain error (callers retry with NumPy); on
     NumPy values the NumPy function runs with IEEE semantics.
     """
