@@ -42,10 +42,24 @@ def _pow_base_partial(a: Any, b: Any, out: Any) -> Any:
     form) e = 0 and a^0 = 1, folded away for a constant exponent.  At an infinite b (e is nan
     there) it is b·a^s, and where a^b = 0 (|a| < 1 and b = inf, |a| > 1 and b = −inf) its
     limit 0, not inf·0; for a finite constant b that condition folds away."""
+    fixed = _number(b)
+    if fixed is not None and math.isfinite(fixed):  # what the general form folds to, on floats
+        s_fixed = fixed - 1.0
+        written = b * power(a, s_fixed)
+        e = difference_error(fixed, 1.0, s_fixed)
+        return written if e == 0.0 and math.copysign(1.0, e) > 0 else written * power(a, e)  # a^+0 is 1
     s = b - 1.0
     written = b * power(a, s)
     return where(equal(fabs(b), math.inf), where(equal(out, 0.0), 0.0, written),
                  written * power(a, difference_error(b, 1.0, s)))
+
+
+def _number(x: Any) -> float | None:
+    """The value of a float or of a constant node (a rule's argument), else None."""
+    if type(x) is float:
+        return x
+    graph = getattr(x, "graph", None)
+    return float(graph.data[x.id]) if graph is not None and graph.op[x.id] == "const" else None
 
 
 define("const", 0, None, None, kind="leaf", doc="a number (also pi, e, inf, nan)")
