@@ -53,23 +53,15 @@ class Problem:
         expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
         check_objective(expr)
         self.all_names = list(expr.variables if variables is None else variables)
-        self.fixed = {k: as_float(v, k) for k, v in (fixed or {}).items()}
         # Parameters: held at the values given, as fixed ones are, but passed at each call of
         # one compiled function (a SecondOrder compiled with wrt=...) instead of substituted.
-        self.params = {k: as_float(v, k) for k, v in (params or {}).items()}
-        for what, given in (("fix", self.fixed), ("give a parameter value for", self.params)):
-            unknown = [k for k in given if k not in self.all_names]
-            if unknown:
-                raise VariableError(f"cannot {what} {', '.join(unknown)}: not a variable "
-                                    f"(the expression uses {', '.join(self.all_names) or 'no variables'})")
+        self.fixed, self.params = held_values(self.all_names, fixed or {}, params or {},
+                                       f"the expression uses {', '.join(self.all_names) or 'no variables'}")
         if compiled is not None:
             missing = [k for k in compiled.params if k not in self.params and k not in self.fixed]
             if missing:
                 raise VariableError(f"missing value for parameter {', '.join(missing)} of the compiled "
                                     f"function: pass params={{...}}")
-        both = [k for k in self.params if k in self.fixed]
-        if both:
-            raise VariableError(f"{', '.join(both)} is both fixed and a parameter: give it once")
         self.names = [v for v in self.all_names if v not in self.fixed and v not in self.params]
         self.expr = substitute(expr, self.fixed) if self.fixed else expr
         reuse = (compiled is not None and not self.fixed and list(compiled.variables) == self.names
@@ -192,16 +184,10 @@ class DataProblem(Problem):
                  fixed: Mapping[str, float] | None = None, params: Mapping[str, float] | None = None):
         check_objective(objective.expr)
         self.all_names = list(objective.wrt + objective.params)
-        self.fixed = {k: as_float(v, k) for k, v in indexed.expand_point(self.all_names, fixed or {}).items()}
-        self.params = {k: as_float(v, k) for k, v in indexed.expand_point(self.all_names, params or {}).items()}
-        for what, given in (("fix", self.fixed), ("give a parameter value for", self.params)):
-            unknown = [k for k in given if k not in self.all_names]
-            if unknown:
-                raise VariableError(f"cannot {what} {', '.join(unknown)}: not a variable of the objective "
-                                    f"(its wrt and parameters are {', '.join(self.all_names) or 'none'})")
-        both = [k for k in self.params if k in self.fixed]
-        if both:
-            raise VariableError(f"{', '.join(both)} is both fixed and a parameter: give it once")
+        self.fixed, self.params = held_values(
+            self.all_names, indexed.expand_point(self.all_names, fixed or {}),
+            indexed.expand_point(self.all_names, params or {}),
+            f"its wrt and parameters are {', '.join(self.all_names) or 'none'}", " of the objective")
         held = {**self.params, **self.fixed}
         self.names = [v for v in objective.wrt if v not in held]
         if len(self.names) != len(objective.wrt):
@@ -262,3 +248,18 @@ class _Batches:
     def operations(self) -> int:
         """Operations of one row's value and gradient."""
         return self.objective.operations()
+
+
+def held_values(names: list[str], fixed: Mapping[str, Any], params: Mapping[str, Any], listing: str,
+         of: str = "") -> tuple[dict[str, float], dict[str, float]]:
+    """``(fixed, params)`` as floats, each name one of ``names`` (``listing`` says which they are)."""
+    fixed = {k: as_float(v, k) for k, v in fixed.items()}
+    params = {k: as_float(v, k) for k, v in params.items()}
+    for what, given in (("fix", fixed), ("give a parameter value for", params)):
+        unknown = [k for k in given if k not in names]
+        if unknown:
+            raise VariableError(f"cannot {what} {', '.join(unknown)}: not a variable{of} ({listing})")
+    both = [k for k in params if k in fixed]
+    if both:
+        raise VariableError(f"{', '.join(both)} is both fixed and a parameter: give it once")
+    return fixed, params
