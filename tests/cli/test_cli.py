@@ -282,10 +282,16 @@ def _llvm_loaded(p: subprocess.Popen) -> None:
     _wait_for(p, lambda: "llvmlite" in Path(f"/proc/{p.pid}/maps").read_text())
 
 
+def _default_sigint() -> None:
+    # As in a terminal: a run started in the background of a script (CI's, a nohup) inherits
+    # SIGINT ignored, and Python then never sees a Ctrl-C at all.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], cache_dir: str = "") -> subprocess.Popen:
     env = dict(os.environ, SYMAD_CACHE_DIR=cache_dir)  # by default compile every time: no code from disk
     return subprocess.Popen(_script() + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_sigint)
 
 
 def _interrupted(args: list[str], wait, cache_dir: str = "", late_exit_ok: bool = False
