@@ -10,8 +10,10 @@ skipped and counted instead of compared.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
+import signal
 
 import numpy as np
 import sympy
@@ -110,6 +112,30 @@ _NAME = re.compile(r"(?<![0-9.])[A-Za-z_][A-Za-z_0-9]*")
 _SYMPY_GLOBALS = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.Float,
                   "Rational": sympy.Rational}
 _SYMPY_LOCALS = {**SYMBOLS, **SYMPY_FUNCTIONS, **SYMPY_CONSTANTS}
+
+
+class SympyTooSlow(Exception):
+    """SymPy spent more than its CPU-time budget on one example (an oracle must never hang a run)."""
+
+
+SYMPY_CPU_SECONDS = 20.0  # a budget per example: SymPy's work on one takes milliseconds, rarely seconds
+
+
+@contextlib.contextmanager
+def sympy_budget(seconds: float = SYMPY_CPU_SECONDS):
+    """Raise :class:`SympyTooSlow` inside the block once it has used ``seconds`` of CPU time (CPU,
+    not wall-clock: a loaded machine gives the same answer).  SymPy can hang on an innocent-looking
+    example (deciding Eq(a, 0) for a huge constant ``a``), and a hung oracle hangs CI."""
+    def expire(signum, frame):
+        raise SympyTooSlow(f"SymPy used more than {seconds} s of CPU time on one example")
+
+    previous = signal.signal(signal.SIGVTALRM, expire)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 class TranslationError(Exception):
