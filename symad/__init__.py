@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
     "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "Function": "function",
-    "VectorFunction": "vector_function", "Graph": "core.graph",
+    "VectorFunction": "vector_function", "Graph": "core.dag",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
@@ -30,6 +30,7 @@ _EXPORTS = {
 
 if TYPE_CHECKING:
     from symad.caches import clear_caches
+    from symad.core.dag import Graph
     from symad.core.errors import (
         LimitError,
         NameRuleError,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
         UnknownFunctionError,
         VariableError,
     )
-    from symad.core.graph import Graph
     from symad.expr import Expr, parse, parse_outputs, var, vector
     from symad.frontend.parser import to_postfix
     from symad.function import Function

@@ -11,8 +11,8 @@ from symad import functions
 from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
 from symad.core import document
+from symad.core.dag import Graph
 from symad.core.errors import NameRuleError, SymadError
-from symad.core.graph import Graph
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
 from symad.core.ops import OPS
@@ -175,7 +175,7 @@ def parse_outputs(text: str, graph: Graph | None = None) -> list[Expr]:
 
 
 def var(name: str, graph: Graph | None = None) -> Expr:
-    """The variable ``name`` as an expression (a name the rule of docs/language.md admits,
+    """The variable ``name`` as an expression (a name the rule of docs/guide/language.md admits,
     else a NameRuleError).
 
     >>> var("x[ 2 ]")

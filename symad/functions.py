@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import COMPARISONS, FUNCTIONS, OPS
 from symad.core.term import Term, as_number, unwrapped
 

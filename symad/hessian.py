@@ -37,8 +37,8 @@ from symad.ad.reverse import gradient
 from symad.backends import program
 from symad.backends.program import Program
 from symad.backends.tape import Tape
+from symad.core.dag import Graph
 from symad.core.errors import PointError
-from symad.core.graph import Graph
 from symad.core.name_rule import checked, checked_all
 from symad.core.term import as_node
 from symad.expr import Expr, parse

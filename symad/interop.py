@@ -17,8 +17,8 @@ import importlib
 import math
 from typing import Any
 
+from symad.core.dag import Graph
 from symad.core.errors import LimitError, SymadError
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.name_rule import checked
 from symad.core.ops import OPS
@@ -114,7 +114,7 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
     and ``Product`` over whole-number bounds (unrolled, as the text's ``sum`` is; SymPy's
     convention for an upper bound below the lower one) and ``x[3]`` of an ``IndexedBase``
     (the indexed variable ``x[3]``); anything else is a SymadError naming it.  A symbol's name
-    must obey the name rule (docs/language.md): ``θ``, ``x_{1}``, or a symbol named ``e`` or
+    must obey the name rule (docs/guide/language.md): ``θ``, ``x_{1}``, or a symbol named ``e`` or
     ``pi``, is a :class:`~symad.core.errors.NameRuleError`, never silently another variable
     or a constant."""
     sp = _sympy()

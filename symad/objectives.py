@@ -26,8 +26,8 @@ from symad.backends.columns import data_columns, float_column
 from symad.backends.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
 from symad.backends.row_sums import RowSums
 from symad.backends.schedule import Schedule
+from symad.core.dag import Graph
 from symad.core.errors import PointError, SymadError, VariableError, name_list
-from symad.core.graph import Graph
 from symad.core.indexed import expand_point
 from symad.core.name_rule import checked
 from symad.core.names import expand_names

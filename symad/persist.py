@@ -18,9 +18,9 @@ import os
 from typing import Any
 
 from symad.core import document
+from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.core.files import write_atomically
-from symad.core.graph import Graph
 from symad.expr import Expr, default_graph, expressions_of
 from symad.function import Function
 from symad.vector_function import VectorFunction, function_of

@@ -13,8 +13,8 @@ from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_no
 from symad.backends.program import BACKENDS
 from symad.backends.tiering import TieredProgram
 from symad.core import document
+from symad.core.dag import Graph
 from symad.core.errors import SymadError
-from symad.core.graph import Graph
 from symad.core.term import Term, as_node
 from symad.expr import Expr, default_graph, expressions_of, parse_outputs
 from symad.function import Function, Inputs, check_backend

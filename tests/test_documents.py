@@ -218,7 +218,7 @@ except symad.SymadError as err:
 
 _GRAPH = """
 import symad
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 g = Graph()
 b = [g.var("x"), g.var("y")]
 for k in range(2, {n}):

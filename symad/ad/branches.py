@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from symad.ad.local import times
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 
 

@@ -19,8 +19,8 @@ from typing import Any
 from symad.ad.branches import SELECTS
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Ks, active, forward_nodes
+from symad.core.dag import Graph
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from symad.ad.forward import forward
 from symad.ad.reverse import gradient
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 
 
 def jvp_many(graph: Graph, roots: Sequence[int], tangents: Mapping[int, int]) -> list[int]:

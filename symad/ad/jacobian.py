@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from symad.ad.forward import forward
 from symad.ad.reverse import gradient
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 
 
 def jacobian_nodes(graph: Graph, roots: Sequence[int], wrt: Sequence[int]) -> list[list[int]]:

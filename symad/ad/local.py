@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 from symad.core.term import Term
 

@@ -26,7 +26,7 @@ from symad.ad import branches
 from symad.ad.local import local_partials
 from symad.ad.reverse import Algebra, backward
 from symad.ad.sweep import Ks, active, canonical_order
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS, Op, difference_error
 from symad.core.semantics import SMALL_POWERS, numpy, power_product

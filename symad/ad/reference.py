@@ -1,6 +1,6 @@
 """Reverse mode in plain Python floats: symad's whole idea in one short module.
 
-Read this first; ``docs/reading.md`` walks through it beside the real sweep.  Given a
+Read this first; ``docs/reference/reading.md`` walks through it beside the real sweep.  Given a
 DAG and a point, :func:`value_and_grad` computes the value and every partial derivative
 with floats, reading each op's evaluation and derivative rule from the op table
 (:data:`symad.core.ops.OPS`).  It visits the nodes in the real sweep's order
@@ -27,7 +27,7 @@ What it leaves out, and the real sweep (:mod:`symad.ad.reverse`) has:
 from __future__ import annotations
 
 from symad.ad.sweep import canonical_order
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 from symad.core.semantics import power_product, small_power
 from symad.core.term import Term

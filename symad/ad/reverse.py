@@ -25,8 +25,8 @@ from typing import Any
 from symad.ad import branches
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Dead, Ks, active, canonical_order, reverse_nodes
+from symad.core.dag import Graph
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.ops import OPS
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 
 Ks = tuple[int, ...]  # the positions k of a user's arguments that carry derivatives, ascending

@@ -21,7 +21,7 @@ from symad.ad.forward import sweep as forward_sweep
 from symad.ad.numbers import Numbers
 from symad.ad.reverse import Algebra, backward
 from symad.ad.sweep import Ks, active, canonical_order
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.semantics import numpy
 
 

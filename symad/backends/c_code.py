@@ -247,7 +247,7 @@ def guards(schedule: Schedule) -> dict[int, Guard | None]:
     stays there); a select passes its guard plus its condition to each arm.
 
     >>> import symad
-    >>> from symad.core.graph import Graph
+    >>> from symad.core.dag import Graph
     >>> e = symad.parse("where(x > 0, sqrt(x), 0)", Graph())
     >>> s = Schedule.build(e.graph, [e.id], [e.graph.var("x")])
     >>> [(op, guards(s)[node]) for node, op, _ in s.steps]

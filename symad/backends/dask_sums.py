@@ -25,8 +25,8 @@ import numpy as np
 
 from symad.backends.row_sums import BLOCK_ROWS, RowSums, add_blocks
 from symad.backends.schedule import Schedule
+from symad.core.dag import Graph, export, rebuild
 from symad.core.errors import SymadError
-from symad.core.graph import Graph, export, rebuild
 
 
 def is_dask_array(value: Any) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from symad.backends.lowering import LOWERED, PRIMITIVES, lower
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.semantics import numpy
 
 

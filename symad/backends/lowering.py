@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS, Op
 from symad.core.semantics import small_power
 
@@ -48,7 +48,7 @@ def lower(graph: Graph, order: Sequence[int]) -> tuple[list[Step], dict[int, flo
     """The primitive steps computing the nodes of ``order`` (children first), the constants they
     read (with a ``1.0`` if a negative power needs one) and the variables they read.
 
-    >>> from symad.core.graph import Graph
+    >>> from symad.core.dag import Graph
     >>> g = Graph()
     >>> x = g.var("x")
     >>> cube, pick = g.make("pow", x, g.const(-3.0)), g.make("where", x, x, g.const(2.0))

@@ -25,8 +25,8 @@ from symad.backends.llvm.jit import NativeProgram
 from symad.backends.python_code import NP_NAMESPACE, PY_NAMESPACE, python_source
 from symad.backends.schedule import Schedule
 from symad.core import forksafe
+from symad.core.dag import Graph
 from symad.core.errors import PointError
-from symad.core.graph import Graph
 
 BACKENDS = ("auto", "python", "native")
 # `auto` policy: below NATIVE_MIN_OPS operations a foreign call costs more than the

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from symad.backends.lowering import Step, lower
 from symad.backends.python_code import python_source
+from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 
 # A schedule of over twice this many operations is compiled as functions of this many

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from symad.ad.numbers import Recording, run
+from symad.core.dag import Graph
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.semantics import numpy
 
 

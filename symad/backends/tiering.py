@@ -37,7 +37,7 @@ from symad.backends.schedule import Schedule
 from symad.backends.tape import Tape
 from symad.backends.vm import VMProgram
 from symad.core import forksafe
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 
 COMPILE_AFTER_CALLS = 1  # calls a one-shot Function (background=False) runs on the tape
 # Ski rental: a program is compiled once the interpreter's calls have cost what its first

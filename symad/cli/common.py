@@ -17,8 +17,8 @@ from typing import Any, BinaryIO
 from symad.backends.interpret import node_values
 from symad.backends.tape import Tape
 from symad.core import document, indexed
+from symad.core.dag import Graph
 from symad.core.errors import LimitError, ParseError, PointError, SymadError, VariableError, check_variables, name_list
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS, input_too_long
 from symad.core.printing import format_number as format_expr_number
 from symad.core.printing import to_texts

@@ -14,8 +14,8 @@ from symad.cli.common import (
     point_and_params,
     table,
 )
+from symad.core.dag import Graph
 from symad.core.errors import PointError
-from symad.core.graph import Graph
 from symad.expr import Expr, parse_outputs
 from symad.vector_function import VectorFunction
 

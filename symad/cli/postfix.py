@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from symad.cli.common import emit
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.frontend.parser import fold, to_postfix
 
 NEEDS_EXPR = False  # works on the text: run(args, text, None)

@@ -7,8 +7,8 @@ import sys
 
 from symad.cli.common import emit
 from symad.core import document
+from symad.core.dag import Graph
 from symad.core.files import write_atomically
-from symad.core.graph import Graph
 from symad.expr import Expr
 from symad.frontend.parser import parse_outputs_into
 

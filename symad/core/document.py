@@ -31,10 +31,10 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from symad.core.dag import Graph
 from symad.core.document_text import OTHER, Items, NotJSON, pairs
 from symad.core.errors import LimitError, NameRuleError, SymadError
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.name_rule import problem
 from symad.core.names import normal

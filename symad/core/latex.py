@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, render, shared_names
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 
 _NAMED = {math.pi.hex(): "pi", math.e.hex(): "e"}

@@ -3,7 +3,7 @@
 Each rule gets the graph and the argument ids (commutative arguments already in
 canonical order: a number comes last in a sum, first in a product) and returns an existing node id to use
 instead, or None to build the node as asked.  These are the *only* rewrites
-symad does (constant folding lives in :meth:`symad.core.graph.Graph.make`):
+symad does (constant folding lives in :meth:`symad.core.dag.Graph.make`):
 
 ====== ===================================================================
 add    ``a + 0 → a``;  ``a + (-b) → a - b``;  ``a + (-c) → a - c`` (c a positive number);
@@ -25,12 +25,24 @@ DAGs small.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from symad.core.graph import Graph
 
-Rule = Callable[["Graph", tuple[int, ...]], "int | None"]
+class Graph(Protocol):
+    """What a rule reads and builds of the DAG (:class:`symad.core.dag.Graph`, which imports this table)."""
+
+    op: list[str]
+    args: list[tuple[int, ...]]
+    data: list[float | str | None]
+
+    def const(self, value: float) -> int: ...
+
+    def is_const(self, node: int, value: float) -> bool: ...
+
+    def make(self, op: str, *args: int) -> int: ...
+
+
+Rule = Callable[[Graph, tuple[int, ...]], "int | None"]
 
 
 def _add(g: Graph, args: tuple[int, ...]) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 from symad.core.printing import to_text
 

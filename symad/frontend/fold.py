@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from symad.core.dag import Graph
 from symad.core.errors import LimitError, ParseError
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS, PREC_CMP
 from symad.core.term import Term

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from symad.core import forksafe
+from symad.core.dag import Graph
 from symad.core.errors import ParseError, UnknownFunctionError
 from symad.core.gcpause import without_gc
-from symad.core.graph import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import COMPARISONS, CONSTANTS, FUNCTIONS, OPS, PREC_CMP
 from symad.frontend.fold import Folder, fold

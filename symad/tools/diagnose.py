@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 
 from symad.backends.interpret import node_values
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 from symad.core.printing import format_number, to_infix
 from symad.core.semantics import numpy

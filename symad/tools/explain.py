@@ -17,7 +17,7 @@ from typing import Any
 
 from symad.ad import trace
 from symad.ad.local import local_partial
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.latex import latex_name, latex_number, to_latex
 from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, precedence, to_infix

@@ -29,9 +29,9 @@ from symad.ad import trace
 from symad.ad.local import local_partial
 from symad.backends.interpret import node_values
 from symad.core import indexed
+from symad.core.dag import Graph
 from symad.core.errors import LimitError, SymadError, VariableError, check_variables
 from symad.core.files import write_atomically
-from symad.core.graph import Graph
 from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, to_infix
 from symad.expr import Expr, parse

@@ -12,7 +12,7 @@ import symad
 from symad.ad import trace
 from symad.ad.numbers import Recording
 from symad.backends.tape import Tape
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.tools import viz
 from symad.tools.explain import explain
 

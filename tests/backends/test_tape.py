@@ -16,7 +16,7 @@ from symad.backends import program as compiler
 from symad.backends.llvm import jit as native
 from symad.backends.tape import Tape
 from symad.backends.tiering import COMPILE_AFTER_CALLS
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 
 COMPILED = ["python", "native"] if native.available() else ["python"]
 
@@ -30,7 +30,7 @@ def outputs(value, grad) -> np.ndarray:
 
 
 def assert_same(got: np.ndarray, want: np.ndarray, backend: str, context) -> None:
-    """Bit for bit, nan matching nan, whichever backend (one semantics: docs/numerics.md)."""
+    """Bit for bit, nan matching nan, whichever backend (one semantics: docs/reference/numerics.md)."""
     assert np.array_equal(got, want, equal_nan=True), (context, backend, got, want)
 
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from symad import Graph, parse
-from symad.core.graph import natural_key
+from symad.core.dag import natural_key
 
 
 def nodes(e):

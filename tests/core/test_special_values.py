@@ -1,4 +1,4 @@
-"""One semantics for signed zeros and special values (``docs/numerics.md``), in every backend.
+"""One semantics for signed zeros and special values (``docs/reference/numerics.md``), in every backend.
 
 Every op of the table, at ±0, ±inf, nan, subnormals and a few ordinary numbers, gives the
 same bits, value and partials (all nans count as one), in the interpreter (floats and
@@ -26,7 +26,7 @@ from symad.backends.llvm import jit as native
 from symad.backends.program import NATIVE_BATCH_POINTS
 from symad.backends.tape import Tape
 from symad.core import semantics
-from symad.core.graph import Graph
+from symad.core.dag import Graph
 from symad.core.ops import OPS
 
 inf, nan = math.inf, math.nan
@@ -183,7 +183,7 @@ def reference(op: str):
 
 
 def _stable() -> dict:
-    """The stable functions as docs/numerics.md writes them, on the C library's exp and log."""
+    """The stable functions as docs/reference/numerics.md writes them, on the C library's exp and log."""
     exp, log, sin, ln2 = _libm("exp", 1), _libm("log", 1), _libm("sin", 1), math.log(2.0)
 
     def log1p(x):  # Goldberg's formula
@@ -217,7 +217,7 @@ def _stable() -> dict:
 
 
 STABLE = _stable()
-# Conditions as docs/numerics.md states them: 1 or 0; true is not 0 (nan is true); nan compares
+# Conditions as docs/reference/numerics.md states them: 1 or 0; true is not 0 (nan is true); nan compares
 # unequal to everything, itself included.
 CONDITIONS = {
     "lt": lambda a, b: float(a < b), "le": lambda a, b: float(a <= b), "gt": lambda a, b: float(a > b),

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, seed, settings
 
 import symad
 from symad import Graph
-from symad.core.graph import natural_key
+from symad.core.dag import natural_key
 from symad.core.ops import OPS
 
 # Derandomized (the same examples on every run, so CI is reproducible) unless

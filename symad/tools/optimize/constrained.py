@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.dag import Graph
 from symad.core.errors import SymadError
-from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.objectives import Objective

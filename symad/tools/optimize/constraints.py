@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.dag import Graph
 from symad.core.errors import SymadError, VariableError, name_list
-from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.tools.optimize.conditions import as_constraint

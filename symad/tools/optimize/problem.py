@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from symad.core import indexed
+from symad.core.dag import Graph
 from symad.core.errors import PointError, VariableError, check_variables
-from symad.core.graph import Graph
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
 from symad.objectives import Objective
