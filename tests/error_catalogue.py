@@ -1,7 +1,7 @@
 """The error catalogue: every kind of error (and warning) the ``symad`` command prints.
 
 ``python tests/error_catalogue.py`` runs each command below from the repository
-root and writes ``docs/errors.md`` with its exact output and exit status;
+root and writes ``docs/reference/errors.md`` with its exact output and exit status;
 ``tests/test_error_catalogue.py`` re-runs the commands in the doc and compares,
 so the catalogue stays true.  Commands run under ``bash -c`` (so they may use a
 pipe for stdin), with ``symad`` and ``python`` this interpreter running the checkout's code
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "errors.md"
+DOC = ROOT / "docs" / "reference" / "errors.md"
 
 # (section, title, explanation, command)
 ENTRIES: list[tuple[str, str, str, str]] = [
@@ -118,7 +118,7 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("Usage errors", "Errors in JSON",
      "With `--json` every error is one JSON object on stdout, `{\"error\": {\"type\": ..., \"message\": ...}}`, "
      "with a syntax error's `line`, `column` and `expected`, a usage error's `usage` "
-     "([cli.md](cli.md#errors-and-warnings)); the exit status is 2 as ever.",
+     "([cli.md](../guide/cli.md#errors-and-warnings)); the exit status is 2 as ever.",
      'symad eval "2*x +" --at x=1 --json; symad eval "x" --at x=1 --bogus --json'),
     # ------------------------------------------------------------ warnings
     ("Non-finite results (warnings, exit status 0)", "Division by zero",
@@ -168,7 +168,7 @@ the repository root; `tests/test_error_catalogue.py` runs them again and compare
 
 
 def markdown() -> str:
-    """The text of ``docs/errors.md`` (runs every command)."""
+    """The text of ``docs/reference/errors.md`` (runs every command)."""
     parts = [INTRO]
     section = None
     for sec, title, note, command in ENTRIES:

@@ -1,4 +1,4 @@
-"""docs/errors.md stays true: each command in it prints exactly what it shows, with that exit status."""
+"""docs/reference/errors.md stays true: each command in it prints exactly what it shows, with that exit status."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ EXAMPLES = [(cmd, out.rstrip("\n"), int(status)) for cmd, out, status in BLOCK.f
 
 def test_catalogue_covers_every_entry():
     assert [cmd for cmd, _, _ in EXAMPLES] == [command for *_, command in ENTRIES], \
-        "docs/errors.md is out of date: python tests/error_catalogue.py"
+        "docs/reference/errors.md is out of date: python tests/error_catalogue.py"
     assert len(EXAMPLES) >= 40
 
 

@@ -1,4 +1,4 @@
-"""The one rule for names (docs/language.md, "Names"): a name it admits works everywhere,
+"""The one rule for names (docs/guide/language.md, "Names"): a name it admits works everywhere,
 and any other is refused where it enters, saying why and where.
 
 Before the rule, `var("θ")`, `var("my var")` and SymPy's `x_{1}` compiled and evaluated but

@@ -22,8 +22,10 @@ NOT_RUN = {
     # exit status, so tests/test_error_catalogue.py runs them under bash and compares.
     "errors.md": "generated; run by tests/test_error_catalogue.py",
 }
-DOCS = sorted((ROOT / "docs").glob("*.md"))
-DOC_TEXTS = {f"docs/{p.name}": p.read_text() for p in DOCS if p.name not in NOT_RUN}
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+DOC_TEXTS = {p.relative_to(ROOT).as_posix(): p.read_text() for p in DOCS if p.name not in NOT_RUN}
+# Pages of docs/guide and docs/reference, and the reports' index: the README links each one.
+INDEXED = [p for p in DOCS if p.parent.name in ("guide", "reference") or p.name == "reports.md"]
 
 
 def console_examples(text: str) -> list[tuple[str, str]]:
@@ -119,8 +121,9 @@ def test_readme_is_a_front_page():
 
 
 def test_readme_links_every_docs_page():
-    for page in DOCS:
-        assert f"(docs/{page.name})" in README, f"README.md does not link docs/{page.name}"
+    for page in INDEXED:
+        name = page.relative_to(ROOT).as_posix()
+        assert f"({name})" in README, f"README.md does not link {name}"
 
 
 def slug(heading: str) -> str:
@@ -128,9 +131,9 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@pytest.mark.parametrize("page", ["README.md", *(f"docs/{p.name}" for p in DOCS)])
+@pytest.mark.parametrize("page", ["README.md", *(p.relative_to(ROOT).as_posix() for p in DOCS)])
 def test_links_and_images_resolve(page):
-    """Every relative link and image (docs/images/... in the README, images/... in docs/)
+    """Every relative link and image (docs/images/... in the README, ../images/... in docs/)
     names a file that exists, and an #anchor into a Markdown file names one of its headings."""
     path = ROOT / page
     text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)

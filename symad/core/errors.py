@@ -62,7 +62,7 @@ class VariableError(SymadError, KeyError):
 
 
 class NameRuleError(SymadError, ValueError):
-    """A name that is not a variable's name (``names.checked``: the one rule, docs/language.md)."""
+    """A name that is not a variable's name (``names.checked``: the one rule, docs/guide/language.md)."""
 
 
 class PointError(SymadError, ValueError):

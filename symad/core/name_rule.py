@@ -4,7 +4,7 @@ A name is an ASCII letter or ``_`` followed by letters, digits and ``_``, option
 a whole-number index in brackets (``x[3]``, ``x[-2]``), and is not a word of the language:
 a constant (``pi e inf nan``), a function of the op table, or a keyword (``if then else
 and or not sum prod``).  Such a name prints, parses back, saves, loads, pickles and
-exports as itself; anything else is refused where it enters (docs/language.md, "Names").
+exports as itself; anything else is refused where it enters (docs/guide/language.md, "Names").
 
 The derivative machinery names its own variables with a quote (``x'``, the direction of
 ``x``), which no admitted name has, so they never collide with a user's.

@@ -1,6 +1,6 @@
 """Evaluation with one semantics: the functions of the op table on floats and NumPy arrays.
 
-Every backend gives the same bits (``docs/numerics.md``): IEEE arithmetic, the C
+Every backend gives the same bits (``docs/reference/numerics.md``): IEEE arithmetic, the C
 library's functions with C99 Annex F special cases, ``min``/``max`` as IEEE
 754-2019 minimum/maximum, and small integer powers as products.  Where Python's
 ``math`` or NumPy has no such function, or NumPy's differs from the C library's,

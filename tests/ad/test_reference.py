@@ -2,7 +2,7 @@
 
 On random expressions without ``where`` (whose strong zeros the reference leaves out), the
 reference's value and gradient must be the bits of symad's gradient, built as nodes and
-compiled to Python code.  And ``docs/reading.md``, which walks through the reference, quotes
+compiled to Python code.  And ``docs/reference/reading.md``, which walks through the reference, quotes
 it as it is.
 """
 
@@ -97,13 +97,13 @@ def test_what_it_leaves_out_a_rewrite_of_zero():
 
 
 def test_the_reading_page_quotes_the_code_as_it_is():
-    """Each code listing of docs/reading.md names the file it quotes on its first line
+    """Each code listing of docs/reference/reading.md names the file it quotes on its first line
     (``# reference.py`` is symad/ad/reference.py) and is that file's text, verbatim."""
-    page = (ROOT / "docs" / "reading.md").read_text()
+    page = (ROOT / "docs" / "reference" / "reading.md").read_text()
     blocks = re.findall(r"```text\n(.*?)```", page, flags=re.S)
     assert sum(block.startswith("# reference.py\n") for block in blocks) >= 5
     for block in blocks:
         header, _, body = block.partition("\n")
         path = "symad/ad/reference.py" if header == "# reference.py" else header.removeprefix("# ")
-        assert (ROOT / path).is_file(), f"docs/reading.md: a listing names no file of the checkout: {header}"
-        assert body in (ROOT / path).read_text(), f"docs/reading.md quotes lines {path} does not have:\n{body}"
+        assert (ROOT / path).is_file(), f"docs/reference/reading.md: a listing names no file of the checkout: {header}"
+        assert body in (ROOT / path).read_text(), f"reading.md quotes lines {path} does not have:\n{body}"

@@ -40,7 +40,7 @@ def test_trust_constr_reaches_the_constrained_minimum_at_a_tight_tolerance() -> 
             "--method", "trust-constr", "--tol", "1e-12", "--json")
     obj = json.loads(r.stdout)
     assert obj["success"] is True and obj["method"] == "trust-constr"
-    # an interior-point method: off by its last barrier parameter (docs/optimize.md)
+    # an interior-point method: off by its last barrier parameter (docs/guide/optimize.md)
     assert obj["x"]["x"] == pytest.approx(1.0, abs=1e-4) and obj["x"]["y"] == pytest.approx(0.0, abs=1e-4)
     assert [c["multiplier"] for c in obj["constraints"]] == pytest.approx([0.0, 2.0], abs=1e-3)
 

@@ -1,4 +1,4 @@
-"""Derivatives in the tails (docs/numerics.md, "Derivatives against mpmath"): wherever an op's
+"""Derivatives in the tails (docs/reference/numerics.md, "Derivatives against mpmath"): wherever an op's
 true partial is a finite double, symad's is within a few ulp of it, in every backend; where the
 op is not differentiable, the documented choice.  One test per defect once found, the sweep of
 every op against mpmath (tests/support/derivatives.py), and a property test of the stable

@@ -5,7 +5,7 @@ take bounded time and memory.
 The heavy cases run the installed ``symad`` command in a subprocess and read its peak
 memory (``tests/support/measure.py``); together they stay under a minute.  Longer runs (a 10 MB
 input with the limit raised, 10^6-node derivatives) are measured by
-``benchmarks/huge_inputs.py``; their numbers are in ``docs/limits.md``.
+``benchmarks/huge_inputs.py``; their numbers are in ``docs/reference/limits.md``.
 """
 
 from __future__ import annotations
@@ -264,7 +264,7 @@ def test_python_compile_memory_is_bounded():
     compiling Python source takes bounded memory", but all chunks are given to one
     ``compile()`` call, whose syntax tree for the whole module costs about 5 KB
     per operation: 1.2 GB for 250,000 operations, 15 GB for a 10^6-factor
-    product's gradient (docs/limits.md).  Past 200,000 operations the ``auto``
+    product's gradient (docs/reference/limits.md).  Past 200,000 operations the ``auto``
     backend always takes this path.
     """
     extra = {}

@@ -1,4 +1,4 @@
-"""Numerical edge cases (``tests/support/numerics_table.py``, documented in ``docs/numerics.md``):
+"""Numerical edge cases (``tests/support/numerics_table.py``, documented in ``docs/reference/numerics.md``):
 every backend, single points and batches, and the command line give the documented numbers."""
 
 from __future__ import annotations

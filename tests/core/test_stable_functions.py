@@ -1,4 +1,4 @@
-"""The stable functions' table in docs/numerics.md: symad's values and derivatives at extreme
+"""The stable functions' table in docs/reference/numerics.md: symad's values and derivatives at extreme
 points, against mpmath at 80 digits."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import symad
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = (ROOT / "docs" / "numerics.md").read_text().split("## Stable functions", 1)[1]
+SECTION = (ROOT / "docs" / "reference" / "numerics.md").read_text().split("## Stable functions", 1)[1]
 ROWS = re.findall(r"^\| `([^`]+)` \| `([^`]+)` \| ([^|]+) \| ([^|]+) \|$", SECTION, flags=re.M)
 
 mp = mpmath.mp

@@ -1,5 +1,5 @@
 """Every op's derivatives against mpmath, over its whole domain: the sweep behind the
-derivative table of ``docs/numerics.md`` and ``tests/core/test_derivative_tails.py``.
+derivative table of ``docs/reference/numerics.md`` and ``tests/core/test_derivative_tails.py``.
 
 For each op of the table: deterministic sample points (every binary exponent from the
 subnormals to the largest double, ordinary numbers, the tails where an exp underflows,

@@ -61,7 +61,7 @@ from symad.core.ops import CONSTANTS, FUNCTIONS, OPS, PREC_ATOM, PREC_UNARY
 T = TypeVar("T")
 
 VARIABLES = ("x", "y", "z", "x2", "x10")
-# Names of every shape the rule admits (docs/language.md, "Names"): underscore-leading,
+# Names of every shape the rule admits (docs/guide/language.md, "Names"): underscore-leading,
 # indexed, with digits and capitals; for the tests of what names go through (documents,
 # pickles, LaTeX, printing).  (VARIABLES stays as it is: its examples are the property tests'.)
 NAMES = ("x", "y", "_t", "w[2]", "w[-1]", "a_b", "X1", "__2", "e1", "sum_")

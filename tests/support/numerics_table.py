@@ -2,7 +2,7 @@
 
 ``tests/core/test_numerics.py`` checks every row against the Python API (every
 backend, single points and batches) and the command line;
-``python tests/support/numerics_table.py`` rewrites ``docs/numerics.md`` from the same
+``python tests/support/numerics_table.py`` rewrites ``docs/reference/numerics.md`` from the same
 rows, and a test fails when the doc is out of date.
 
 A row: (expression, point, value, partials in variable order, why).  Values are
@@ -133,7 +133,7 @@ ROWS: list[tuple[str, dict[str, float], float, tuple[float, ...], str]] = [
 
 
 def variables(point: dict[str, float]) -> list[str]:
-    from symad.core.graph import natural_key
+    from symad.core.dag import natural_key
 
     return sorted(point, key=natural_key)
 
@@ -151,7 +151,7 @@ def fmt(v: float) -> str:
 
 
 def markdown() -> str:
-    """The text of ``docs/numerics.md``."""
+    """The text of ``docs/reference/numerics.md``."""
     lines = [
         "# Numerical edge cases",
         "",
@@ -370,7 +370,7 @@ def derivative_section() -> list[str]:
     return [*lines, ""]
 
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "numerics.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "numerics.md"
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for support.derivatives

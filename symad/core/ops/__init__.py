@@ -16,11 +16,11 @@ as for ``a + b``).  Reverse mode multiplies them by the adjoint, forward mode by
 the tangent, so one rule serves both; :mod:`symad.ad.numbers` (the tape) runs the same functions
 on numbers.
 
-Conventions at non-differentiable points (documented in docs/architecture.md):
+Conventions at non-differentiable points (documented in docs/reference/architecture.md):
 ``abs'(0) = sign(0) = 0``; for ``min``/``max`` a tie splits the derivative
 evenly (``step(0) = 0.5``), so ``d/dx max(x, x) = 1``.
 
-Values follow one semantics in every backend (``docs/numerics.md``): IEEE
+Values follow one semantics in every backend (``docs/reference/numerics.md``): IEEE
 arithmetic, the C library's functions (C99 Annex F special cases), and
 ``min``/``max`` as IEEE 754-2019 minimum/maximum.  ``py`` and ``np`` below give
 those bits: the NumPy functions are NumPy's own only where they match the C

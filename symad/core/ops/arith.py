@@ -25,7 +25,7 @@ from symad.core.ops.table import (
 _np = sem.NumpyFunction  # numpy.<name>, imported on first use
 
 
-# Derivatives to full relative accuracy wherever they are finite doubles (docs/numerics.md's
+# Derivatives to full relative accuracy wherever they are finite doubles (docs/reference/numerics.md's
 # derivative table, tests/core/test_derivative_tails.py): the rules keep the digits a
 # textbook formula loses in an op's tails.
 def difference_error(a: Any, b: Any, d: Any) -> Any:
