@@ -170,8 +170,8 @@ def markdown() -> str:
         "`math` and native code call), with C99's special cases: `log(±0) = −inf`, `log(−1) = nan`, "
         "`atan2(±0, −1) = ±π`, `tanh(±inf) = ±1`; NumPy batches call it too where NumPy's own vector code "
         "differs in the last bit (`tanh` always; with AVX-512, where NumPy runs SVML, `exp log tan asin acos "
-        "atan sinh cosh atan2 pow expm1 cbrt asinh acosh atanh`), per element: 7 to 30 times slower than "
-        "NumPy's |",
+        "atan sinh cosh atan2 pow expm1 cbrt asinh acosh atanh`), per element, slower than NumPy's own "
+        "vector code |",
         "| `x^y` | C99 `pow`: `pow(x, ±0) = pow(1, y) = 1` even for nan; `pow(−0, 0.5) = +0`, "
         "`pow(−inf, 0.5) = inf`; `pow(±0, y < 0) = inf` (`±inf` for an odd integer y); a negative base with a "
         "non-integer exponent is nan.  A constant exponent −4…−1, 2…4 is computed as products "
