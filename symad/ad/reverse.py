@@ -19,13 +19,16 @@ has a strong zero: the arm not taken contributes 0, never ``0 * inf``.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from symad.ad import branches
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Dead, Ks, active, canonical_order, reverse_nodes
-from symad.core.dag import Graph
+from symad.core import binders
+from symad.core.dag import BINDERS, SCOPED, Graph
+from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
 from symad.core.ops import OPS
 
@@ -127,6 +130,8 @@ class Nodes(Algebra):
         return self.graph.const(1.0)
 
     def partials(self, node: int, ks: Ks) -> list[int | float]:
+        if self.graph.op[node] in SCOPED:
+            return scoped_partials(self.graph, node, ks)
         return local_partials(self.graph, node, ks)
 
     def times(self, adjoint: int, partial: int | float, shape: branches.Shape) -> int | None:
@@ -135,7 +140,7 @@ class Nodes(Algebra):
         return times(self.graph, adjoint, partial)
 
     def terms(self, node: int, ks: Ks, adjoint: int, shape: branches.Shape) -> list[int | None]:
-        if shape is not None:
+        if shape is not None or self.graph.op[node] in SCOPED:
             return super().terms(node, ks, adjoint, shape)
         g = self.graph
         make, const = g.make, g.const
@@ -150,6 +155,45 @@ class Nodes(Algebra):
 
     def select(self, node: int, k: int, adjoint: int) -> int:
         return branches.select(self.graph, node, k, adjoint)
+
+
+_BODY_ADJOINTS: weakref.WeakKeyDictionary[Graph, dict[int, dict[int, int]]] = weakref.WeakKeyDictionary()
+
+
+def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
+    """For binder ``node``, ``{leaf: ∂body/∂leaf}`` as nodes (expressions of its index), for the
+    leaves of its body: its captures and its items.  The body's own reverse sweep, done once."""
+    done = _BODY_ADJOINTS.setdefault(graph, {})
+    known = done.get(node)
+    if known is not None:
+        return known
+    level = graph.data[node][0]  # type: ignore[index]
+    body, *caps = graph.args[node]
+    sources = {*caps, *binders.items(graph, body, level)}
+    order = canonical_order(graph, [body])
+    adjoint = backward(graph, order, body, Nodes(graph), active(graph, order, sources))
+    known = done[node] = {leaf: adjoint[leaf] for leaf in sources if leaf in adjoint}
+    return known
+
+
+def scoped_partials(graph: Graph, node: int, ks: Ks) -> list[int | float]:
+    """The local partials of an indexed node: an item is a leaf of the sweeps (its vector's
+    gradient is gathered from the binders, :mod:`symad.ad.indexed`); a sum's partial along its
+    body is 0 and along a capture ``c`` is ``sum(i, ∂body/∂c)``."""
+    op = graph.op[node]
+    if op not in BINDERS:
+        return [0.0 for _ in ks]
+    if op != "sum":
+        raise SymadError(f"derivatives of {op}(...) over more than {binders.UNROLL_MAX_TERMS:,} terms "
+                         "are not supported yet")
+    level, low, high = graph.data[node]  # type: ignore[misc]
+    inner = body_adjoints(graph, node)
+    args = graph.args[node]
+    out: list[int | float] = []
+    for k in ks:
+        partial = inner.get(args[k]) if k else None
+        out.append(0.0 if partial is None else binders.reduce(graph, "sum", level, low, high, partial))
+    return out
 
 
 @without_gc

@@ -43,7 +43,7 @@ class Graph:
     def __init__(self) -> None:
         self.op: list[str] = []
         self.args: list[tuple[int, ...]] = []
-        self.data: list[float | str | None] = []  # a constant's value or a variable's name
+        self.data: list[float | str | int | tuple | None] = []  # a constant's value, a variable's name, a range
         self._index: dict[tuple, int] = {}
         # Nodes copied in from other graphs: {source graph: {its node: our node}}
         self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
@@ -83,6 +83,29 @@ class Graph:
         documents...) check theirs (:mod:`symad.core.name_rule`), and the derivative machinery
         names its own variables with a quote (``x'``) that no admitted name has."""
         return self._intern(("var", name), "var", (), name)
+
+    def index(self, level: int) -> int:
+        """The leaf of the index bound by a ``sum``/``prod``/``each`` at nesting ``level`` (0: outermost).
+        Indices are numbered by depth, not by the names in the text, so equal bodies are one node."""
+        return self._intern(("index", level), "index", (), level)
+
+    def vector(self, name: str) -> int:
+        """The leaf of an indexed variable or data ``name`` as a whole (its entries are ``item`` nodes)."""
+        return self._intern(("vector", name), "vector", (), name)
+
+    def item(self, vector: int, *indices: int) -> int:
+        """The entry ``vector[indices]``, each index an expression of index leaves
+        (:mod:`symad.core.binders` checks that it is affine)."""
+        args = (vector, *indices)
+        return self._intern(("item", args), "item", args, None)
+
+    def bind(self, op: str, level: int, low: int, high: int, body: int, captures: Sequence[int]) -> int:
+        """The ``sum``/``prod``/``each`` of ``body`` over the index of ``level`` from ``low`` to ``high``;
+        ``captures`` are the nodes of the enclosing scope the body uses (its arguments for the sweeps).
+        Build it with :func:`symad.core.binders.reduce`, which finds them."""
+        args = (body, *captures)
+        data = (level, low, high)
+        return self._intern((op, args, data), op, args, data)
 
     def make(self, op: str, *args: int) -> int:
         """The node ``op(*args)``, after constant folding and the rewrites of :mod:`symad.core.simplify`."""
@@ -223,6 +246,14 @@ class Graph:
             return self.const(data)  # type: ignore[arg-type]
         if op == "var":
             return self.var(data)  # type: ignore[arg-type]
+        if op in SCOPED:
+            if op == "index":
+                return self.index(data)  # type: ignore[arg-type]
+            if op == "vector":
+                return self.vector(data)  # type: ignore[arg-type]
+            if op == "item":
+                return self.item(*args)
+            return self.bind(op, *data, args[0], args[1:])  # type: ignore[misc]
         return self.make(op, *args)
 
     def digests(self, roots: Iterable[int]) -> Mapping[int, int]:
@@ -243,8 +274,12 @@ class Graph:
             op, data = self.op[n], self.data[n]
             if op == "const":
                 digests[n] = hash((_OP_CODE[op], _float_bits(data)))  # type: ignore[arg-type]
-            elif op == "var":
+            elif op == "var" or op == "vector":
                 digests[n] = hash((_OP_CODE[op], stable_hash(data)))  # type: ignore[arg-type]
+            elif op in SCOPED:  # an index's level, a binder's range: integers
+                parts = [digests[a] for a in self.args[n]]
+                extra = data if type(data) is tuple else () if data is None else (data,)  # hash(None) varies by process
+                digests[n] = hash((_OP_CODE[op], *parts, *extra))
             else:
                 parts = [digests[a] for a in self.args[n]]
                 if _MAKE[op][1]:  # commutative: argument order is by node id, which graphs differ in
@@ -266,6 +301,10 @@ def _float_bits(value: float) -> int:
 # Digests are built from integers only, so that they (and every order chosen by them) are
 # a function of the expression alone, equal in every graph, thread and process.
 _OP_CODE = {name: stable_hash(name) for name in OPS}
+# Nodes of indexed expressions (:mod:`symad.core.binders`): built by their own methods, not `make`.
+BINDERS = frozenset({"sum", "prod", "each"})
+SCOPED = frozenset({"index", "vector", "item", *BINDERS})
+_OP_CODE.update({name: stable_hash(name) for name in SCOPED})
 
 
 _POW = OPS["pow"].py  # folded as every evaluator computes it: small integer powers are products

@@ -7,10 +7,11 @@ deep expressions neither recurse nor copy ever-longer strings.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from symad.core.dag import Graph
+from symad.core import binders
+from symad.core.dag import SCOPED, Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 
 _NAMED = {math.pi.hex(): "pi", math.e.hex(): "e"}
@@ -35,6 +36,8 @@ def precedence(graph: Graph, node: int) -> int:
     if op == "const":
         value = graph.data[node]
         return PREC_UNARY if math.copysign(1.0, value) < 0 and not math.isnan(value) else PREC_ATOM  # type: ignore[arg-type]
+    if op in SCOPED:
+        return PREC_ATOM
     return OPS[op].prec
 
 
@@ -101,7 +104,9 @@ def shared_names(graph: Graph, roots: list[int]) -> list[int]:
             uses[a] = uses.get(a, 0) + 1
     for r in roots:
         uses[r] = uses.get(r, 0) + 1
-    return [node for node in order if graph.args[node] and uses[node] > 1]
+    free = binders.levels(graph)  # a part of a loop's body is named inside it, never outside
+    return [node for node in order if graph.args[node] and uses[node] > 1 and free[node] < 0
+            and graph.op[node] != "item"]
 
 
 def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
@@ -130,16 +135,24 @@ def _tree_sizes(graph: Graph, order: list[int]) -> dict[int, int | float]:
     return size
 
 
-def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
+def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None,
+             index_names: Sequence[str] = ()) -> str:
     """The expression as infix text; ``parse(to_infix(g, n))`` is node ``n`` again.
 
     Infix printing expands shared nodes once per use (a tree), so heavily
     shared DAGs print long (see :func:`to_text`).  Nodes in ``names`` print as
-    those names.
+    those names; index levels as ``index_names`` (then i, j, k...).
     """
     names = names or {}
+    chosen = list(index_names)
+    levels: list[str] = []
 
     def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
+        if op in SCOPED:
+            if not levels:
+                levels.extend(chosen)
+                levels.extend(n for n in scoped_names(graph, root) if n not in chosen)
+            return compose_scoped(graph, node, levels)
         spec = OPS[op]
         if spec.kind == "infix":
             left, right = args
@@ -166,6 +179,29 @@ def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
         return pieces
 
     return render(graph, root, names, lambda op, data: format_number(data) if op == "const" else data, compose)
+
+
+def scoped_names(graph: Graph, root: int) -> list[str]:
+    """Names for the index levels under ``root``: i, j, k... unless a variable has the name."""
+    order = graph.reachable([root])
+    taken = {graph.data[n] for n in order if graph.op[n] in ("var", "vector")}
+    return binders.index_names(taken, binders.MAX_NESTING + 1)  # type: ignore[arg-type]
+
+
+def compose_scoped(graph: Graph, node: int, index_names: list[str]) -> list[object]:
+    """The pieces of an indexed node: ``i``, ``x``, ``x[i + 1]``, ``sum(i = 1..n, body)``."""
+    op, args, data = graph.op[node], graph.args[node], graph.data[node]
+    if op == "index":
+        return [index_names[data]]  # type: ignore[index]
+    if op == "vector":
+        return [data]  # type: ignore[list-item]
+    if op == "item":
+        pieces: list[object] = [graph.data[args[0]], "["]
+        for k, a in enumerate(args[1:]):
+            pieces.extend([", ", a] if k else [a])
+        return [*pieces, "]"]
+    level, low, high = data  # type: ignore[misc]
+    return [f"{op}({index_names[level]} = {low}..{high}, ", args[0], ")"]
 
 
 def render(graph: Graph, root: int, names: dict[int, str], leaf: Callable[[str, Any], str],

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from symad.core import binders, names
 from symad.core.dag import Graph
 from symad.core.errors import LimitError, ParseError
 from symad.core.limits import LIMITS
@@ -58,6 +59,8 @@ class Folder:
         self.indexed: set[str] = set()  # names used with an index
         self.calls: dict[tuple[str, tuple[int, ...]], int] = {}  # (function, arguments) -> its value
         self.replayed = 0
+        self.loops = 0  # how many sums kept as loops enclose the body being read
+        self.vectors: set[str] = set()  # names with an entry at an index of such a sum
 
     def error(self, message: str, tok: Token) -> ParseError:
         """A ParseError pointing at ``tok`` in the text."""
@@ -166,6 +169,10 @@ class Folder:
         """The whole number ``node`` must be (an index or a bound), else an error at ``tok``."""
         graph = self.graph
         value = graph.data[node] if graph.op[node] == "const" else None
+        if value is None and binders.levels(graph)[node] >= 0:
+            raise self.error(f"the {what} of {tok.text.split()[0]} uses the index of a sum over more than "
+                             f"{binders.UNROLL_MAX_TERMS:,} terms, which stays a loop: only affine entries "
+                             "x[2*i+1] and arithmetic may use it", tok)
         if value is None:
             raise self.error(f"the {what} of {tok.text.split()[0]} must be a number known as the text is read "
                              "(numbers, definitions and enclosing indices), not a variable", tok)
@@ -180,7 +187,14 @@ class Folder:
         if name in self.defined or name in CONSTANTS or any(name in s for s in self.scopes[self.frames[-1]:]):
             raise self.error(f"{name} is a number or an expression, not an indexed variable", tok)
         self.indexed.add(name)
-        return self.graph.var(f"{name}[{self._whole(index, tok, 'index')}]")
+        graph = self.graph
+        if graph.op[index] != "const" and binders.levels(graph)[index] >= 0:
+            if binders.affine(graph, index) is None:
+                raise self.error(f"the index of {name} must be an affine expression of the sum's index "
+                                 "(such as i+1 or 2*i-1)", tok)
+            self.vectors.add(name)
+            return binders.item(graph, graph.vector(name), index)
+        return graph.var(f"{name}[{self._whole(index, tok, 'index')}]")
 
     def _close(self, recording: _Recording) -> None:
         opened, body = recording.opened, tuple(recording.tokens)
@@ -190,6 +204,12 @@ class Folder:
             return
         low, high = recording.bounds
         reduction, index = opened.text.split()
+        if reduction == "sum" and high - low + 1 > binders.UNROLL_MAX_TERMS:
+            if self.loops >= binders.MAX_NESTING:
+                raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
+                                 f"{binders.MAX_NESTING} deep", opened)
+            self.work.append(self._loop(reduction, index, low, high, body))
+            return
         steps = max(0, high - low + 1) * len(body)
         if self.replayed + steps > LIMITS.max_nodes:
             raise self._too_long()
@@ -209,6 +229,17 @@ class Folder:
             total = term if total is None else graph.make(op, total, term)
         self.scopes.pop()
         stack.append(graph.const(empty) if total is None else total)
+
+    def _loop(self, reduction: str, index: str, low: int, high: int, body: tuple[Token, ...]) -> Iterator[Token]:
+        """The body once, its index a leaf of the DAG; the sum stays one node (:mod:`symad.core.binders`)."""
+        graph, stack = self.graph, self.stack
+        level = self.loops
+        self.loops += 1
+        self.scopes.append({index: graph.index(level)})
+        yield from body
+        self.scopes.pop()
+        self.loops -= 1
+        stack.append(binders.reduce(graph, reduction, level, low, high, stack.pop()))
 
     def _inline(self, name: str, args: tuple[int, ...]) -> Iterator[Token]:
         """The body of function ``name`` with its parameters bound to ``args``; its value is left
@@ -235,12 +266,26 @@ class Folder:
         """The outputs' root nodes, once every token has been pushed."""
         if len(self.stack) != len(self.separators) + 1 or self.recording is not None:
             raise ParseError("malformed postfix", self.text, 1, 1)
+        if self.vectors:
+            self._entries_as_items()
         if self.indexed:
             both = sorted(self.indexed.intersection(self.graph.variables(self.stack)))
             if both:
                 raise ParseError(f"{both[0]} is used both as a variable and indexed ({both[0]}[...]): "
                                  "rename one", self.text, 1, 1)
         return list(self.stack)
+
+    def _entries_as_items(self) -> None:
+        """``x[3]`` beside a sum kept as a loop over ``x[i]``: an entry of the same vector."""
+        graph = self.graph
+        mapping = {}
+        for node in graph.reachable(self.stack):
+            if graph.op[node] == "var":
+                parts = names.split(graph.data[node])  # type: ignore[arg-type]
+                if parts and parts[0] in self.vectors:
+                    mapping[node] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
+        if mapping:
+            self.stack = [binders.substitute(graph, r, mapping) for r in self.stack]
 
 
 def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:

@@ -1,0 +1,157 @@
+"""Expressions with indexed nodes evaluated on NumPy arrays: a loop's body runs once over all its indices.
+
+Outside any loop a node is a float; inside the body of ``sum``/``each`` over ``i = lo..hi`` it is
+an array over the range (the index is ``arange(lo, hi+1)``, an entry ``x[i + c]`` a slice of
+``x`` read in place).  Each step is the op's lowered primitive (:mod:`symad.schedule.lowering`):
+small powers as products, ``where`` as a select, so the numbers are the other backends' own.
+
+A ``sum`` adds its terms in the order every backend uses (:func:`blocked_sum`): blocks of
+:data:`BLOCK` terms, each added left to right, then the blocks' sums by NumPy's pairwise sum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core import binders
+from symad.core.dag import BINDERS, Graph
+from symad.core.errors import PointError, SymadError
+from symad.schedule.lowering import PRIMITIVES, lower
+
+BLOCK = 8192  # terms a block: the same as the data-sum loop's rows a block
+
+
+def blocked_sum(terms: np.ndarray) -> float:
+    """``terms`` added in the canonical order: each block of :data:`BLOCK` left to right, then the
+    blocks' sums pairwise (what compiled loops reproduce, block by block on any number of cores)."""
+    n = len(terms)
+    if n == 0:
+        return 0.0
+    full = n // BLOCK
+    sums = []
+    if full:
+        sums.append(np.cumsum(terms[:full * BLOCK].reshape(full, BLOCK), axis=1)[:, -1])
+    if n > full * BLOCK:
+        sums.append(np.cumsum(terms[full * BLOCK:])[-1:])
+    blocks = sums[0] if len(sums) == 1 else np.concatenate(sums)
+    return float(blocks.sum() if len(blocks) > 1 else blocks[0])
+
+
+class _Scope:
+    """The steps of one scope: the top level, or a binder's body over its range."""
+
+    def __init__(self, graph: Graph, nodes: Sequence[int], leaves: Sequence[int]):
+        op_of = graph.op
+        order = [n for n in nodes if op_of[n] not in ("index", "item", "vector") and n not in leaves]
+        self.steps, self.consts, variables = lower(graph, order)
+        self.variables = variables  # read from the point
+        self.steps = [(node, op, args, None if op in BINDERS else PRIMITIVES[op].np) for node, op, args in self.steps]
+
+
+class ArrayProgram:
+    """Value of ``roots`` (floats, or arrays for ``each`` roots) at a point given as scalars by
+    variable node and vectors by name: ``run(scalars, vectors)``."""
+
+    def __init__(self, graph: Graph, roots: Sequence[int]):
+        self.graph, self.roots = graph, list(roots)
+        lv = binders.levels(graph)
+        op_of, args_of = graph.op, graph.args
+        everything = graph.reachable(self.roots)
+        self.top = _Scope(graph, [n for n in everything if lv[n] < 0], [])
+        self.top_items = [n for n in everything if op_of[n] == "item" and lv[n] < 0]
+        self.loops: dict[int, tuple[_Scope, list[int]]] = {}
+        for node in everything:
+            if op_of[node] not in BINDERS:
+                continue
+            level = graph.data[node][0]  # type: ignore[index]
+            body, *caps = args_of[node]
+            inside = _body_nodes(graph, body, level)
+            self.loops[node] = (_Scope(graph, inside, caps),
+                                [n for n in inside if op_of[n] == "item"])
+
+    def run(self, scalars: Mapping[int, float], vectors: Mapping[str, tuple[np.ndarray, int]]) -> list[Any]:
+        """The roots' values; ``vectors[name] = (array, index of its first entry)``."""
+        values: dict[int, Any] = dict(scalars)
+        for node in self.top_items:
+            values[node] = self._items(node, None, vectors)
+        with np.errstate(all="ignore"):
+            self._run_scope(self.top, values, vectors, {})
+        return [values[r] for r in self.roots]
+
+    def _run_scope(self, scope: _Scope, values: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, int]],
+                   ranges: dict[int, np.ndarray]) -> None:
+        values.update(scope.consts)
+        for node, _op, args, fn in scope.steps:
+            if fn is not None:
+                values[node] = fn(*[values[a] for a in args])
+            else:
+                values[node] = self._loop(node, values, vectors, ranges)
+
+    def _loop(self, node: int, outer: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, int]],
+              ranges: dict[int, np.ndarray]) -> Any:
+        graph = self.graph
+        level, low, high = graph.data[node]  # type: ignore[misc]
+        if level:
+            raise SymadError("nested sums over more than "
+                             f"{binders.UNROLL_MAX_TERMS:,} terms are not evaluated yet")
+        scope, items = self.loops[node]
+        body, *caps = graph.args[node]
+        index = np.arange(low, high + 1, dtype=np.float64)
+        inner_ranges = {**ranges, level: index}
+        values: dict[int, Any] = {c: outer[c] for c in caps}
+        values[graph.index(level)] = index
+        for item in items:
+            values[item] = self._items(item, inner_ranges, vectors)
+        self._run_scope(scope, values, vectors, inner_ranges)
+        result = values[body]
+        op = graph.op[node]
+        if op == "sum":
+            return blocked_sum(np.broadcast_to(result, index.shape))
+        if op == "each":
+            return np.array(np.broadcast_to(result, index.shape))
+        raise SymadError(f"{op}(...) over more than {binders.UNROLL_MAX_TERMS:,} terms is not evaluated yet")
+
+    def _items(self, node: int, ranges: dict[int, np.ndarray] | None,
+               vectors: Mapping[str, tuple[np.ndarray, int]]) -> Any:
+        """The entries ``x[a*i + b]`` over the range (a float outside any loop).  Past either end
+        of ``x`` an entry reads the nearest one: only a guarded term (``where``) reads there."""
+        graph = self.graph
+        vector, at = graph.args[node]
+        name = graph.data[vector]
+        given = vectors.get(name)  # type: ignore[arg-type]
+        if given is None:
+            raise PointError(f"the point has no value for the vector {name}")
+        array, first = given
+        coef, shift = binders.affine(graph, at)  # type: ignore[misc]
+        if not coef:
+            return float(array[min(max(shift - first, 0), len(array) - 1)])
+        (level, a), = coef.items()
+        index = ranges[level]  # type: ignore[index]
+        start = a * int(index[0]) + shift - first
+        n = len(index)
+        stop = start + a * (n - 1)
+        if 0 <= min(start, stop) and max(start, stop) < len(array):
+            return array[start:stop + (1 if a > 0 else -1) if stop + (1 if a > 0 else -1) >= 0 else None:a]
+        return array[np.clip(np.arange(start, stop + (1 if a > 0 else -1), a), 0, len(array) - 1)]
+
+
+def _body_nodes(graph: Graph, body: int, level: int) -> list[int]:
+    """The nodes of a binder's body computed per index (they depend on its level), in topological
+    order, and the constants they read; nested binders' bodies left to them."""
+    lv = binders.levels(graph)
+    op_of, args_of = graph.op, graph.args
+    seen: set[int] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        if lv[node] < level and op_of[node] != "const":
+            continue
+        seen.add(node)
+        args = args_of[node]
+        stack.extend(args[1:] if op_of[node] in BINDERS else args)
+    return sorted(seen)

@@ -1,0 +1,275 @@
+"""Indexed expressions kept as loops: ``sum``, ``prod`` and ``each`` over an index range, one node each.
+
+Four kinds of node, built by :class:`~symad.core.dag.Graph`'s own methods:
+
+* ``index``: the index a binder runs, named by its nesting level (0: the outermost), not by
+  the text's name, so ``sum(i = 1..n, x[i])`` and ``sum(j = 1..n, x[j])`` are one node;
+* ``vector``: an indexed variable (or data) ``x`` as a whole;
+* ``item``: the entry ``x[e]``, ``e`` an affine expression of indices (``i + 1``, ``2*i - 1``);
+* ``sum``/``prod``/``each``: a binder, data ``(level, low, high)``, arguments ``(body, *captures)``.
+
+A binder's *captures* are the largest parts of its body that do not depend on its index (nor
+on any index bound inside it): the enclosing scope's nodes the body uses.  The sweeps see a
+binder as an operation on its captures (its body is argument 0, along which nothing flows),
+so an indexed sum enters reverse mode as one node with one rule: ``∂S/∂c = sum(i, ∂body/∂c)``.
+Constants and vectors are never captured: a vector is reached through its items.
+
+Ranges short enough unroll as the text is read (:data:`UNROLL_MAX_TERMS`); longer ones stay
+one node whatever their length, so the DAG grows with the text, not with the range.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+
+from symad.core.dag import BINDERS, SCOPED, Graph
+from symad.core.errors import SymadError
+
+# A range whose unrolled body would have more terms than this stays one node.
+UNROLL_MAX_TERMS = 10_000
+# Binders nest at most this deep (their rules recurse once per level).
+MAX_NESTING = 8
+
+_EMPTY = {"sum": 0.0, "prod": 1.0}
+_levels: weakref.WeakKeyDictionary[Graph, list[int]] = weakref.WeakKeyDictionary()
+
+
+def levels(graph: Graph) -> list[int]:
+    """Per node, the deepest index level it depends on freely (-1: none), kept up to date."""
+    known = _levels.get(graph)
+    if known is None:
+        known = _levels[graph] = []
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    for node in range(len(known), len(op_of)):
+        op = op_of[node]
+        if op == "index":
+            known.append(data_of[node])  # type: ignore[arg-type]
+            continue
+        args = args_of[node]
+        if op in BINDERS:
+            args = args[1:]  # the body's own index is bound here
+        known.append(max((known[a] for a in args), default=-1))
+    return known
+
+
+def has_scoped(graph: Graph, roots: Iterable[int]) -> bool:
+    """Whether the roots use any indexed node (a binder, an item, an index)."""
+    return any(graph.op[n] in SCOPED for n in graph.reachable(roots))
+
+
+def is_binder(graph: Graph, node: int) -> bool:
+    return graph.op[node] in BINDERS
+
+
+def range_of(graph: Graph, node: int) -> tuple[int, int, int]:
+    """A binder's ``(level, low, high)``."""
+    return graph.data[node]  # type: ignore[return-value]
+
+
+def body_of(graph: Graph, node: int) -> int:
+    return graph.args[node][0]
+
+
+def reduce(graph: Graph, op: str, level: int, low: int, high: int, body: int) -> int:
+    """The binder ``op`` (``sum``, ``prod`` or ``each``) of ``body`` over ``index(level) = low..high``.
+
+    An empty ``sum`` is 0 and an empty ``prod`` 1; a body that does not depend on the index is
+    hoisted (``n*body``, ``body^n``)."""
+    if op not in BINDERS:
+        raise SymadError(f"unknown binder {op!r}")
+    lv = levels(graph)
+    if op in _EMPTY:
+        if low > high:
+            return graph.const(_EMPTY[op])
+        if lv[body] < level:
+            count = graph.const(float(high - low + 1))
+            return graph.make("mul", count, body) if op == "sum" else graph.make("pow", body, count)
+    return graph.bind(op, level, low, high, body, captures(graph, body, level))
+
+
+def captures(graph: Graph, body: int, level: int) -> list[int]:
+    """The largest parts of ``body`` that do not depend on indices of ``level`` or deeper,
+    constants and vectors left out, in an order fixed by their structure."""
+    lv = levels(graph)
+    op_of, args_of = graph.op, graph.args
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        op = op_of[node]
+        if lv[node] < level:
+            if op != "const" and op != "vector":
+                found.add(node)
+            continue
+        args = args_of[node]
+        stack.extend(args[1:] if op in BINDERS else args)  # a nested binder's captures cover its body
+    return sorted(found, key=lambda n: (graph.digest(n), n))
+
+
+def affine(graph: Graph, node: int) -> tuple[dict[int, int], int] | None:
+    """``node`` as ``(coefficients by index level, constant)`` with whole numbers, or None
+    when it is not an affine expression of indices."""
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    out: dict[int, tuple[dict[int, int], int] | None] = {}
+    for n in graph.reachable([node]):
+        op = op_of[n]
+        a = [out.get(x) for x in args_of[n]]
+        if op == "const":
+            v = data_of[n]
+            out[n] = ({}, int(v)) if math.isfinite(v) and v == int(v) else None  # type: ignore[arg-type]
+        elif op == "index":
+            out[n] = ({data_of[n]: 1}, 0)  # type: ignore[dict-item]
+        elif op in ("add", "sub") and None not in a:
+            sign = 1 if op == "add" else -1
+            (ca, ka), (cb, kb) = a  # type: ignore[misc]
+            coef = dict(ca)
+            for lvl, c in cb.items():
+                coef[lvl] = coef.get(lvl, 0) + sign * c
+            out[n] = ({k: c for k, c in coef.items() if c}, ka + sign * kb)
+        elif op == "neg" and None not in a:
+            (ca, ka), = a  # type: ignore[misc]
+            out[n] = ({k: -c for k, c in ca.items()}, -ka)
+        elif op == "mul" and None not in a and (not a[0][0] or not a[1][0]):  # type: ignore[index]
+            (ca, ka), (cb, kb) = a  # type: ignore[misc]
+            scale, (coef, k) = (ka, (cb, kb)) if not ca else (kb, (ca, ka))
+            out[n] = ({lvl: c * scale for lvl, c in coef.items() if c * scale}, k * scale)
+        else:
+            out[n] = None
+    return out[node]
+
+
+def item(graph: Graph, vector: int, index: int) -> int:
+    """The entry ``vector[index]`` with ``index`` in its normal affine form (``a*i + b``), so that
+    ``x[i + 1]``, ``x[1 + i]`` and ``x[i - 1 + 2]`` are one node; None when it is not affine."""
+    form = affine(graph, index)
+    if form is None:
+        raise SymadError("an index must be an affine expression of indices")
+    coef, shift = form
+    node = None
+    for level in sorted(coef):
+        a = coef[level]
+        term = graph.index(level)
+        if a == -1:
+            node = graph.make("sub", node, term) if node is not None else graph.make("neg", term)
+            continue
+        if a != 1:
+            term = graph.make("mul", graph.const(float(a)), term)
+        node = term if node is None else graph.make("add", node, term)
+    if node is None:
+        node = graph.const(float(shift))
+    elif shift:
+        node = graph.make("add" if shift > 0 else "sub", node, graph.const(float(abs(shift))))
+    return graph.item(vector, node)
+
+
+def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
+    """``root`` with every node of ``mapping`` replaced by its image, all at once, rebuilt through
+    binders (whose captures are found again)."""
+    done: dict[int, int] = {}
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    for node in graph.reachable([root]):
+        image = mapping.get(node)
+        if image is not None:
+            done[node] = image
+            continue
+        args = args_of[node]
+        new = tuple(done[a] for a in args)
+        if new == args:
+            done[node] = node
+            continue
+        op = op_of[node]
+        if op in BINDERS:
+            level, low, high = data_of[node]  # type: ignore[misc]
+            done[node] = reduce(graph, op, level, low, high, new[0])
+        elif op == "item":
+            done[node] = item(graph, new[0], new[1])
+        else:
+            done[node] = graph.build(op, data_of[node], new)
+    return done[root]
+
+
+def items(graph: Graph, body: int, level: int) -> list[int]:
+    """The ``item`` nodes of ``body`` whose index depends on ``level``, in id order; the walk
+    does not enter nested binders (their items are theirs)."""
+    lv = levels(graph)
+    op_of, args_of = graph.op, graph.args
+    found: list[int] = []
+    seen: set[int] = set()
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if node in seen or lv[node] < level:
+            continue
+        seen.add(node)
+        op = op_of[node]
+        if op == "item":
+            found.append(node)
+        elif op in BINDERS:
+            if any(op_of[n] == "item" for n in items(graph, args_of[node][0], level)):
+                raise SymadError("derivatives through a nested indexed sum whose entries use an outer "
+                                 "index are not supported yet: write the inner sum out, or shorten it "
+                                 f"to {UNROLL_MAX_TERMS:,} terms so that it unrolls")
+            stack.extend(args_of[node][1:])
+        else:
+            stack.extend(args_of[node])
+    return sorted(found)
+
+
+def index_names(taken: Iterable[str], count: int) -> list[str]:
+    """Names for index levels ``0..count-1`` that no variable uses: i, j, k, l, m, p, q, then i1, i2..."""
+    taken = set(taken)
+    out: list[str] = []
+    candidates = iter([*"ijklmpq", *(f"i{n}" for n in range(1, 10_000))])
+    while len(out) < count:
+        name = next(candidates)
+        if name not in taken:
+            out.append(name)
+    return out
+
+
+def vectors(graph: Graph, roots: Iterable[int]) -> list[str]:
+    """The names of the vectors the roots use, sorted."""
+    return sorted({graph.data[n] for n in graph.reachable(roots) if graph.op[n] == "vector"})  # type: ignore[misc]
+
+
+def index_span(graph: Graph, roots: Sequence[int]) -> dict[str, tuple[int, int]]:
+    """Per vector, the smallest and largest index its items reach over their ranges (the
+    vector's domain: an indexed variable covers every index in between)."""
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    span: dict[str, tuple[int, int]] = {}
+
+    def reach(node: int, bounds: Mapping[int, tuple[int, int]]) -> None:
+        name = data_of[args_of[node][0]]
+        if len(args_of[node]) != 2:
+            raise SymadError(f"{name} has {len(args_of[node]) - 1} indices: only one is supported yet")
+        form = affine(graph, args_of[node][1])
+        if form is None:
+            raise SymadError(f"the index of {name} is not an affine expression of indices")
+        coef, lo = form
+        hi = lo
+        for level, c in coef.items():
+            if level not in bounds:
+                raise SymadError(f"an entry of {name} uses an index of an enclosing sum: "
+                                 "nested indexed sums are not supported yet")
+            low, high = bounds[level]
+            lo += min(c * low, c * high)
+            hi += max(c * low, c * high)
+        old = span.get(name)  # type: ignore[arg-type]
+        span[name] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))  # type: ignore[index]
+
+    lv = levels(graph)
+    for n in graph.reachable(roots):
+        op = op_of[n]
+        if op == "item" and lv[n] < 0:
+            reach(n, {})
+        elif op in BINDERS:
+            level, low, high = data_of[n]  # type: ignore[misc]
+            for it in items(graph, args_of[n][0], level):
+                reach(it, {level: (low, high)})
+    return span

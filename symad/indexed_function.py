@@ -1,0 +1,139 @@
+"""A compiled expression whose sums stay loops: value and gradient over whole vectors.
+
+:func:`symad.compile` returns one for an expression with a sum over more terms than unroll
+(:data:`symad.core.binders.UNROLL_MAX_TERMS`).  Its variables are scalars and *vectors*: an
+indexed variable ``x`` covers every index from the smallest to the largest its entries use, and
+a point gives it as one array.  The gradient is built once, symbolically and still indexed
+(:mod:`symad.ad.indexed`), and evaluated with NumPy over the ranges (:mod:`symad.backends.arrays`).
+
+>>> import numpy as np, symad
+>>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+>>> f.variables
+('x[1..20000]',)
+>>> value, grad = f.value_and_grad(np.ones(20000))
+>>> value, float(abs(grad).max())
+(0.0, 0.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.ad.indexed import indexed_gradient
+from symad.backends.arrays import ArrayProgram
+from symad.core import binders
+from symad.core.dag import natural_key
+from symad.core.errors import PointError, VariableError
+from symad.core.indexed import as_floats
+
+
+class IndexedFunction:
+    """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
+    (default: every variable and vector); the others are data, given by name at each call."""
+
+    def __init__(self, expr: Any, wrt: Sequence[str] | None = None):
+        self.expr = expr
+        graph, root = expr.graph, expr.id
+        self.graph, self.root = graph, root
+        self.spans = binders.index_span(graph, [root])
+        scalars = [n for n in graph.reachable([root]) if graph.op[n] == "var"]
+        names = sorted([*(graph.data[n] for n in scalars), *self.spans], key=natural_key)  # type: ignore[misc]
+        if wrt is None:
+            wrt = names
+        unknown = [w for w in wrt if w not in names]
+        if unknown:
+            raise VariableError(f"{unknown[0]} is not a variable or vector of the expression "
+                                f"(it has {', '.join(names)})")
+        self.wrt = tuple(sorted(wrt, key=natural_key))
+        self.data = tuple(n for n in names if n not in self.wrt)
+        self._scalar_nodes = {graph.data[n]: n for n in scalars}
+        partials, vectors = indexed_gradient(graph, root)
+        outputs = [root]
+        for name in self.wrt:
+            outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
+        self._program = ArrayProgram(graph, outputs)
+        self.size = sum(self._length(n) for n in self.wrt)
+
+    def _length(self, name: str) -> int:
+        span = self.spans.get(name)
+        return 1 if span is None else span[1] - span[0] + 1
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """What is differentiated, in the order of a flat point and of the gradient: a vector
+        as ``x[lo..hi]``."""
+        return tuple(f"{n}[{self.spans[n][0]}..{self.spans[n][1]}]" if n in self.spans else n for n in self.wrt)
+
+    def __repr__(self) -> str:
+        return f"IndexedFunction({', '.join(self.variables)})"
+
+    def value(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> float:
+        """The value at ``point`` (a flat array, or a mapping by name)."""
+        return self.value_and_grad(point, data, **kwargs)[0]
+
+    def grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
+        """The gradient at ``point``, flat, in :attr:`variables` order."""
+        return self.value_and_grad(point, data, **kwargs)[1]
+
+    def value_and_grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /,
+                       **kwargs: Any) -> tuple[float, np.ndarray]:
+        """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
+        given = self._named(point, data, kwargs)
+        scalars, vectors = {}, {}
+        for name in (*self.wrt, *self.data):
+            if name not in given:
+                raise PointError(f"the point has no value for {name}")
+            value = given[name]
+            if name in self.spans:
+                low, high = self.spans[name]
+                array = as_floats(value, name)
+                if array.shape != (high - low + 1,):
+                    raise PointError(f"{name} has {high - low + 1:,} entries ({name}[{low}] to {name}[{high}]), "
+                                     f"not an array of shape {array.shape}")
+                vectors[name] = (array, low)
+            else:
+                scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
+        value, *partials = self._program.run(scalars, vectors)
+        grad = np.empty(self.size)
+        at = 0
+        for name, part in zip(self.wrt, partials):
+            n = self._length(name)
+            grad[at:at + n] = part
+            at += n
+        return float(value), grad
+
+    def _named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+        """The values by name, from a flat array in :attr:`variables` order or a mapping."""
+        given: dict[str, Any] = dict(data or {})
+        given.update(kwargs)
+        if isinstance(point, Mapping):
+            given.update(point)
+        elif point is not None:
+            flat = as_floats(point).reshape(-1)
+            if flat.shape != (self.size,):
+                raise PointError(f"the point has {flat.size:,} numbers; {', '.join(self.variables)} "
+                                 f"need {self.size:,}")
+            at = 0
+            for name in self.wrt:
+                n = self._length(name)
+                given[name] = flat[at:at + n] if name in self.spans else flat[at]
+                at += n
+        return given
+
+    def gradient_text(self) -> list[tuple[str, str]]:
+        """``(name, text)`` of each partial: ``("d/dx[k]", "...")`` for a vector, still indexed."""
+        from symad.core.printing import to_infix
+        partials, vectors = indexed_gradient(self.graph, self.root)
+        out = []
+        for name in self.wrt:
+            if name in self.spans:
+                node = vectors[name].node
+                body = self.graph.args[node][0]
+                out.append((f"d/d{name}[k] for k = {vectors[name].low}..{vectors[name].high}",
+                            to_infix(self.graph, body, index_names=["k"])))
+            else:
+                out.append((f"d/d{name}", to_infix(self.graph, partials[self._scalar_nodes[name]])))
+        return out
