@@ -93,10 +93,20 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
     if isinstance(expr, str):
         outputs = __getattr__("parse_outputs")(expr)
         expr = outputs[0] if len(outputs) == 1 else outputs
+    if not isinstance(expr, (list, tuple)) and _has_loops(expr):  # a sum kept as a loop: whole vectors
+        indexed = importlib.import_module(".indexed_function", __name__)
+        return indexed.IndexedFunction(expr, wrt=wrt or variables)  # type: ignore[return-value]
     if isinstance(expr, (list, tuple)):
         return __getattr__("VectorFunction")(expr, variables=variables, backend=backend, background=background,
                                              wrt=wrt)
     return __getattr__("Function")(expr, variables=variables, backend=backend, background=background, wrt=wrt)
+
+
+def _has_loops(expr: Any) -> bool:
+    graph = getattr(expr, "graph", None)
+    if graph is None or "index" not in graph.op:  # no loop anywhere in the graph: the common case
+        return False
+    return importlib.import_module(".core.binders", __name__).has_scoped(graph, [expr.id])
 
 
 __all__ = [

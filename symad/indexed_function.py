@@ -123,8 +123,9 @@ class IndexedFunction:
                 at += n
         return given
 
-    def gradient_text(self) -> list[tuple[str, str]]:
-        """``(name, text)`` of each partial: ``("d/dx[k]", "...")`` for a vector, still indexed."""
+    def gradient_text(self) -> list[tuple[str, str, tuple[int, int] | None]]:
+        """``(label, text, range)`` of each partial: ``("x[k]", "...", (1, n))`` for a vector, still
+        indexed (``k`` runs over the range), ``("y", "...", None)`` for a scalar."""
         from symad.core.printing import to_infix
         partials, vectors = indexed_gradient(self.graph, self.root)
         out = []
@@ -132,8 +133,8 @@ class IndexedFunction:
             if name in self.spans:
                 node = vectors[name].node
                 body = self.graph.args[node][0]
-                out.append((f"d/d{name}[k] for k = {vectors[name].low}..{vectors[name].high}",
-                            to_infix(self.graph, body, index_names=["k"])))
+                out.append((f"{name}[k]", to_infix(self.graph, body, index_names=["k"]),
+                            (vectors[name].low, vectors[name].high)))
             else:
-                out.append((f"d/d{name}", to_infix(self.graph, partials[self._scalar_nodes[name]])))
+                out.append((name, to_infix(self.graph, partials[self._scalar_nodes[name]]), None))
         return out

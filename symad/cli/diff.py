@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from symad.cli.common import emit
-from symad.core.errors import VariableError
+from symad.core import binders
+from symad.core.errors import SymadError, VariableError
 from symad.core.latex import latex_block, latex_name
 from symad.core.printing import to_texts
 from symad.expr import Expr
@@ -37,6 +38,9 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         if not w.isidentifier():
             raise VariableError(f"--wrt: {w!r} is not a variable name")
     wrt = list(dict.fromkeys(wrt))  # repeated names: one partial each
+    if binders.has_scoped(expr.graph, [expr.id]):
+        _indexed(args, text, expr, wrt)
+        return
     partials = expr.grad(wrt or None)
     if args.latex:
         labels = [rf"\frac{{\partial f}}{{\partial {latex_name(w)}}}" for w in partials]
@@ -55,4 +59,21 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     width = max((len(k) for k in labels if len(k) <= ALIGN_MAX), default=0)
     lines = [f"{name} = {body};" for name, body in definitions]
     lines += [f"{k.ljust(width)} = {t}" for k, t in zip(labels, texts)]
+    emit(args, obj, lines, [])
+
+
+def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) -> None:
+    """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
+    from symad.indexed_function import IndexedFunction
+
+    if args.latex:
+        raise SymadError("--latex is not supported yet for sums over more than "
+                         f"{binders.UNROLL_MAX_TERMS:,} terms (kept as loops)")
+    partials = IndexedFunction(expr, wrt=wrt or None).gradient_text()
+    obj = {"expr": text.strip(), "diff": {label: body for label, body, _ in partials},
+           "ranges": {label: list(span) for label, _, span in partials if span is not None}}
+    lines = []
+    for label, body, span in partials:
+        where = f"    for k = {span[0]}..{span[1]}" if span is not None else ""
+        lines.append(f"df/d{label} = {body}{where}")
     emit(args, obj, lines, [])
