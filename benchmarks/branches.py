@@ -12,7 +12,7 @@ number is the median over fresh processes (a process's placement of code and dat
 pairs by 20%).
 
 Code generation for selects differs with the CPU (masked moves with AVX-512, blends without:
-see ``symad.backends.llvm.codegen.blend_selects``); on an x86-64 machine with AVX-512 the pairs
+see ``symad.native.codegen.blend_selects``); on an x86-64 machine with AVX-512 the pairs
 are measured twice: as compiled for it, and as compiled for a CPU without AVX-512 (LLVM's
 ``haswell``: AVX2 and FMA), which runs on the same machine.
 """
@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import symad  # noqa: E402
-from symad.backends.llvm import cache, codegen  # noqa: E402
-from symad.backends.llvm import jit as native  # noqa: E402
+from symad.native import cache, codegen  # noqa: E402
+from symad.native import jit as native  # noqa: E402
 
 
 def _sum(n: int, term: str) -> str:

@@ -56,7 +56,7 @@ class Suite:
         self.warm_cache = tempfile.mkdtemp(prefix="symad-bench-cache-")
         self.base_env = run.bytecode_env(dict(os.environ))  # every peer uses the machine's cores, as by default
         self.runtime = tempfile.mkdtemp(prefix="symad-runtime-")  # the interpreter's code alone
-        subprocess.run([sys.executable, "-c", "from symad.backends.llvm import jit; jit.interpreter()"],
+        subprocess.run([sys.executable, "-c", "from symad.native import jit; jit.interpreter()"],
                        env={**self.base_env, "SYMAD_CACHE_DIR": self.runtime}, cwd=ROOT, check=True, timeout=TIMEOUT_S)
 
     def sample(self, wargs: list[str], env: dict[str, str] | None = None) -> dict[str, Any]:

@@ -180,8 +180,7 @@ def pernode(args: argparse.Namespace) -> int:
     nodes = len(tape.forward)
     rows["tape_call1"] = {"per_call_s": first, "count": nodes}  # building the tape and one sweep
     rows["tape"] = {"per_call_s": timed(lambda p: tape.sweep(p.tolist(), True)), "count": nodes}
-    from symad.backends.llvm import jit
-
+    from symad.native import jit
     t0 = time.perf_counter()
     jit.interpreter()  # machine code generated from the op table, once a process: what call 2 first waits for
     rows["interpreter_compile"] = {"per_call_s": time.perf_counter() - t0, "count": 1}

@@ -256,7 +256,7 @@ def _native_compile_s(peer: str) -> float | None:
     """Seconds symad has spent compiling native code in this process (None for other peers)."""
     if peer != "symad":
         return None
-    stats = getattr(sys.modules.get("symad.backends.llvm.jit"), "compile_stats", None)
+    stats = getattr(sys.modules.get("symad.native.jit"), "compile_stats", None)
     return float(stats()["seconds"]) if callable(stats) else None
 
 

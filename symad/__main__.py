@@ -19,7 +19,7 @@ def entry() -> None:
         # After a Ctrl-C, skip the interpreter's teardown: it can abort inside LLVM
         # (status 134), under a compile thread still running or while freeing what an
         # interrupted compile left behind.  Files in `with` blocks are closed by now.
-        from symad.backends.background import exit_now
+        from symad.runtime.background import exit_now
 
         exit_now(130)
     sys.exit(status)

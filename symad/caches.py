@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from symad.backends.llvm import jit
+from symad import native
 from symad.expr import forget_default_graph
 
 
@@ -11,7 +11,7 @@ def clear_caches() -> None:
     (its nodes are freed once no expression uses them); later calls compile again.
 
     Nothing else grows with use: a graph lives as long as an expression or function
-    of it, and at most ``symad.backends.llvm.jit.CACHE_PROGRAMS`` native programs are kept.
+    of it, and at most ``symad.native.CACHE_PROGRAMS`` native programs are kept.
     """
-    jit.clear_cache()
+    native.clear_cache()
     forget_default_graph()

@@ -7,14 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends.llvm import jit
-from symad.backends.program import BACKENDS, Program
+from symad import native
 from symad.backends.tape import Tape
-from symad.backends.tiering import TieredProgram
 from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.name_rule import checked_all
 from symad.core.printing import to_text
+from symad.runtime.policy import BACKENDS
+from symad.runtime.program import Program
+from symad.runtime.tiering import TieredProgram
 
 _F64 = np.dtype(np.float64)
 _STRIDE = (8,)  # a contiguous vector of float64
@@ -24,7 +25,7 @@ def check_backend(backend: str) -> None:
     """A SymadError unless ``backend`` is one this machine runs."""
     if backend not in BACKENDS:
         raise SymadError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
-    if backend == "native" and not jit.available():
+    if backend == "native" and not native.available():
         raise SymadError("the native backend needs llvmlite: pip install llvmlite")
 
 
@@ -366,7 +367,7 @@ class Function(Inputs):
         n = len(self._names)
         if arr.ndim != 2 or arr.shape[1] != n:
             raise PointError(f"points must have shape (n_points, {n}), got {arr.shape}")
-        result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (program.check_out)
+        result = self.value_grad_program().batch(arr, out)  # which checks ``out`` (vm.check_out)
         return result[:, 0], result[:, 1:]
 
 _REPR_NODES = 2_000  # a larger expression shows its size, not its text (printing it would cost)

@@ -4,14 +4,14 @@ The Hessian is *reverse over reverse*: each partial ``∂f/∂x_i`` of the symbo
 gradient is itself an expression of the DAG, so one more reverse sweep from it
 gives row ``i``.  Rows are hash-consed into the same graph, so they share every
 common subexpression, and the whole of value, gradient and Hessian compiles into
-one straight-line :class:`symad.backends.program.Program`.
+one straight-line :class:`symad.runtime.program.Program`.
 
 A Hessian-vector product ``H p`` is *forward over reverse*: a single forward
 (tangent) sweep through the gradient DAG, with the direction's components as
 fresh variables, carries the tangent of every gradient component at once.  It
 costs a small multiple of one gradient, however many variables there are, and
 never builds the ``n × n`` matrix.  Past the size that compiles to native code
-(``program.NATIVE_MAX_OPS`` operations of value and gradient, beyond which a
+(``policy.NATIVE_MAX_OPS`` operations of value and gradient, beyond which a
 program is Python code at some 5 KB an operation) the products are interpreted
 by a :class:`symad.backends.tape.Tape` of ``∇f·p`` instead: reverse over reverse, in a few
 hundred bytes a node.
@@ -34,8 +34,6 @@ import numpy as np
 
 from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
-from symad.backends import program
-from symad.backends.program import Program
 from symad.backends.tape import Tape
 from symad.core.dag import Graph
 from symad.core.errors import PointError
@@ -43,6 +41,8 @@ from symad.core.name_rule import checked, checked_all
 from symad.core.term import as_node
 from symad.expr import Expr, parse
 from symad.function import Function
+from symad.runtime import policy
+from symad.runtime.program import Program
 
 
 def _as_expr(expr: Expr | str) -> Expr:
@@ -153,8 +153,8 @@ class SecondOrder(Function):
 
     def hvp_interpreted(self) -> bool:
         """Whether ``hessp`` runs on a tape: the value and gradient are over
-        ``program.NATIVE_MAX_OPS`` operations, so compiled code would be Python code."""
-        return self.operations() > program.NATIVE_MAX_OPS
+        ``policy.NATIVE_MAX_OPS`` operations, so compiled code would be Python code."""
+        return self.operations() > policy.NATIVE_MAX_OPS
 
     def hvp_tape(self) -> Tape:
         """A tape of ``q = ∇f·p`` over inputs ``(x..., parameters..., p...)``: its gradient in

@@ -10,14 +10,14 @@ import numpy as np
 
 from symad.ad.hessian import direction_names
 from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
-from symad.backends.program import BACKENDS
-from symad.backends.tiering import TieredProgram
 from symad.core import document
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.core.term import Term, as_node
 from symad.expr import Expr, default_graph, expressions_of, parse_outputs
 from symad.function import Function, Inputs, check_backend
+from symad.runtime.policy import BACKENDS
+from symad.runtime.tiering import TieredProgram
 
 
 def as_outputs(outputs: Any) -> list[Expr]:

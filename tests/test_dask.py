@@ -84,8 +84,7 @@ def test_on_a_local_cluster_of_two_worker_processes(data) -> None:
             assert dv == v and np.array_equal(dg, g)
 
         def loops_built() -> int:
-            from symad.backends import dask_sums
-
+            from symad.objectives import dask_sums
             return len(dask_sums._compiled)
 
         # a worker builds the loop for its first chunk and reuses it for the rest (8 chunks ran)

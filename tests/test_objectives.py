@@ -8,8 +8,8 @@ from scipy.optimize import minimize
 
 import symad
 from symad import PointError, SymadError, VariableError
-from symad.backends import row_sums
-from symad.backends.llvm import jit
+from symad.native import jit
+from symad.objectives import row_sums
 
 D = 5
 LOGISTIC = "log(1 + exp(-y*(" + " + ".join(f"w{j}*x{j}" for j in range(D)) + " + b)))"
@@ -91,14 +91,15 @@ def test_the_same_bits_on_one_core_or_several():
 
 @pytest.mark.skipif(not jit.available(), reason="llvmlite not installed")
 def test_the_interpreter_serves_until_the_optimised_loop_arrives_with_the_same_bits(tmp_path, monkeypatch):
-    from symad.backends.llvm import cache
+    from symad import native
     from symad.backends.vm import InterpretedRows
+    from symad.native import cache
 
     monkeypatch.setattr(cache, "_dir", [tmp_path])  # a code cache without this loop: never compiled here
     jit.clear_cache()
     compiled = []
-    compile_rows = jit.compile_rows
-    monkeypatch.setattr(jit, "compile_rows", lambda s, src, opt=2: compiled.append(opt) or compile_rows(s, src, opt))
+    compile_rows = native.compile_rows
+    monkeypatch.setattr(native, "compile_rows", lambda s, src, opt=2: compiled.append(opt) or compile_rows(s, src, opt))
     X, y = classification(2 * row_sums.BLOCK_ROWS + 3)  # blocks of both parities, the last one odd
     wb = np.random.default_rng(5).normal(size=D + 1)
     idx = np.random.default_rng(6).choice(len(y), size=999)
@@ -389,13 +390,13 @@ def test_a_first_pass_needs_no_llvm_once_the_interpreter_is_kept(tmp_path):
 
     env = {**os.environ, "SYMAD_CACHE_DIR": str(tmp_path)}
     os.chmod(tmp_path, 0o700)
-    subprocess.run([sys.executable, "-c", "from symad.backends.llvm import jit; jit.interpreter()"], env=env,
+    subprocess.run([sys.executable, "-c", "from symad.native import jit; jit.interpreter()"], env=env,
                    check=True, timeout=120)
     script = f"""
 import sys
 import numpy as np
 import symad
-from symad.backends import row_sums
+from symad.objectives import row_sums
 from symad.backends.vm import InterpretedRows
 row_sums.RowSums._optimise = lambda self: None  # no optimised loop: what runs before it arrives
 rng = np.random.default_rng(0)

@@ -112,8 +112,7 @@ def test_process_pools_map_a_function(method):
 FORK_STAGES = """
 import multiprocessing as mp, sys, threading, time
 import numpy as np, symad
-from symad.backends.llvm import jit as native
-
+from symad.native import jit as native
 n = 300
 text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(n - 1))
 f = symad.compile(text)
@@ -204,7 +203,7 @@ def test_native_code_of_dropped_functions_is_freed():
     p = _python("""
         import numpy as np
         from symad import Graph, parse, clear_caches
-        from symad.backends.llvm import jit as native
+        from symad.native import jit as native
         def rss():
             for line in open("/proc/self/status"):
                 if line.startswith("VmRSS"):

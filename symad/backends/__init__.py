@@ -1,3 +1,3 @@
-"""Running expressions: interpreted (``interpret``, ``tape``), compiled from one schedule
-(``schedule``) to Python (``python_code``) or LLVM machine code (``llvm``), programs
-(``program``), and tiering from the first call to compiled code (``tiering``, ``background``)."""
+"""Evaluating a schedule or the DAG, with no threads of their own: interpreted on floats
+(``interpret``) or on a tape of numbers (``tape``), as instructions for the shared interpreter
+(``vm``), or as Python code (``python_code``)."""

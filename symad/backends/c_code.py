@@ -1,7 +1,7 @@
 """Source code for a schedule, in C99 or in plain Python: the native backend's straight-line code.
 
 Each step of the lowered schedule is its op's LLVM lowering
-(:data:`symad.backends.lowering.PRIMITIVES`) read back as source.
+(:data:`symad.schedule.lowering.PRIMITIVES`) read back as source.
 The lowerings use a small set of instructions (``fadd``, ``fcmp``, ``select``, calls of the
 C library, a bit cast for the sign of a zero); each is one expression of the target
 language with the same IEEE meaning, so the C computes what the native code computes, bit
@@ -22,10 +22,10 @@ import struct
 from collections import Counter
 from dataclasses import dataclass
 
-from symad.backends.lowering import PRIMITIVES, SELECT, Step
-from symad.backends.schedule import Schedule
 from symad.core.errors import SymadError
 from symad.core.ops import OPS, Call, Inline
+from symad.schedule.lowering import PRIMITIVES, SELECT, Step
+from symad.schedule.schedule import Schedule
 
 _BINARY = {"fadd": "+", "fsub": "-", "fmul": "*", "fdiv": "/"}
 _COMPARE = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from symad.backends.lowering import LOWERED, PRIMITIVES, lower
 from symad.core.dag import Graph
 from symad.core.semantics import numpy
+from symad.schedule.lowering import LOWERED, PRIMITIVES, lower
 
 
 def apply_op(op: str, args: list[float]) -> float:
-    """Primitive ``op`` (see :mod:`symad.backends.lowering`) on floats with IEEE semantics
+    """Primitive ``op`` (see :mod:`symad.schedule.lowering`) on floats with IEEE semantics
     (``1/0 → inf``), as the compiled code computes it."""
     spec = PRIMITIVES[op]
     try:

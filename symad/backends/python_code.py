@@ -1,4 +1,4 @@
-"""Python code generation: a (lowered) schedule as one straight-line Python function.
+"""Python code generation: a (lowered) schedule as one straight-line Python function, compiled.
 
 Temporaries are register-allocated (a register is reused after its last use, so
 NumPy batches don't keep one array per node alive).  The code runs against two
@@ -12,12 +12,12 @@ whichever path ran).  The source contains only symad's own identifiers and
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from symad.backends.lowering import PRIMITIVES, Step
+import numpy as np
 
-if TYPE_CHECKING:
-    from symad.backends.schedule import ChunkPlan
+from symad.schedule.lowering import PRIMITIVES, Step
+from symad.schedule.schedule import ChunkPlan, Schedule
 
 # The namespaces the code runs in: each op's function as f_<name>, on floats and on NumPy values.
 PY_NAMESPACE: dict[str, Any] = {"inf": math.inf, "nan": math.nan}
@@ -144,3 +144,30 @@ def python_source(inputs: list[int], outputs: list[int], steps: list[Step], cons
     return "\n".join(parts)
 
 
+
+
+def schedule_source(schedule: Schedule, guard: str | None = None) -> str:
+    """A schedule's program as Python source (in chunks when the schedule is chunked)."""
+    return python_source(schedule.inputs, schedule.outputs, schedule.steps, schedule.consts,
+                         schedule.chunks() if schedule.chunked else None, guard)
+
+
+def _unreachable(*xs: Any) -> Any:
+    raise AssertionError("NumPy arithmetic raised under np.errstate(all='ignore')")
+
+
+def python_functions(schedule: Schedule) -> tuple[Any, Any]:
+    """The schedule's program compiled twice: on floats (IEEE results, as NumPy gives them, where
+    Python's arithmetic would raise) and on NumPy values."""
+    code = compile(schedule_source(schedule, guard="_ieee"), "<symad>", "exec")
+    py_ns, np_ns = dict(PY_NAMESPACE), dict(NP_NAMESPACE)
+    np_ns["_ieee"] = _unreachable
+
+    def ieee(*xs: float) -> tuple[float, ...]:
+        with np.errstate(all="ignore"):
+            return tuple([float(v) for v in np_ns["program"](*[np.float64(x) for x in xs])])
+
+    py_ns["_ieee"] = ieee
+    exec(code, py_ns)  # generated from the op table, never from user text
+    exec(code, np_ns)
+    return py_ns["program"], np_ns["program"]

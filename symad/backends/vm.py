@@ -1,9 +1,9 @@
 """The fast first tier: a schedule flattened into instructions for one shared interpreter.
 
 Compiling a program with LLVM costs milliseconds to seconds, growing with its size;
-flattening its (lowered) :class:`~symad.backends.schedule.Schedule` into an instruction array
+flattening its (lowered) :class:`~symad.schedule.schedule.Schedule` into an instruction array
 costs about a microsecond a step, and the interpreter (machine code generated once a
-process from the op table, :func:`symad.backends.llvm.ir.interpreter_ir`) runs an
+process from the op table, :func:`symad.native.ir.interpreter_ir`) runs an
 instruction in nanoseconds.  An instruction is ``(opcode, destination, a, b)`` over
 one array of values: the inputs, then the constants, then every step's result.  The
 interpreter computes each op with the op's own LLVM lowering, so the numbers are the
@@ -17,19 +17,37 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends.llvm import jit
-from symad.backends.llvm.ir import COPY, interpreter_opcodes
-from symad.backends.program import check_out
-from symad.backends.schedule import Schedule
+from symad import native
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
+from symad.schedule.schedule import Schedule
 
-_OPCODES = interpreter_opcodes()
+_OPCODES = native.interpreter_opcodes()
+
+
+def check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``out`` if compiled code may write results into it in place, else a PointError.
+
+    Machine code (the interpreter's, or a native program's) writes through the array's
+    address: a read-only buffer (``bytes``, a read-only memmap) would crash the process or
+    change immutable data.
+    """
+    want = f"out must be a writeable, aligned, C-contiguous float64 array of shape {shape}"
+    if not isinstance(out, np.ndarray):
+        raise PointError(f"{want}, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != np.float64:
+        raise PointError(f"{want}, got {out.dtype} {out.shape}")
+    flags = out.flags
+    bad = [name for name, ok in (("read-only", flags.writeable), ("misaligned", flags.aligned),
+                                 ("not C-contiguous", flags.c_contiguous)) if not ok]
+    if bad:
+        raise PointError(f"{want}, got one that is {' and '.join(bad)}")
+    return out
 
 
 class VMProgram:
     """A schedule as instructions for the interpreter: ``point``, ``batch`` and ``call`` as
-    :class:`~symad.backends.program.Program` has them."""
+    :class:`~symad.runtime.program.Program` has them."""
 
     @without_gc
     def __init__(self, schedule: Schedule):
@@ -58,7 +76,7 @@ class VMProgram:
                 level.append((la if la > lb else lb) + 1)
             else:  # the first operand copied into the destination, where the op reads it
                 b, c = slot[args[1]], slot[args[2]]
-                rows.append((opcodes[COPY], at, a, a))
+                rows.append((opcodes[native.COPY], at, a, a))
                 row_level.append(level[a] + 1)
                 rows.append((opcodes[op], at, b, c))
                 level.append(max(level[a] + 1, level[b], level[c]) + 1)
@@ -79,7 +97,7 @@ class VMProgram:
         # The record the interpreter reads: code, its length, values, n_in, outs, n_out.
         self.record = np.array([code.ctypes.data, len(code), self.values.ctypes.data, self.n_in,
                                 self.outs.ctypes.data, self.n_out], dtype=np.int64)
-        self.interpreter = jit.interpreter()
+        self.interpreter = native.interpreter()
         self.address = self.record.ctypes.data
         # call(x, rest) -> output 0 at the point x (a contiguous float64 vector), outputs 1..
         # into rest: the interpreter's entry with this program bound (no Python frame between).
@@ -123,9 +141,9 @@ class VMProgram:
 
 class InterpretedRows:
     """Sums of a schedule's outputs over rows of data, run by the interpreter: the bits of the
-    compiled loop (:class:`symad.backends.llvm.jit.RowsProgram`), ready in microseconds a step.
+    compiled loop (:class:`symad.native.RowsProgram`), ready in microseconds a step.
 
-    ``sources`` as :class:`symad.backends.row_sums.RowSums` takes them.  ``rows(w, cols, strides,
+    ``sources`` as :class:`symad.objectives.row_sums.RowSums` takes them.  ``rows(w, cols, strides,
     idx, start, end, out)`` has the compiled loop's arguments, ``w`` as an array; it releases the GIL.
     """
 

@@ -17,7 +17,6 @@ from types import ModuleType
 from typing import Any
 
 from symad import __version__
-from symad.backends import background
 from symad.cli.common import (
     OUTPUT_ERRNOS,
     error_fields,
@@ -29,6 +28,7 @@ from symad.cli.common import (
 from symad.core.errors import SymadError
 from symad.core.limits import LIMITS, override
 from symad.core.ops import signatures
+from symad.runtime import background
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from symad import __version__
 from symad.ad.hessian import hessian_nodes
 from symad.ad.reverse import gradient
 from symad.backends.c_code import PYTHON, C, straight_line
-from symad.backends.schedule import Schedule
 from symad.core.errors import SymadError
 from symad.core.names import compact
 from symad.expr import Expr
+from symad.schedule.schedule import Schedule
 
 _C_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]{0,62}")
 # A header the C file includes: a plain file name (no path, quote, backslash or newline to escape).

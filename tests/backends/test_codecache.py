@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import symad
-from symad.backends.llvm import cache as codecache
-from symad.backends.llvm import jit as native
+from symad.native import cache as codecache
+from symad.native import jit as native
 
 NOBODY = 65534
 PAYLOAD = b"\x7fELF not really machine code" * 10
@@ -199,7 +199,7 @@ def test_an_entry_linked_to_dev_zero_is_refused_without_reading(cache):
     codecache.store("other", PAYLOAD)
     entry(cache, "k").symlink_to("/dev/zero")
     done = run_with_memory_cap("""
-        from symad.backends.llvm import cache as codecache
+        from symad.native import cache as codecache
         print(codecache.load("k"))
     """, child_env(cache))
     assert done.returncode == 0, done.stderr
@@ -215,7 +215,7 @@ def test_a_device_entry_is_refused_without_reading(cache):
     except OSError:
         pytest.skip("cannot make device nodes here")
     done = run_with_memory_cap("""
-        from symad.backends.llvm import cache as codecache
+        from symad.native import cache as codecache
         print(codecache.load("k"))
     """, child_env(cache))
     assert done.returncode == 0, done.stderr
@@ -353,7 +353,7 @@ def test_an_entry_larger_than_the_bound_is_not_kept(cache):
 CHILD = """
     import json, sys
     import symad
-    from symad.backends.llvm import jit as native
+    from symad.native import jit as native
     f = symad.compile(sys.argv[1], backend="native")
     print(json.dumps({"value": f.value([0.5, 2.0]), "loaded": native.compile_stats()["loaded"]}))
 """
@@ -412,7 +412,7 @@ INTERPRETER = """
     import json
     import numpy as np
     import symad
-    from symad.backends.llvm import jit as native
+    from symad.native import jit as native
     text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(1, 20))
     f = symad.compile(text)
     value, grad = f.value_and_grad(np.linspace(0.5, 1.5, 20))

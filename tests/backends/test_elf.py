@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from symad import Graph, parse
-from symad.backends.llvm import codegen, elf
-from symad.backends.llvm import ir as llvm_ir
-from symad.backends.llvm import jit as native
+from symad.native import codegen, elf
+from symad.native import ir as llvm_ir
+from symad.native import jit as native
 
 pytestmark = [
     pytest.mark.skipif(not native.available(), reason="llvmlite not installed"),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from symad.backends.llvm import jit
+from symad.native import jit
 
 pytestmark = [pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),
               pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")]

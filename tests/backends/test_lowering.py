@@ -1,4 +1,4 @@
-"""The lowering pass (symad.backends.lowering): what every backend is handed is primitive steps,
+"""The lowering pass (symad.schedule.lowering): what every backend is handed is primitive steps,
 and the rewritten ops keep their bits (small powers are power_product's products everywhere)."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 import symad
 from symad import Graph
 from symad.backends.interpret import node_values
-from symad.backends.llvm import jit
-from symad.backends.lowering import PRIMITIVES, SELECT, lower
-from symad.backends.schedule import Schedule
 from symad.backends.vm import VMProgram
 from symad.core.semantics import SMALL_POWERS, power_product
+from symad.native import jit
+from symad.schedule.lowering import PRIMITIVES, SELECT, lower
+from symad.schedule.schedule import Schedule
 from symad.tools.export import python_source
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-110, -1e-80, 1e80, -1e160, 1e300, 5e-324,

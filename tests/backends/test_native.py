@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from symad import Graph, SymadError, parse
-from symad.backends import program as compiler
-from symad.backends import schedule
-from symad.backends.llvm import codegen
-from symad.backends.llvm import ir as llvm_ir
-from symad.backends.llvm import jit as native
 from symad.core.ops import OPS
+from symad.native import codegen
+from symad.native import ir as llvm_ir
+from symad.native import jit as native
+from symad.runtime import batches, policy
+from symad.schedule import schedule
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")
 
@@ -91,20 +91,20 @@ def test_native_batch_matches_numpy_batch(text):
 def test_large_batches_are_split_across_threads(monkeypatch, threads):
     """Parts of uneven size (1001 points in 2 or 3 parts), rows of 3 inputs and 4 outputs:
     each part reads and writes its own rows, and the whole equals one pass."""
-    monkeypatch.setattr(compiler, "PARALLEL_MIN_POINTS", 10)
-    monkeypatch.setattr(compiler, "BATCH_THREADS", threads)
-    monkeypatch.setattr(compiler, "_pool", [])
+    monkeypatch.setattr(batches, "PARALLEL_MIN_POINTS", 10)
+    monkeypatch.setattr(batches, "BATCH_THREADS", threads)
+    monkeypatch.setattr(batches, "_pool", [])
     e = parse("100*(y-x^2)^2+(1-x)^2 + z*x", Graph())
     pts = np.random.default_rng(1).normal(size=(1001, 3))
     program = e.compile(backend="native").value_grad_program()
     split = program.batch(pts)
-    assert compiler._pool and compiler._pool[0]._max_workers == threads
+    assert batches._pool and batches._pool[0]._max_workers == threads
     whole = np.empty_like(split)
     program.native.batch(pts.ctypes.data, whole.ctypes.data, len(pts))
     np.testing.assert_array_equal(split, whole)
     vp, gp = e.compile(backend="python").value_and_grad(pts)
     np.testing.assert_allclose(split, np.column_stack([vp, gp]), rtol=1e-14)
-    compiler._pool[0].shutdown()
+    batches._pool[0].shutdown()
 
 
 @pytest.mark.parametrize("text, point, expected", [
@@ -130,7 +130,7 @@ def test_ieee_semantics_match(text, point, expected):
 
 
 def test_big_programs_tier_up_in_the_background(monkeypatch):
-    monkeypatch.setattr(compiler, "NATIVE_SYNC_OPS", 10)
+    monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
     n = 30
     text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(1, n))
     e = parse(text, Graph())
@@ -201,8 +201,7 @@ def test_native_call_with_one_output_and_no_inputs():
 
 @pytest.fixture
 def disk_cache(tmp_path, monkeypatch):
-    from symad.backends.llvm import cache as codecache
-
+    from symad.native import cache as codecache
     monkeypatch.setattr(codecache, "_dir", [])
     monkeypatch.setenv("SYMAD_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(native, "_cache", {})
@@ -211,8 +210,7 @@ def disk_cache(tmp_path, monkeypatch):
 
 
 def test_disk_cache_is_off_by_default(monkeypatch):
-    from symad.backends.llvm import cache as codecache
-
+    from symad.native import cache as codecache
     monkeypatch.setattr(codecache, "_dir", [])
     monkeypatch.delenv("SYMAD_CACHE_DIR", raising=False)
     assert codecache.cache_dir() is None
@@ -224,7 +222,7 @@ def test_disk_cache_reuses_machine_code_across_processes(disk_cache, monkeypatch
     loads the stored object code without generating any, and computes the same numbers."""
     e = parse("sin(x)*y^3 + x/(1+y^2)", Graph())
     schedule = e.compile(backend="python").value_grad_program().schedule
-    first = native.compile_native(schedule, opt=2)
+    first = native.compile(schedule, opt=2)
     entries = list(disk_cache.glob("*.o"))
     assert len(entries) == 1
     monkeypatch.setattr(native, "_cache", {})
@@ -233,7 +231,7 @@ def test_disk_cache_reuses_machine_code_across_processes(disk_cache, monkeypatch
         raise AssertionError("compiled again")
 
     monkeypatch.setattr(codegen, "object_code", no_codegen)
-    second = native.compile_native(schedule, opt=2)
+    second = native.compile(schedule, opt=2)
     assert second is not first
     x, a, b = np.array([0.3, -1.2]), np.empty(2), np.empty(2)
     assert first.call(x, a) == second.call(x, b) and np.array_equal(a, b)
@@ -242,7 +240,7 @@ def test_disk_cache_reuses_machine_code_across_processes(disk_cache, monkeypatch
 def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch):
     e = parse("exp(x)*y - x", Graph())
     schedule = e.compile(backend="python").value_grad_program().schedule
-    want = native.compile_native(schedule, opt=0)
+    want = native.compile(schedule, opt=0)
     (entry,) = disk_cache.glob("*.o")
     blob = entry.read_bytes()
     entry.write_bytes(blob[:-40] + bytes(40))  # damaged contents, same length
@@ -250,7 +248,7 @@ def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch)
     compiled = []
     real = codegen.object_code
     monkeypatch.setattr(codegen, "object_code", lambda *a: compiled.append(1) or real(*a))
-    got = native.compile_native(schedule, opt=0)
+    got = native.compile(schedule, opt=0)
     assert compiled == [1]
     x, a, b = np.array([0.5, 2.0]), np.empty(2), np.empty(2)
     assert want.call(x, a) == got.call(x, b) and np.array_equal(a, b)
@@ -261,9 +259,9 @@ def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_pytho
     e = parse("x*y + 1", Graph())
     f = e.compile().prepare()
     program = f.value_grad_program()
-    assert program.size < compiler.NATIVE_MIN_OPS
+    assert program.size < policy.NATIVE_MIN_OPS
     assert program.native is not None and program.call is None  # batches native, points in Python
-    pts = np.random.default_rng(3).uniform(-2, 2, (compiler.NATIVE_BATCH_POINTS, 2))
+    pts = np.random.default_rng(3).uniform(-2, 2, (policy.NATIVE_BATCH_POINTS, 2))
     v, g = f.value_and_grad(pts)
     np.testing.assert_array_equal(v, pts[:, 0] * pts[:, 1] + 1)
     np.testing.assert_array_equal(g, pts[:, ::-1])
@@ -306,7 +304,7 @@ def test_both_select_lowerings_give_the_same_bits(monkeypatch):
     for avx512 in (True, False):
         monkeypatch.setattr(codegen, "host_avx512", lambda avx512=avx512: avx512)
         native.clear_cache()
-        code = native.compile_native(schedule, opt=2)  # from this thread: compiled in this process
+        code = native.compile(schedule, opt=2)  # from this thread: compiled in this process
         out = np.empty((len(pts), 3))
         code.batch(pts.ctypes.data, out.ctypes.data, len(pts))
         results.append(out)

@@ -7,7 +7,7 @@ import pytest
 
 import symad
 from symad import Graph, PointError, SymadError, VariableError, parse
-from symad.backends.llvm import jit
+from symad.native import jit
 
 LOSS = "log(1 + exp(-y*(w1*x1 + w2*x2 + b)))"
 W, DATA = [0.3, -0.7, 0.1], {"x1": 1.5, "x2": -0.25, "y": 1.0}
@@ -160,13 +160,13 @@ def test_second_order_differentiates_wrt_only():
 
 
 def test_taped_hessp_takes_parameters_too(monkeypatch):
-    from symad.backends import program as program_mod
     from symad.hessian import SecondOrder
+    from symad.runtime import policy
 
     fn = SecondOrder(parse("a*x^3*y + b*sin(x*y)", Graph()), wrt=["x", "y"])
     x, d, p = np.array([0.7, -1.3]), np.array([0.3, -2.0]), {"a": 2.0, "b": 0.5}
     want = fn.hessp(x, d, p)
-    monkeypatch.setattr(program_mod, "NATIVE_MAX_OPS", 0)  # as if too large to compile: a tape
+    monkeypatch.setattr(policy, "NATIVE_MAX_OPS", 0)  # as if too large to compile: a tape
     assert fn.hvp_interpreted()
     np.testing.assert_allclose(fn.hessp(x, d, p), want, rtol=1e-14)
     np.testing.assert_allclose(fn.hessp(np.array([x, x]), d, p), [want, want], rtol=1e-14)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from symad.backends import background
-from symad.backends.llvm import jit
+from symad.native import jit
+from symad.runtime import background
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,9 +33,9 @@ LOOP = textwrap.dedent("""
     atexit.register(lambda: print(json.dumps({"compiles at exit": jit.compile_stats()["compiles"]
                                                                     - at_end["compiles"]}), flush=True))
     import numpy as np, symad
-    from symad.backends import row_sums, tiering
-    from symad.backends.llvm import jit
-
+    from symad.objectives import row_sums
+    from symad.runtime import tiering
+    from symad.native import jit
     rng = np.random.default_rng(0)
     x = rng.normal(size=200)
     y = 2 * x + 1 + rng.normal(size=200)

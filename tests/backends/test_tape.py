@@ -12,11 +12,11 @@ from support.expressions import expressions, points
 from support.properties import graph_invariants, property_test, text_variables
 
 import symad
-from symad.backends import program as compiler
-from symad.backends.llvm import jit as native
 from symad.backends.tape import Tape
-from symad.backends.tiering import COMPILE_AFTER_CALLS
 from symad.core.dag import Graph
+from symad.native import jit as native
+from symad.runtime import policy
+from symad.runtime.tiering import COMPILE_AFTER_CALLS
 
 COMPILED = ["python", "native"] if native.available() else ["python"]
 
@@ -101,7 +101,7 @@ def test_auto_tiers_instructions_then_compiled_code():
     first = f.value_and_grad(x=1.0, y=2.0)
     assert outputs(*first).tolist() == outputs(*want).tolist()
     assert tiers.vm is not None and tiers.thread is None and f._tape is None  # instructions only
-    assert tiers.vm.size >= compiler.NATIVE_MIN_OPS
+    assert tiers.vm.size >= policy.NATIVE_MIN_OPS
     x = np.array([1.0, 2.0])
     while tiers.vm_calls < tiers.vm_calls_before_compile - 1:
         assert outputs(*f.value_and_grad(x)).tolist() == outputs(*first).tolist()
@@ -138,7 +138,7 @@ def test_auto_compiles_a_small_program_from_the_second_call():
     f.value_and_grad(x=1.0, y=2.0)
     assert tiers.vm is None and tiers.thread is not None
     tiers.thread.join()
-    assert tiers.program is not None and tiers.program.size < compiler.NATIVE_MIN_OPS
+    assert tiers.program is not None and tiers.program.size < policy.NATIVE_MIN_OPS
 
 
 def test_forced_backends_compile_on_first_use():
@@ -155,7 +155,7 @@ def test_a_large_batch_waits_for_compiled_code_and_a_small_one_does_not():
     small = np.random.default_rng(2).uniform(-2, 2, (10, 2))
     f.value_and_grad(small)
     assert f._value_grad.program is None
-    big = np.random.default_rng(3).uniform(-2, 2, (compiler.NATIVE_BATCH_POINTS, 2))
+    big = np.random.default_rng(3).uniform(-2, 2, (policy.NATIVE_BATCH_POINTS, 2))
     v, g = f.value_and_grad(big)
     assert f._value_grad.program is not None
     want_v, want_g = e.compile(backend="python").value_and_grad(big)
@@ -212,11 +212,10 @@ def test_graph_interning_is_thread_safe():
 def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
     """A program past NATIVE_SYNC_OPS gets quick -O0 code first; -O2 is compiled in the background
     only after the quick code's calls have cost what that compile will (ski rental), then swapped in."""
-    from symad.backends import program as program_mod
-
-    monkeypatch.setattr(program_mod, "NATIVE_SYNC_OPS", 10)
-    monkeypatch.setattr(program_mod, "compile_seconds",
-                        lambda size, opt: 50 * (program_mod.CALL_S + program_mod.QUICK_S_PER_OP * size))
+    from symad.runtime import program as program_mod
+    monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
+    monkeypatch.setattr(policy, "compile_seconds",
+                        lambda size, opt: 50 * (policy.CALL_S + policy.QUICK_S_PER_OP * size))
     e = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph())
     p = program_mod.Program(e.graph, [e.id], [e.graph.var(v) for v in e.variables], "auto")
     quick = p.native
@@ -234,9 +233,7 @@ def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
 def test_prepare_waits_for_optimised_code_however_few_the_calls(monkeypatch):
     """`prepare()` means compiled and optimised now: quick code's -O2 compile does not wait for
     calls to pay for it there."""
-    from symad.backends import program as program_mod
-
-    monkeypatch.setattr(program_mod, "NATIVE_SYNC_OPS", 10)
+    monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
     f = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph()).compile()
     f.prepare()
     program = f._value_grad.program

@@ -14,10 +14,10 @@ from support.properties import property_test
 import symad
 from symad import Graph
 from symad.ad.reverse import gradient
-from symad.backends.llvm import ir, jit
-from symad.backends.schedule import Schedule
 from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core.ops import OPS
+from symad.native import ir, jit
+from symad.schedule.schedule import Schedule
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
 

@@ -14,7 +14,7 @@ import pytest
 
 import symad
 from symad import Graph
-from symad.backends.llvm import jit, remote
+from symad.native import jit, remote
 
 pytestmark = pytest.mark.skipif(not jit.available(), reason="llvmlite is not installed")
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from support.derivatives import CHOICES, EXACT, KNOWN, arguments, error_ulps, op
 from support.properties import property_test
 
 import symad
-from symad.backends.llvm import jit as native
 from symad.backends.tape import Tape
+from symad.native import jit as native
 
 inf = math.inf
 BACKENDS = ["auto", "python"] + (["native"] if native.available() else [])

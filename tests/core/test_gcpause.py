@@ -7,9 +7,9 @@ import pytest
 
 import symad
 from symad.ad.reverse import gradient
-from symad.backends.schedule import Schedule
 from symad.backends.tape import Tape
 from symad.core.gcpause import paused
+from symad.schedule.schedule import Schedule
 
 
 class _Watched(symad.Graph):

@@ -13,7 +13,7 @@ from support.fuzz_check import run_cli_in_process
 from support.numerics_table import DOC, ROWS, markdown, variables
 
 from symad import Graph, parse
-from symad.backends.llvm import jit as native
+from symad.native import jit as native
 
 BACKENDS = ["auto", "python"] + (["native"] if native.available() else [])
 

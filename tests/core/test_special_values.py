@@ -21,13 +21,13 @@ import pytest
 from support.cli_helpers import run
 
 import symad
-from symad.backends.llvm import ir as llvm_ir
-from symad.backends.llvm import jit as native
-from symad.backends.program import NATIVE_BATCH_POINTS
 from symad.backends.tape import Tape
 from symad.core import semantics
 from symad.core.dag import Graph
 from symad.core.ops import OPS
+from symad.native import ir as llvm_ir
+from symad.native import jit as native
+from symad.runtime.policy import NATIVE_BATCH_POINTS
 
 inf, nan = math.inf, math.nan
 SPECIAL = [0.0, -0.0, inf, -inf, nan, 5e-324, -5e-324, 2.225073858507201e-308, -2.2250738585072014e-308,
@@ -128,7 +128,7 @@ def test_optimised_native_code_gives_the_same_bits(text):
         for _ in range(k)])])
     points = np.column_stack([np.ones(len(args)), args, np.full(len(args), 0.3)])
     want = bits(symad.compile(fn.expr, names, backend="python").grad(points))
-    quick = native.compile_native(program.schedule, opt=0)
+    quick = native.compile(program.schedule, opt=0)
     for name, code in (("-O2", program.native), ("-O0", quick)):
         out = np.empty((len(points), program.n_out))
         code.batch(points.ctypes.data, out.ctypes.data, len(points))

@@ -39,7 +39,7 @@ from support.fuzz_counts import COUNTS
 from support.fuzz_inputs import CLI_CASES, fuzz_expressions, hostile_inputs, inputs, valid_expressions
 
 from symad import Graph, ParseError, parse
-from symad.backends.llvm import jit
+from symad.native import jit
 
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=False,
             suppress_health_check=list(HealthCheck))

@@ -177,7 +177,7 @@ def test_no_eval_or_exec_of_user_text():
         for line in path.read_text().splitlines():
             if re.search(r"\b(eval|exec)\(", line) and not line.strip().startswith("#"):
                 found.append((path.relative_to(pkg).as_posix(), line.strip().split("(")[0]))
-    assert found == [("backends/program.py", "exec"), ("backends/program.py", "exec")], found
+    assert found == [("backends/python_code.py", "exec"), ("backends/python_code.py", "exec")], found
 
 
 # ---------------------------------------------------------------- Lark's internals

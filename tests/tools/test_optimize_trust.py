@@ -13,9 +13,9 @@ from support.cli_helpers import run as symad
 from support.measure import run_measured
 
 from symad import SymadError
-from symad.backends import program as compiler
 from symad.hessian import SecondOrder
 from symad.optimize import minimize
+from symad.runtime import policy
 from symad.tools.optimize import problem
 
 ROSENBROCK = "100*(y-x^2)^2+(1-x)^2"
@@ -128,7 +128,7 @@ def test_large_hessian_vector_products_run_on_a_tape(monkeypatch) -> None:
     text = "100*(y-x^2)^2+(1-x)^2 + sin(x*y)/(1+z^2)"
     compiled = SecondOrder(text)
     assert not compiled.hvp_interpreted()
-    monkeypatch.setattr(compiler, "NATIVE_MAX_OPS", 5)
+    monkeypatch.setattr(policy, "NATIVE_MAX_OPS", 5)
     taped = SecondOrder(text)
     assert taped.hvp_interpreted()
     rng = np.random.default_rng(1)

@@ -22,10 +22,6 @@ import numpy as np
 
 from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
-from symad.backends.columns import data_columns, float_column
-from symad.backends.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
-from symad.backends.row_sums import RowSums
-from symad.backends.schedule import Schedule
 from symad.core.dag import Graph
 from symad.core.errors import PointError, SymadError, VariableError, name_list
 from symad.core.indexed import expand_point
@@ -33,6 +29,10 @@ from symad.core.name_rule import checked
 from symad.core.names import expand_names
 from symad.expr import Expr, parse
 from symad.hessian import SecondOrder
+from symad.objectives.columns import data_columns, float_column
+from symad.objectives.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
+from symad.objectives.row_sums import RowSums
+from symad.schedule.schedule import Schedule
 
 REDUCTIONS = ("sum", "mean")
 
@@ -74,7 +74,7 @@ class Objective:
         self.reduce, self.backend, self.threads = reduce, backend, threads
         used = self.expr.variables
         table = data_columns(data, columns, used)
-        # Dask arrays: summed chunk by chunk on Dask's workers (symad.backends.dask_sums)
+        # Dask arrays: summed chunk by chunk on Dask's workers (symad.objectives.dask_sums)
         self.dask = any(is_dask_array(c) for c in table.values())
         if self.dask:
             table = dask_columns(table)

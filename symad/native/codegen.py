@@ -1,7 +1,7 @@
 """IR text to object code for this machine: the part of native compilation that needs only llvmlite.
 
-Used in-process by :mod:`symad.backends.llvm.jit` and in the compile worker process
-(:mod:`symad.backends.llvm.worker`), which must start fast: this module imports
+Used in-process by :mod:`symad.native.jit` and in the compile worker process
+(:mod:`symad.native.worker`), which must start fast: this module imports
 nothing of symad's and llvmlite only when called.
 """
 

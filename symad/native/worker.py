@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from symad.backends.llvm.codegen import new_target_machine, object_code
+from symad.native.codegen import new_target_machine, object_code
 
 
 def serve(stdin: object, stdout: object) -> None:

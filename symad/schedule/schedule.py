@@ -3,7 +3,7 @@
 A :class:`Schedule` lists the operations the outputs need (dead code is never
 emitted) in topological order: forward values first, then, for gradient
 outputs, the adjoint nodes the backward sweep built.  Its steps are lowered
-(:mod:`symad.backends.lowering`: small integer powers as products, ``where`` as a
+(:mod:`symad.schedule.lowering`: small integer powers as products, ``where`` as a
 select) before any backend sees them.  A large schedule is cut
 into chunks of ``CHUNK_OPS`` operations by :func:`chunk_plan`, the one plan the
 Python and LLVM code generators share: compiling one huge function takes time
@@ -18,12 +18,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from symad.backends.lowering import Step, lower
-from symad.backends.python_code import python_source
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
 from symad.core.limits import LIMITS
+from symad.schedule.lowering import Step, lower
 
 # A schedule of over twice this many operations is compiled as functions of this many
 # (measured for LLVM at -O2, whose time grows fastest; Python's compile is bounded by it too).
@@ -73,7 +72,7 @@ def _structural_key(inputs: Sequence[int], outputs: Sequence[int], steps: list[S
 @dataclass(eq=False)
 class Schedule:
     """The operations computing ``outputs`` from ``inputs`` (variable nodes), in order: primitive
-    steps (see :mod:`symad.backends.lowering`), whose new nodes are numbered past the graph's."""
+    steps (see :mod:`symad.schedule.lowering`), whose new nodes are numbered past the graph's."""
 
     inputs: list[int]
     outputs: list[int]
@@ -98,12 +97,6 @@ class Schedule:
         """Structural: equal for equal programs, whatever their graphs and node ids (computed
         on first use: only compiled code is cached by it)."""
         return _structural_key(self.inputs, self.outputs, self.steps, self.consts)
-
-    @functools.cached_property
-    def source(self) -> str:
-        """The program as Python source (generated on first use)."""
-        plan = self.chunks() if self.chunked else None
-        return python_source(self.inputs, self.outputs, self.steps, self.consts, plan)
 
     @property
     def size(self) -> int:

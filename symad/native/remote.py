@@ -1,4 +1,4 @@
-"""The parent's side of the compile worker (:mod:`symad.backends.llvm.worker`).
+"""The parent's side of the compile worker (:mod:`symad.native.worker`).
 
 :func:`object_code` asks the worker, started on first use, to compile IR text;
 :func:`abandon` (at exit) kills it, so a compile nobody will use never holds the
@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from symad.backends.background import Abandoned
 from symad.core import forksafe
+from symad.runtime.background import Abandoned
 
 __all__ = ["Abandoned", "abandon", "object_code"]
 
@@ -31,10 +31,10 @@ def _worker() -> Any:
     if _state["broken"] or not sys.executable:
         return None
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[3])  # where this copy of symad is imported from
+    root = str(Path(__file__).resolve().parents[2])  # where this copy of symad is imported from
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "symad.backends.llvm.worker"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", "symad.native.worker"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 start_new_session=True)  # a Ctrl-C is the parent's to handle
     except OSError:

@@ -1,10 +1,10 @@
 """Sums over rows of Dask arrays: each chunk summed by the compiled loop on a worker.
 
-A :class:`DaskSums` answers ``sums(w)`` as :class:`~symad.backends.row_sums.RowSums` does,
+A :class:`DaskSums` answers ``sums(w)`` as :class:`~symad.objectives.row_sums.RowSums` does,
 with a Dask computation: one task per chunk of rows, which runs the loop over that chunk
 (:class:`RowSums`, one thread: Dask runs the chunks in parallel) and returns its blocks'
 sums; the client adds every block's sums in order, as ``RowSums`` adds its own.  So with
-chunks a multiple of :data:`~symad.backends.row_sums.BLOCK_ROWS` rows (the last one
+chunks a multiple of :data:`~symad.objectives.row_sums.BLOCK_ROWS` rows (the last one
 excepted) the result is the bits of the same data in memory; other chunks give the same
 sum to rounding.
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends.row_sums import BLOCK_ROWS, RowSums, add_blocks
-from symad.backends.schedule import Schedule
 from symad.core.dag import Graph, export, rebuild
 from symad.core.errors import SymadError
+from symad.objectives.row_sums import BLOCK_ROWS, RowSums, add_blocks
+from symad.schedule.schedule import Schedule
 
 
 def is_dask_array(value: Any) -> bool:
@@ -56,7 +56,7 @@ _compiled_lock = threading.Lock()
 
 def compiled_on_worker(recipe: RowsRecipe) -> Schedule:
     """The recipe's schedule, built once in this process (its loop is compiled once too:
-    :func:`symad.backends.llvm.jit.compile_rows` keeps programs by their schedule)."""
+    :func:`symad.native.compile_rows` keeps programs by their schedule)."""
     with _compiled_lock:
         schedule = _compiled.get(recipe.key)
         if schedule is None:

@@ -5,7 +5,7 @@ the machine); each block's sum is computed in row order, and the blocks' sums ar
 block order.  The result is therefore the same bits on every run and on any number of
 cores.  The data are read in place: each column is a float64 array at any stride.
 
-Native code (:func:`symad.backends.llvm.jit.compile_rows`) runs the loop.  Under the ``auto``
+Native code (:func:`symad.native.compile_rows`) runs the loop.  Under the ``auto``
 backend, when the optimised loop is neither compiled in this process nor on disk, the shared
 instruction interpreter runs it (:class:`symad.backends.vm.InterpretedRows`: built in about a
 microsecond a step, without loading LLVM) while the optimised loop compiles in a background
@@ -23,12 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends import background
-from symad.backends.llvm import jit
-from symad.backends.program import Program
-from symad.backends.schedule import Schedule
+from symad import native
 from symad.backends.vm import InterpretedRows
 from symad.core import forksafe
+from symad.runtime import background
+from symad.runtime.program import Program
+from symad.schedule.schedule import Schedule
 
 BLOCK_ROWS = 8192
 """Rows per block: each block's sum is one call of the loop; blocks are shared among the cores."""
@@ -74,7 +74,7 @@ class RowSums:
         self.n_out = len(schedule.outputs)
         self.columns = columns  # kept alive: the machine code reads them by address
         self.threads = threads or default_threads()
-        self.native = backend != "python" and jit.available()
+        self.native = backend != "python" and native.available()
         # the interpreter first, the optimised loop in the background (backend auto; not on Dask's workers)
         self.tiered = tiered and self.native and backend == "auto"
         self._program: Any = None
@@ -111,16 +111,16 @@ class RowSums:
         if not self._optimised:  # its compile failed, or ran in the parent of this forked process
             with self._lock:
                 if not self._optimised:
-                    self._program, self._optimised = jit.compile_rows(self.schedule, self.sources), True
+                    self._program, self._optimised = native.compile_rows(self.schedule, self.sources), True
         return self._program
 
     def _first_program(self) -> Any:
         if not self.native:
             self._optimised = True
             return Program.from_schedule(self.schedule, "python", background=False)
-        best = jit.rows_if_cached(self.schedule, self.sources) if self.tiered else None
+        best = native.rows_if_cached(self.schedule, self.sources) if self.tiered else None
         if best is None and not self.tiered:
-            best = jit.compile_rows(self.schedule, self.sources)
+            best = native.compile_rows(self.schedule, self.sources)
         if best is not None:
             self._optimised = True
             return best
@@ -131,7 +131,7 @@ class RowSums:
 
     def _optimise(self) -> None:
         try:
-            program = jit.compile_rows(self.schedule, self.sources)
+            program = native.compile_rows(self.schedule, self.sources)
         except Exception:  # noqa: BLE001 - the interpreter keeps serving; optimised_program() compiles again
             return
         with self._lock:
@@ -177,7 +177,7 @@ class RowSums:
         def run(b: int) -> None:
             program = self._program  # the loop serving now: the optimised one once it has arrived
             start, end, at = b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS), out + b * width
-            if isinstance(program, jit.RowsProgram):
+            if isinstance(program, native.RowsProgram):
                 program.rows(wp, cp, sp, ip, start, end, at)
             else:
                 program.rows(w, cp, sp, ip, start, end, at)

@@ -1,6 +1,6 @@
 """Native backend: the straight-line program compiled to machine code with llvmlite.
 
-Three entry points are compiled for a schedule (the IR comes from :mod:`symad.backends.llvm.ir`):
+Three entry points are compiled for a schedule (the IR comes from :mod:`symad.native.ir`):
 ``point`` for one point, ``batch``, one fused loop over ``n`` points in which every
 intermediate value stays in registers (no temporary array per node, unlike NumPy),
 and ``call``, ``point`` on NumPy arrays read in place.  No fast-math flags are set,
@@ -11,8 +11,8 @@ so results follow IEEE arithmetic like the other backends (``1/0 → inf``,
 llvmlite needs no C compiler at run time; compiled machine code is cached in
 memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
 used), so an expression compiled again reuses its code, and optionally on disk
-(:mod:`symad.backends.llvm.cache`).  Compiles run one at a time, in a thread that a Ctrl-C
-does not wait for (:mod:`symad.backends.background`); background compiles (the pool's tasks)
+(:mod:`symad.native.cache`).  Compiles run one at a time, in a thread that a Ctrl-C
+does not wait for (:mod:`symad.runtime.background`); background compiles (the pool's tasks)
 get their object code from the compile worker process and are abandoned at exit.
 """
 
@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from symad.backends import background
-from symad.backends.llvm import cache, codegen, elf, ir, remote
-from symad.backends.schedule import Schedule
 from symad.core import forksafe
+from symad.native import cache, codegen, elf, ir, remote
+from symad.runtime import background
+from symad.schedule.schedule import Schedule
 
 _lock = threading.Lock()
 _compile_lock = threading.Lock()
@@ -72,7 +72,7 @@ CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
 @functools.lru_cache(maxsize=1)
 def available() -> bool:
     """Whether llvmlite is installed (the native backend is optional).  Found, not imported:
-    code loaded from the disk cache runs without it (:mod:`symad.backends.llvm.elf`)."""
+    code loaded from the disk cache runs without it (:mod:`symad.native.elf`)."""
     import importlib.util
 
     try:
@@ -124,7 +124,7 @@ def _target_machine_for(opt: int) -> Any:
         return _machines[opt]
 
 
-def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
+def compile(schedule: Schedule, opt: int = 2) -> NativeProgram:  # noqa: A001 - the package's one verb
     """Machine code for ``schedule`` (cached by its structural hash and ``opt``).
 
     ``opt=2`` runs LLVM's optimisation pipeline (best code, compile time grows
@@ -132,7 +132,7 @@ def compile_native(schedule: Schedule, opt: int = 2) -> NativeProgram:
     operations skip the IR passes, which gain them nothing); ``opt=0`` only
     selects instructions and allocates registers (fast to build, slower to run).
     In an abandonable background thread the object code comes from the compile
-    worker process (:mod:`symad.backends.llvm.remote`), in-process otherwise.
+    worker process (:mod:`symad.native.remote`), in-process otherwise.
     """
 
     key = f"{schedule.key}-O{opt}"
@@ -150,7 +150,7 @@ _exiting: list[bool] = []  # set at exit: no background compile enters LLVM from
 @contextlib.contextmanager
 def _llvm_for_background() -> Iterator[None]:
     """``_compile_lock``, for a background task about to enter LLVM in this process; raises
-    :class:`~symad.backends.background.Abandoned` once the process is exiting (a thread inside
+    :class:`~symad.runtime.background.Abandoned` once the process is exiting (a thread inside
     LLVM while the interpreter tears down would abort it)."""
     with _compile_lock:
         if _exiting:
@@ -207,7 +207,7 @@ ROWS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
 
 
 class RowsProgram:
-    """Machine code summing a schedule's outputs over rows of data (:func:`symad.backends.llvm.ir.rows_ir`):
+    """Machine code summing a schedule's outputs over rows of data (:func:`symad.native.ir.rows_ir`):
     ``rows(w, cols, strides, idx, start, end, out)``, which releases the GIL."""
 
     def __init__(self, rows: Callable[..., None], n_out: int, engine: Any):
@@ -216,7 +216,7 @@ class RowsProgram:
 
 
 def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram:
-    """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile_native`'s programs)."""
+    """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile`'s programs)."""
     key = _rows_key(schedule, sources, opt)
     cached = _cached(key)
     if cached is not None:
@@ -362,7 +362,7 @@ background.on_exit(_abandon_background_compiles)
 
 
 class Interpreter:
-    """The machine code of the instruction interpreter (:func:`symad.backends.llvm.ir.interpreter_ir`).
+    """The machine code of the instruction interpreter (:func:`symad.native.ir.interpreter_ir`).
 
     * ``batch(program, values, rows, out, n)`` (releases the GIL);
     * ``call(program, x, rest) -> output 0`` on two NumPy arrays (keeps the GIL), or None;

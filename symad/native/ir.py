@@ -2,17 +2,17 @@
 
 The IR is written as text directly (faster than building it through an API), each
 step of the lowered schedule as its op's entry in the op table lowers it
-(:data:`symad.backends.lowering.PRIMITIVES`: inline IR, or a call of an intrinsic or C
-library function).  :mod:`symad.backends.llvm.jit` compiles it.
+(:data:`symad.schedule.lowering.PRIMITIVES`: inline IR, or a call of an intrinsic or C
+library function).  :mod:`symad.native.jit` compiles it.
 """
 
 from __future__ import annotations
 
 import struct
 
-from symad.backends.lowering import PRIMITIVES
-from symad.backends.schedule import Schedule
 from symad.core.ops import Inline
+from symad.schedule.lowering import PRIMITIVES
+from symad.schedule.schedule import Schedule
 
 
 def _hex(value: float) -> str:
@@ -116,7 +116,7 @@ def module_ir(schedule: Schedule, chunked: bool = False, data_offset: int | None
     """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast).
 
     ``chunked`` splits a large ``point`` into functions (see :func:`_chunked_point`);
-    ``data_offset`` (see :func:`symad.backends.llvm.jit.array_data_offset`) adds the ``call`` entry.
+    ``data_offset`` (see :func:`symad.native.jit.array_data_offset`) adds the ``call`` entry.
     """
     declared: dict[str, int] = {}
     definitions: list[str] = []

@@ -3,7 +3,7 @@
 A :class:`TieredProgram` is one set of outputs of a function (its value, or its
 value and gradient).  With backend ``auto``:
 
-1. the first call builds the program's :class:`~symad.backends.schedule.Schedule` and
+1. the first call builds the program's :class:`~symad.schedule.schedule.Schedule` and
    flattens it into instructions for the shared interpreter
    (:class:`~symad.backends.vm.VMProgram`: about a microsecond a step to build,
    nanoseconds a step to run), which serves the calls from then on; with
@@ -12,8 +12,8 @@ value and gradient).  With backend ``auto``:
    and the instructions serve from the second;
 2. once those calls have cost about what compiling would (ski rental: compiling
    pays only for a loop that goes on), a task of the background pool
-   (:func:`symad.backends.background.submit`) compiles a
-   :class:`~symad.backends.program.Program`, which replaces the instructions when ready;
+   (:func:`symad.runtime.background.submit`) compiles a
+   :class:`~symad.runtime.program.Program`, which replaces the instructions when ready;
    the task holds the program weakly, so a function dropped before its turn costs nothing.
 
 Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter: their Python code
@@ -30,18 +30,18 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends import background
-from symad.backends.llvm import jit
-from symad.backends.program import NATIVE_BATCH_POINTS, NATIVE_MIN_OPS, Program, compile_seconds, first_native_opt
-from symad.backends.schedule import Schedule
+from symad import native
 from symad.backends.tape import Tape
 from symad.backends.vm import VMProgram
 from symad.core import forksafe
 from symad.core.dag import Graph
+from symad.runtime import background, policy
+from symad.runtime.program import Program
+from symad.schedule.schedule import Schedule
 
 COMPILE_AFTER_CALLS = 1  # calls a one-shot Function (background=False) runs on the tape
 # Ski rental: a program is compiled once the interpreter's calls have cost what its first
-# native compile is expected to (program.compile_seconds; the interpreter ~0.6 µs a call
+# native compile is expected to (policy.compile_seconds; the interpreter ~0.6 µs a call
 # plus ~5 ns an instruction).
 VM_CALL_S, VM_S_PER_OP = 0.6e-6, 5e-9
 
@@ -130,7 +130,7 @@ class TieredProgram:
         """The outputs at one point (a vector) or at a batch of points (rows)."""
         program = self.program
         if program is None:
-            if self.backend != "auto" or (batch and len(x) >= NATIVE_BATCH_POINTS):
+            if self.backend != "auto" or (batch and len(x) >= policy.NATIVE_BATCH_POINTS):
                 program = self.compiled()
             elif self.vm is not None:
                 self.count_vm_call()
@@ -181,17 +181,17 @@ class TieredProgram:
         serve calls with them; whether they were built."""
         if self.vm is not None:
             return True
-        if not jit.available():
+        if not native.available():
             return False
         try:
             schedule = self._schedule()
-            if schedule.size < NATIVE_MIN_OPS:
+            if schedule.size < policy.NATIVE_MIN_OPS:
                 return False
             vm = VMProgram(schedule)
         except Exception:  # noqa: BLE001 - the tape keeps serving; a compile reports the error
             return False
         size = schedule.size
-        self.vm_calls_before_compile = max(1, round(compile_seconds(size, first_native_opt(size))
+        self.vm_calls_before_compile = max(1, round(policy.compile_seconds(size, policy.first_native_opt(size))
                                                     / (VM_CALL_S + VM_S_PER_OP * size)))
         self.vm = vm
         return True

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from symad.backends.dask_sums import is_dask_array
 from symad.core.errors import SymadError, VariableError, name_list
 from symad.core.name_rule import checked
 from symad.core.names import groups, split
+from symad.objectives.dask_sums import is_dask_array
 
 
 def data_columns(data: Any, columns: Sequence[str] | None, used: Sequence[str]) -> dict[str, Any]:

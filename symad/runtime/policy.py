@@ -1,0 +1,60 @@
+"""The ``auto`` backend's policy: which code serves a program, and what compiling it costs.
+
+Below ``NATIVE_MIN_OPS`` operations a foreign call costs more than the work, so single
+points run in Python.  Up to ``NATIVE_SYNC_OPS`` optimised native code (LLVM -O2) is
+compiled before the first call.  Beyond, quick native code (-O0, compiled in about the
+time Python needs to compile the same program, and in less memory) serves the calls; once
+they have cost what optimised code's compile will, a background thread compiles it, up to
+``NATIVE_OPTIMIZE_OPS`` (-O2's time grows faster than linearly).  Past ``NATIVE_MAX_OPS``,
+Python code compiled in chunks keeps memory bounded.  The thresholds are read through
+this module at each use, so a test may change them.
+"""
+
+from __future__ import annotations
+
+from symad import native
+
+BACKENDS = ("auto", "python", "native")
+NATIVE_MIN_OPS = 16  # measured: native `call` ≈ 0.9 µs a point; Python code ≈ 0.5 µs + 50 ns an operation
+NATIVE_SYNC_OPS = 3000
+NATIVE_OPTIMIZE_OPS = 50_000
+NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
+NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
+
+# What a native compile is expected to cost, for the ski rentals deciding when one pays
+# (measured: LLVM -O2 ~20 ms plus ~150 µs an operation, -O0 ~25 µs an operation), and
+# what a call of quick (-O0) code costs (~0.6 µs plus ~1.3 ns an operation).
+COMPILE_S, COMPILE_S_PER_OP = 0.02, {0: 25e-6, 2: 150e-6}
+CALL_S, QUICK_S_PER_OP = 0.6e-6, 1.3e-9
+# A compile in the background is not free for the caller: while it runs, the caller's loop
+# slows (on 2 cores, with SciPy's BLAS threads spinning beside it, by ~0.7 s during a 0.4 s
+# compile).  The ski rentals count a compile at this multiple of its own time.
+BACKGROUND_COST = 2.5
+
+
+def native_points(backend: str, size: int) -> bool:
+    """Whether single points of a program of ``size`` operations run on native code."""
+    return backend == "native" or (backend == "auto" and NATIVE_MIN_OPS <= size <= NATIVE_MAX_OPS
+                                   and native.available())
+
+
+def native_batches(backend: str, size: int) -> bool:
+    """Whether a large batch compiles native code under ``auto`` whatever the size (the fused
+    loop beats one NumPy pass per node)."""
+    return backend == "auto" and size <= NATIVE_MAX_OPS and native.available()
+
+
+def first_native_opt(size: int) -> int:
+    """The optimisation level of a program's first native code under ``auto``."""
+    return 2 if size <= NATIVE_SYNC_OPS else 0
+
+
+def compile_seconds(size: int, opt: int) -> float:
+    """What a background native compile of ``size`` operations at ``opt`` is expected to cost
+    the caller (its time, times ``BACKGROUND_COST``)."""
+    return BACKGROUND_COST * (COMPILE_S + COMPILE_S_PER_OP[opt] * size)
+
+
+def quick_calls_before_optimising(size: int) -> int:
+    """Calls of quick (-O0) code that cost what the -O2 compile of ``size`` operations will."""
+    return max(1, round(compile_seconds(size, 2) / (CALL_S + QUICK_S_PER_OP * size)))
