@@ -85,6 +85,10 @@ class IndexedFunction:
         scalars, vectors = {}, {}
         for name in (*self.wrt, *self.data):
             if name not in given:
+                if name in self.spans:
+                    low, high = self.spans[name]
+                    raise PointError(f"the point has no value for the vector {name}: give {high - low + 1:,} "
+                                     f"numbers, {name}[{low}] to {name}[{high}]")
                 raise PointError(f"the point has no value for {name}")
             value = given[name]
             if name in self.spans:

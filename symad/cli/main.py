@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from symad import __version__
+from symad.cli import loops
 from symad.cli.common import (
     OUTPUT_ERRNOS,
     error_fields,
@@ -312,6 +313,12 @@ def _main(argv: Sequence[str]) -> int:
         with override(max_input_chars=args.max_input, max_nodes=args.max_dag_nodes,
                       max_program_ops=args.max_program_ops, max_document_chars=args.max_document):
             text, expr = read_expression(args.expr, getattr(command, "NEEDS_EXPR", True))
+            if loops.has_loops(expr):  # a sum kept as a loop: the commands that take one
+                if args.command not in loops.COMMANDS:
+                    raise loops.refuse(args.command)
+                if args.command in ("grad", "eval"):
+                    loops.value_and_grad(args, text, expr, args.command == "grad")
+                    return 0
             command.run(args, text, expr)
             if sys.stdout is not None:
                 sys.stdout.flush()  # a write error shows here, not at the interpreter's exit
