@@ -34,7 +34,7 @@ class IndexedFunction:
     """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
     (default: every variable and vector); the others are data, given by name at each call."""
 
-    def __init__(self, expr: Any, wrt: Sequence[str] | None = None):
+    def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
         self.expr = expr
         graph, root = expr.graph, expr.id
         self.graph, self.root = graph, root
@@ -55,6 +55,10 @@ class IndexedFunction:
         for name in self.wrt:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._program = ArrayProgram(graph, outputs)
+        if backend != "python":
+            from symad.runtime.loops import compiled_loops
+
+            self._program.runners = compiled_loops(graph, self._program)
         self.size = sum(self._length(n) for n in self.wrt)
 
     def _length(self, name: str) -> int:

@@ -17,6 +17,7 @@ import importlib
 import math
 from typing import Any
 
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import LimitError, SymadError
 from symad.core.limits import LIMITS
@@ -71,6 +72,7 @@ def to_sympy(expr: Expr) -> Any:
     """The expression in SymPy (numbers exact: a double becomes the SymPy Float of its value,
     integers Integers, and the doubles of ``pi`` and ``e`` SymPy's ``pi`` and ``E``); variables
     become real SymPy symbols of the same names."""
+    binders.refuse(expr.graph, [expr.id], "SymPy conversion")
     sp = _sympy()
     table: dict[str, Any] = {}
     # The text's pi and e are these doubles: exactly these bits (and their negations) are the constants.

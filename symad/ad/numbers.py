@@ -26,6 +26,7 @@ from symad.ad import branches
 from symad.ad.local import local_partials
 from symad.ad.reverse import Algebra, backward
 from symad.ad.sweep import Ks, active, canonical_order
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.limits import LIMITS
 from symad.core.ops import OPS, Op, difference_error
@@ -241,6 +242,7 @@ class Recording:
     """
 
     def __init__(self, graph: Graph, root: int, inputs: Sequence[int]):
+        binders.refuse(graph, [root], "a tape")
         order = canonical_order(graph, [root])  # the symbolic gradient's order of additions
         LIMITS.check_program(sum(1 for n in order if graph.args[n]))
         slot = {node: i for i, node in enumerate(order)}

@@ -25,19 +25,29 @@ BLOCK = 8192  # terms a block: the same as the data-sum loop's rows a block
 
 
 def blocked_sum(terms: np.ndarray) -> float:
-    """``terms`` added in the canonical order: each block of :data:`BLOCK` left to right, then the
-    blocks' sums pairwise (what compiled loops reproduce, block by block on any number of cores)."""
+    """``terms`` added in the canonical order, the compiled row-sum loop's: blocks of :data:`BLOCK`
+    terms; in a block, two lanes from 0.0, one adding the terms at even offsets and one those at
+    odd offsets, left to right, then lane one plus lane two; the blocks' sums pairwise (NumPy's
+    sum).  Blocks may so run on any number of cores with the same bits."""
     n = len(terms)
     if n == 0:
         return 0.0
     full = n // BLOCK
     sums = []
     if full:
-        sums.append(np.cumsum(terms[:full * BLOCK].reshape(full, BLOCK), axis=1)[:, -1])
+        sums.append(_lanes(terms[:full * BLOCK].reshape(full, BLOCK)))
     if n > full * BLOCK:
-        sums.append(np.cumsum(terms[full * BLOCK:])[-1:])
+        sums.append(_lanes(terms[full * BLOCK:].reshape(1, -1)))
     blocks = sums[0] if len(sums) == 1 else np.concatenate(sums)
     return float(blocks.sum() if len(blocks) > 1 else blocks[0])
+
+
+def _lanes(blocks: np.ndarray) -> np.ndarray:
+    """Each row's sum as the row-sum loop adds it (see :func:`blocked_sum`)."""
+    zero = np.zeros((len(blocks), 1))
+    even = np.cumsum(np.concatenate([zero, blocks[:, 0::2]], axis=1), axis=1)[:, -1]
+    odd = np.cumsum(np.concatenate([zero, blocks[:, 1::2]], axis=1), axis=1)[:, -1]
+    return even + odd
 
 
 class _Scope:
@@ -71,6 +81,8 @@ class ArrayProgram:
             inside = _body_nodes(graph, body, level)
             self.loops[node] = (_Scope(graph, inside, caps),
                                 [n for n in inside if op_of[n] == "item"])
+        # compiled code for some binders (:mod:`symad.runtime.loops`): node -> runner(captures, vectors)
+        self.runners: dict[int, Any] = {}
 
     def run(self, scalars: Mapping[int, float], vectors: Mapping[str, tuple[np.ndarray, int]]) -> list[Any]:
         """The roots' values; ``vectors[name] = (array, index of its first entry)``."""
@@ -90,10 +102,22 @@ class ArrayProgram:
             else:
                 values[node] = self._loop(node, values, vectors, ranges)
 
+    def each_at(self, node: int, low: int, high: int, caps: list[float],
+                vectors: Mapping[str, tuple[np.ndarray, int]]) -> np.ndarray:
+        """The body of top-level binder ``node`` at indices ``low..high``, given its captures' values."""
+        outer = dict(zip(self.graph.args[node][1:], caps))
+        with np.errstate(all="ignore"):
+            return self._loop(node, outer, vectors, {}, (low, high), each=True)
+
     def _loop(self, node: int, outer: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, int]],
-              ranges: dict[int, np.ndarray]) -> Any:
+              ranges: dict[int, np.ndarray], bounds: tuple[int, int] | None = None, each: bool = False) -> Any:
         graph = self.graph
+        runner = self.runners.get(node) if bounds is None else None
+        if runner is not None:
+            return runner([outer[c] for c in graph.args[node][1:]], vectors)
         level, low, high = graph.data[node]  # type: ignore[misc]
+        if bounds is not None:
+            low, high = bounds
         if level:
             raise SymadError("nested sums over more than "
                              f"{binders.UNROLL_MAX_TERMS:,} terms are not evaluated yet")
@@ -107,7 +131,7 @@ class ArrayProgram:
             values[item] = self._items(item, inner_ranges, vectors)
         self._run_scope(scope, values, vectors, inner_ranges)
         result = values[body]
-        op = graph.op[node]
+        op = "each" if each else graph.op[node]
         if op == "sum":
             return blocked_sum(np.broadcast_to(result, index.shape))
         if op == "each":

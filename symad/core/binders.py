@@ -59,6 +59,14 @@ def has_scoped(graph: Graph, roots: Iterable[int]) -> bool:
     return any(graph.op[n] in SCOPED for n in graph.reachable(roots))
 
 
+def refuse(graph: Graph, roots: Iterable[int], what: str) -> None:
+    """Raise a SymadError if the roots have a sum kept as a loop, which ``what`` does not take yet."""
+    roots = list(roots)
+    if "index" in graph.op and has_scoped(graph, roots):
+        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet (they "
+                         "stay loops): symad.compile, grad, eval and diff take them, or write the sum shorter")
+
+
 def is_binder(graph: Graph, node: int) -> bool:
     return graph.op[node] in BINDERS
 

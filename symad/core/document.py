@@ -31,6 +31,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.document_text import OTHER, Items, NotJSON, pairs
 from symad.core.errors import LimitError, NameRuleError, SymadError
@@ -67,6 +68,7 @@ class DocumentLimitError(DocumentError, LimitError):
 def to_document(graph: Graph, roots: Iterable[int], kind: str = "expression", **extra: Any) -> dict[str, Any]:
     """The document of the nodes ``roots`` need, with ``extra`` keys (plain JSON data)."""
     roots = list(roots)
+    binders.refuse(graph, roots, "saving")
     order = graph.reachable(roots)
     number = {node: k for k, node in enumerate(order)}
     nodes: list[list[Any]] = []

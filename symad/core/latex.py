@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, render, shared_names
@@ -57,6 +58,7 @@ def latex_number(value: float) -> str:
 
 def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
     """The expression in LaTeX (nodes in ``names`` print as those names)."""
+    binders.refuse(graph, [root], "LaTeX")
     names = names or {}
     op_of, data_of = graph.op, graph.data
 

@@ -14,17 +14,19 @@ from symad.native.cache import cache_dir, set_cache_dir, set_cache_max_mb
 from symad.native.ir import COPY, interpreter_opcodes
 from symad.native.jit import (
     CACHE_PROGRAMS,
+    MapProgram,
     NativeProgram,
     RowsProgram,
     available,
     clear_cache,
     compile,
+    compile_map,
     compile_rows,
     compile_stats,
     interpreter,
     rows_if_cached,
 )
 
-__all__ = ["CACHE_PROGRAMS", "COPY", "NativeProgram", "RowsProgram", "available", "cache_dir", "clear_cache", "compile",
-           "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached", "set_cache_dir",
-           "set_cache_max_mb"]
+__all__ = ["CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "RowsProgram", "available", "cache_dir",
+           "clear_cache", "compile", "compile_map", "compile_rows", "compile_stats", "interpreter",
+           "interpreter_opcodes", "rows_if_cached", "set_cache_dir", "set_cache_max_mb"]

@@ -248,6 +248,41 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     return decls + "\n" + text + "\n".join(store) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n"
 
 
+def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
+    """LLVM IR of ``map(w, cols, start, end, out, ld)``: the schedule's outputs at each row
+    ``r`` of ``start`` … ``end - 1``, output ``k`` stored at ``out[k*ld + r]`` (an ``each``'s values).
+
+    ``sources`` as for :func:`rows_ir`, every column read at unit stride (``cols[j][r]``), so the
+    loop is a plain counted loop over contiguous arrays, the shape LLVM's vectorisers take."""
+    declared: dict[str, int] = {}
+    names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
+    entry: list[str] = []
+    body: list[str] = []
+    for node, (kind, i) in zip(schedule.inputs, sources):
+        if kind == "w":
+            names[node] = f"%w{node}"
+            _load(entry, names[node], "%w", i)
+        else:
+            entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a"]
+            names[node] = f"%v{node}"
+            body += [f"  %v{node}a = getelementptr double, ptr %cp{i}, i64 %r",
+                     f"  %v{node} = load double, ptr %v{node}a"]
+    body += _steps(schedule, schedule.steps, names, "", declared)
+    for k, node in enumerate(schedule.outputs):
+        body += [f"  %oo{k} = mul i64 %ld, {k}",
+                 f"  %oi{k} = add i64 %oo{k}, %r",
+                 f"  %op{k} = getelementptr double, ptr %out, i64 %oi{k}",
+                 f"  store double {names[node]}, ptr %op{k}"]
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+    return (decls + "\ndefine void @map(ptr noalias %w, ptr noalias %cols, i64 %start, i64 %end, ptr noalias %out,"
+            " i64 %ld) {\nentry:\n" + "\n".join(entry) + "\n"
+            "  %any = icmp slt i64 %start, %end\n  br i1 %any, label %loop, label %done\n"
+            "loop:\n  %r = phi i64 [%start, %entry], [%next, %loop]\n" + "\n".join(body) + "\n"
+            "  %next = add i64 %r, 1\n  %more = icmp slt i64 %next, %end\n"
+            "  br i1 %more, label %loop, label %done\n"
+            "done:\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+
+
 # ===================================================================== the interpreter
 # An instruction names two operands: a step of three (a select) is two instructions, the first
 # a copy of its first operand into the destination, where the second reads it.

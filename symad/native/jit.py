@@ -283,6 +283,36 @@ def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, 
     return program
 
 
+MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                       ctypes.c_int64)
+
+
+class MapProgram:
+    """Machine code of a schedule's outputs at each row (:func:`symad.native.ir.map_ir`):
+    ``map(w, cols, start, end, out, ld)``, which releases the GIL."""
+
+    def __init__(self, run: Callable[..., None], n_out: int, engine: Any):
+        self.map, self.n_out = run, n_out
+        self.engine = engine  # owns the machine code
+
+
+def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> MapProgram:
+    """Machine code of ``schedule`` at each row of columns (cached as :func:`compile`'s programs)."""
+    key = f"{schedule.key}-map{sources}-O{opt}"
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+
+    def build() -> MapProgram:
+        started = time.perf_counter()
+        engine, loaded = _engine(ir.map_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
+        program = MapProgram(MAP(engine.get_function_address("map")), len(schedule.outputs), engine)
+        _remember(key, program, loaded, started)
+        return program
+
+    return _compiled_once(key, build)
+
+
 def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
     """Keep a compiled program in the in-memory cache, and count its compile."""
     with _lock:

@@ -35,6 +35,11 @@ def _batch_pool() -> Any:
     return _pool[0]
 
 
+def pool() -> Any:
+    """The batch threads' pool (None on one core): parts of any large loop may run on it."""
+    return _batch_pool()
+
+
 def _reset_after_fork() -> None:
     # The pool's threads do not exist in a child: a new pool starts on the child's first
     # large batch.  Compile threads do not exist there either (see Function's tiers).

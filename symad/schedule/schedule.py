@@ -18,7 +18,8 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from symad.core.dag import Graph
+from symad.core import binders
+from symad.core.dag import BINDERS, Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
 from symad.core.limits import LIMITS
@@ -83,7 +84,12 @@ class Schedule:
     @without_gc
     def build(cls, graph: Graph, outputs: Sequence[int], inputs: Sequence[int]) -> Schedule:
         """Schedule the nodes the outputs need, lowered."""
-        order = graph.reachable(outputs)
+        if any(graph.op[i] != "var" for i in inputs):  # a loop's body: its index, entries and captures are inputs
+            order = graph.reachable(outputs, set(inputs))
+            binders.refuse(graph, [n for n in order if graph.op[n] in BINDERS], "compiled code of a nested loop")
+        else:
+            binders.refuse(graph, outputs, "compiled code")
+            order = graph.reachable(outputs)
         LIMITS.check_program(len(order))
         steps, consts, variables = lower(graph, order)
         known = set(inputs)
