@@ -132,7 +132,8 @@ class Shapes:
     def pass_on(self, user: int, k: int, arg: int) -> Shape:
         """Record the contribution of ``user``'s argument ``k`` (node ``arg``); its shape."""
         own = self.of.get(user)
-        new = arm_shape(self.graph, user, k, own) if k in OPS[self.graph.op[user]].arms else own
+        spec = OPS.get(self.graph.op[user])  # an indexed node (a sum over a loop) has no arms
+        new = arm_shape(self.graph, user, k, own) if spec is not None and k in spec.arms else own
         if arg in self._reached:
             shape = merged(self.of.get(arg), new)
             if shape is not None:

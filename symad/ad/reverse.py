@@ -171,7 +171,10 @@ def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
     body, *caps = graph.args[node]
     sources = {*caps, *binders.items(graph, body, level)}
     order = canonical_order(graph, [body])
-    adjoint = backward(graph, order, body, Nodes(graph), active(graph, order, sources))
+    # A capture is a leaf here: what it passes to its own arguments (another capture inside it,
+    # sin(y) to y) is the outer sweep's business, which sees the sum's partial along it.
+    dead = {c: tuple(range(len(graph.args[c]))) for c in caps}
+    adjoint = backward(graph, order, body, Nodes(graph), active(graph, order, sources, dead), dead)
     known = done[node] = {leaf: adjoint[leaf] for leaf in sources if leaf in adjoint}
     return known
 
