@@ -39,8 +39,8 @@ import scipy  # noqa: E402
 import scipy.optimize as so  # noqa: E402
 
 import symad  # noqa: E402
-from symad.hessian import SecondOrder  # noqa: E402
 from symad.optimize import minimize, scipy_functions  # noqa: E402
+from symad.second_order import SecondOrder  # noqa: E402
 
 
 def chained_rosenbrock(n: int) -> str:

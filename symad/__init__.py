@@ -19,7 +19,10 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "Function": "function",
     "VectorFunction": "vector_function", "Graph": "core.dag",
+    "SecondOrder": "second_order", "hessian": "second_order", "hvp": "second_order",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
+    "explain": "tools.explanation", "to_digraph": "tools.viz", "write_picture": "tools.viz",
+    "DotNotFoundError": "tools.viz",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
     "to_sympy": "interop", "from_sympy": "interop",
@@ -47,6 +50,9 @@ if TYPE_CHECKING:
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
     from symad.persist import dumps, load, loads, save
+    from symad.second_order import SecondOrder, hessian, hvp
+    from symad.tools.explanation import explain
+    from symad.tools.viz import DotNotFoundError, to_digraph, write_picture
     from symad.vector_function import VectorFunction
 
 
@@ -110,8 +116,9 @@ def _has_loops(expr: Any) -> bool:
 
 
 __all__ = [
-    "Expr", "Function", "Graph", "LimitError", "NameRuleError", "Objective", "ParseError", "PointError", "SymadError",
-    "UnknownFunctionError", "VariableError", "VectorFunction", "clear_caches", "compile", "dumps", "from_sympy",
-    "load", "loads", "minimize", "objective", "parse", "parse_outputs", "save", "to_postfix", "to_sympy", "var",
-    "vector",
+    "DotNotFoundError", "Expr", "Function", "Graph", "LimitError", "NameRuleError", "Objective", "ParseError",
+    "PointError", "SecondOrder", "SymadError", "UnknownFunctionError", "VariableError", "VectorFunction",
+    "clear_caches", "compile", "dumps", "explain", "from_sympy", "hessian", "hvp", "load", "loads", "minimize",
+    "objective", "parse", "parse_outputs", "save", "to_digraph", "to_postfix", "to_sympy", "var", "vector",
+    "write_picture",
 ]

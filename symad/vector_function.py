@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.ad.hessian import direction_names
-from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
+from symad.ad.matrices import cotangent_names, direction_names, jacobian_nodes, jvp_nodes, vjp_nodes
 from symad.core import document
 from symad.core.dag import Graph
 from symad.core.errors import SymadError

@@ -1,9 +1,12 @@
-"""The package's shape: imports go one way (no cycles, layers only import layers below),
-no import hides inside a function, and no module reaches into another's private names."""
+"""The package's shape: imports go one way (no cycles, not even under TYPE_CHECKING; layers only
+import layers below), no import hides inside a function, no module reaches into another's private
+names or into the native runtime's modules, no two modules share a name, and no root module is a
+shim that only re-exports."""
 
 from __future__ import annotations
 
 import ast
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,9 +22,9 @@ LAYERS = [
     ("runtime.background",),  # the compile threads: the native runtime compiles in them
     ("backends", "native"),  # code for a schedule: portable evaluators, and the LLVM runtime the VM runs on
     ("runtime",),
-    ("functions", "expr", "function", "indexed_function", "hessian", "vector_function", "objectives", "caches",
+    ("functions", "expr", "function", "indexed_function", "second_order", "vector_function", "objectives", "caches",
      "persist", "interop"),  # the public API objects
-    ("tools", "optimize", "viz", "explain"),  # what users do with them (and their public façades)
+    ("tools", "optimize"),  # what users do with them
     ("cli", "__main__"),
 ]
 
@@ -65,12 +68,12 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skip
 
 
-def _imports(name: str) -> list[tuple[str, bool]]:
+def _imports(name: str, type_checking: bool = False) -> list[tuple[str, bool]]:
     """(imported symad module, whether the import is inside a function) for module ``name``,
-    imports under ``if TYPE_CHECKING`` left out."""
+    imports under ``if TYPE_CHECKING`` left out unless ``type_checking``."""
     path = MODULES[name]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_nodes(tree)
+    skip = set() if type_checking else _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     nested: set[int] = set()
     for node in ast.walk(tree):
@@ -119,9 +122,10 @@ def test_every_module_is_found_and_in_a_layer() -> None:
 
 
 def test_the_import_graph_has_no_cycles() -> None:
-    """Every import counts here, function-level ones too (the package root, whose
-    attributes load lazily, is left out: importing a submodule always runs it)."""
-    edges = {m: {t for t, _ in _imports(m) if t != "symad"} for m in MODULES if m != "symad"}
+    """Every import counts here, function-level ones and those under ``if TYPE_CHECKING`` too
+    (the package root, whose attributes load lazily, is left out: importing a submodule always
+    runs it)."""
+    edges = {m: {t for t, _ in _imports(m, type_checking=True) if t != "symad"} for m in MODULES if m != "symad"}
     state: dict[str, int] = {}  # 1 on the current path, 2 done
     for start in edges:
         if start in state:
@@ -234,7 +238,7 @@ def test_the_op_name_table_check_sees_subpackages_and_side_tables() -> None:
     """The check above scans the whole package and catches the side tables there were."""
     from symad.core.ops import OPS
 
-    assert {"symad.core.latex", "symad.backends.c_code", "symad.tools.viz"} <= set(MODULES)
+    assert {"symad.core.latex", "symad.tools.exporters.straight_line", "symad.tools.viz"} <= set(MODULES)
     names = set(OPS)
     side_tables = ['{"sin": r"\\sin", "cos": r"\\cos", "tan": r"\\tan", "exp": r"\\exp", "log": r"\\log"}',
                    'frozenset({"add", "eq", "ne", "and", "or"})',
@@ -256,7 +260,7 @@ def test_no_sweep_outside_ad() -> None:
 
 
 def test_small_powers_and_where_are_lowered_in_one_place() -> None:
-    """Small integer powers become products and ``where`` a select in symad/backends/lowering.py
+    """Small integer powers become products and ``where`` a select in symad/schedule/lowering.py
     alone: no code generator or evaluator of a schedule special-cases them.  The products
     themselves are value semantics (core/semantics.py), which the evaluators of the DAG below
     the backends compute too: constant folding and the sweep's numbers (they cannot import the
@@ -267,7 +271,58 @@ def test_small_powers_and_where_are_lowered_in_one_place() -> None:
     found = [f"{name}: {h}" for name, path in MODULES.items() if name not in helpers_allowed
              for h in helpers if h in path.read_text(encoding="utf-8")]
     # `where` by name, or its arms (the derivative's business), in the code generators and exporters
-    generators = [name for name in MODULES if name.startswith("symad.backends.") or name == "symad.tools.export"]
+    generators = [name for name in MODULES
+                  if name.startswith(("symad.backends.", "symad.native.", "symad.tools.exporters."))]
     found += [f"{name}: {w}" for name in generators if name != "symad.schedule.lowering"
               for w in ('"where"', "'where'", ".arms") if w in MODULES[name].read_text(encoding="utf-8")]
-    assert not found, "lowering outside symad/backends/lowering.py:\n" + "\n".join(found)
+    assert not found, "lowering outside symad/schedule/lowering.py:\n" + "\n".join(found)
+
+
+def test_no_two_modules_share_a_name() -> None:
+    """A module's file name says what it is, once in the package (``__init__.py`` aside): the
+    command line has one module per command, and the library's modules are named otherwise."""
+    names = Counter(path.name for path in PACKAGE.rglob("*.py") if path.name != "__init__.py")
+    repeated = {name: sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob(name))
+                for name, count in names.items() if count > 1}
+    assert not repeated, f"module names used twice: {repeated}"
+
+
+def test_the_native_runtime_is_reached_through_its_interface() -> None:
+    """Outside symad/native/, code imports ``symad.native`` (its ``__init__``: compile,
+    compile_rows, interpreter, ...), never one of its modules, not even lazily or for typing."""
+    found = [f"{m} imports {t}" for m in MODULES if not (m + ".").startswith("symad.native.")
+             for t, _ in _imports(m, type_checking=True) if t.startswith("symad.native.")]
+    assert not found, "\n".join(found)
+
+
+def _only_reexports(tree: ast.Module) -> bool:
+    """Whether a module's body is nothing but its docstring, imports and ``__all__``."""
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            continue
+        return False
+    return True
+
+
+def test_no_root_module_only_reexports() -> None:
+    """A module of the package root does something itself: a public name lives where it is
+    implemented and reaches users through ``symad/__init__.py``'s lazy exports, not a shim."""
+    shims = [name for name, path in MODULES.items() if name.count(".") == 1 and path.name != "__init__.py"
+             and _only_reexports(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not shims, f"root modules that only re-export: {shims}"
+
+
+def test_the_checks_above_catch_what_they_look_for(tmp_path, monkeypatch) -> None:
+    """The shim check knows a shim, and the cycle check sees imports under TYPE_CHECKING."""
+    shim = ast.parse('"""A shim."""\nfrom symad.tools.viz import to_digraph\n__all__ = ["to_digraph"]\n')
+    assert _only_reexports(shim)
+    module = "from symad import native\n\n\ndef clear() -> None:\n    native.clear_cache()\n"
+    assert not _only_reexports(ast.parse(module))
+    probe = tmp_path / "probe.py"
+    probe.write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from symad.core.dag import Graph\n")
+    monkeypatch.setitem(MODULES, "symad.probe", probe)
+    assert _imports("symad.probe") == [] and _imports("symad.probe", type_checking=True) == [("symad.core.dag", False)]

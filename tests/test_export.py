@@ -19,8 +19,8 @@ from support.expressions import example, expressions
 
 import symad
 from symad import Graph
-from symad.hessian import SecondOrder
-from symad.tools.export import c_source, python_source
+from symad.second_order import SecondOrder
+from symad.tools.exporters import c_source, python_source
 
 CC = shutil.which("gcc") or shutil.which("cc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler on this machine")
@@ -234,7 +234,7 @@ def test_every_name_the_c_headers_declare_is_refused(tmp_path: Path) -> None:
     offset = headers.count("\n") + 1
     broken = {words[int(n) - offset] for n in re.findall(r"^t\.c:(\d+):", r.stderr, re.M)}
     assert len(broken) > 300  # the oracle works: sin, memcpy, NULL, uint64_t...
-    from symad.tools.export import c_name_problem
+    from symad.tools.exporters import c_name_problem
 
     assert sorted(w for w in broken if c_name_problem(w) is None) == []
 

@@ -23,7 +23,7 @@ import pytest
 import symad
 from symad import Graph
 from symad.core.ops import OPS
-from symad.tools.export import c_source, python_source
+from symad.tools.exporters import c_source, python_source
 
 CC = shutil.which("gcc") or shutil.which("cc")
 OPERATIONS = [name for name, spec in OPS.items() if spec.arity]
@@ -124,7 +124,7 @@ import math, numpy as np, pytest
 from symad.core import ops
 ops.define("bessel_j0", 1, math.sin, np.sin, (lambda a, out: a,), llvm=ops.Call("j0"))
 import symad
-from symad.tools.export import c_source, python_source
+from symad.tools.exporters import c_source, python_source
 e = symad.parse("bessel_j0(x) + 1")
 assert "j0(x[0])" in c_source(e)[0]
 with pytest.raises(symad.SymadError, match="no Python for the C library function 'j0'"):
@@ -143,7 +143,7 @@ def test_a_c_library_function_the_python_export_does_not_know_is_refused_by_name
 def test_the_python_exports_c_library_functions_give_the_c_librarys_bits(tmp_path: Path) -> None:
     """Each function of the C library the Python export knows, on the special values, against
     the C library itself: ``math``'s where it does not raise, the helpers' where it does."""
-    from symad.backends.c_code import PYTHON
+    from symad.tools.exporters.straight_line import PYTHON
 
     try:
         libm = ctypes.CDLL(ctypes.util.find_library("m"))

@@ -27,8 +27,8 @@ from support.properties import property_test
 import symad
 from symad import Graph, NameRuleError, parse
 from symad.core.name_rule import RESERVED, checked, problem
-from symad.hessian import SecondOrder, hessian, hvp
-from symad.tools.export import c_source, python_source
+from symad.second_order import SecondOrder, hessian, hvp
+from symad.tools.exporters import c_source, python_source
 
 ADMITTED = ["_1", "x_", "X1", "a_b_c", "x[3]", "x[-2]", "theta_10", "x_2", "_", "__2", "inf_", "e1", "E", "pi2",
             "x1[3]", "sinh2", "if_", "sum1", "t1", "u[1]"]

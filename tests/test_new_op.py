@@ -27,11 +27,11 @@ ops.define("log2", 1, math.log2, semantics.NumpyFunction("log2", math.log2), (la
            math_raises="-math.inf if x == 0.0 else math.nan", doc="the base-2 logarithm")
 
 import symad
-from symad import Graph, explain, viz
+from symad import Graph
 from symad.backends.tape import Tape
 from symad.backends.vm import VMProgram
 from symad.interop import from_sympy, to_sympy
-from symad.tools.export import c_source, python_source
+from symad.tools.exporters import c_source, python_source
 
 g = Graph()
 e = symad.parse("log2(x)*y + log2(y)", g)                          # parse
@@ -70,9 +70,9 @@ for _ in range(3):                                                   # tiers: fi
     v, grad = auto.value_and_grad(point)
     assert [float(t).hex() for t in (v, *grad)] == bits
 
-dot = viz.to_digraph(e, grad=True, at={"x": 2.0, "y": 3.0}).source  # pictures
+dot = symad.to_digraph(e, grad=True, at={"x": 2.0, "y": 3.0}).source  # pictures
 assert "log2" in dot
-table = explain.explain(e, {"x": 2.0, "y": 3.0})                     # explain
+table = symad.explain(e, {"x": 2.0, "y": 3.0})                     # explain
 assert "log2" in str(table.rows) and table.result == dict(zip(names, want[1:])), table.result
 
 assert symad.loads(symad.dumps(e)).evaluate(x=2.0, y=3.0) == value   # save and load

@@ -15,7 +15,7 @@ import pytest
 
 import symad
 from symad import PointError
-from symad.hessian import SecondOrder
+from symad.second_order import SecondOrder
 
 F = symad.compile("x^2")
 XY = symad.compile("x*y")

@@ -8,7 +8,7 @@ from symad.cli.common import parse_point
 from symad.core import indexed
 from symad.core.errors import SymadError, check_variables
 from symad.expr import Expr
-from symad.tools.explain import ALIGN_MAX, explain
+from symad.tools.explanation import ALIGN_MAX, explain
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

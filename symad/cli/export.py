@@ -11,7 +11,7 @@ from symad.cli.common import emit
 from symad.core.errors import SymadError
 from symad.core.files import write_atomically
 from symad.expr import Expr
-from symad.tools.export import c_source, python_source
+from symad.tools.exporters import c_source, python_source
 
 EPILOG = """\
 The code is from the same schedule and op lowerings as symad's native code, and computes

@@ -8,7 +8,7 @@ import re
 from symad.cli.common import emit, parse_point
 from symad.core.errors import LimitError, VariableError
 from symad.expr import Expr
-from symad.tools.viz import MAX_NODES, to_digraph, write
+from symad.tools.viz import MAX_NODES, to_digraph, write_picture
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,10 +47,10 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         if args.output == "-":
             obj["dot"] = dot.source
         else:
-            write(dot, args.output)
+            write_picture(dot, args.output)
         emit(args, obj, [], [])
     else:
-        write(dot, args.output)
+        write_picture(dot, args.output)
 
 
 def _is_node(line: str) -> bool:

@@ -9,7 +9,7 @@ from symad.cli.common import add_params_option, emit, format_number, nonfinite_w
 from symad.core.errors import PointError
 from symad.core.latex import to_latex
 from symad.expr import Expr
-from symad.hessian import SecondOrder, hessian
+from symad.second_order import SecondOrder, hessian
 
 EPILOG = """\
 examples:

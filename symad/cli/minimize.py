@@ -18,11 +18,11 @@ from symad.core import indexed
 from symad.core.errors import ParseError, PointError, SymadError, VariableError, name_list
 from symad.core.files import write_atomically
 from symad.expr import Expr, parse
-from symad.tools.optimize.conditions import as_constraint
-from symad.tools.optimize.constrained import SCIPY_METHODS
-from symad.tools.optimize.driver import OptimizeResult, check_settings, minimize
-from symad.tools.optimize.methods import METHODS, SECOND_ORDER
-from symad.tools.optimize.problem import Problem
+from symad.optimize.conditions import as_constraint
+from symad.optimize.constrained import SCIPY_METHODS
+from symad.optimize.driver import OptimizeResult, check_settings, minimize
+from symad.optimize.methods import METHODS, SECOND_ORDER
+from symad.optimize.problem import Problem
 
 EPILOG = """\
 examples:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
+from symad.ad.matrices import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
 from symad.core.dag import Graph
 from symad.core.errors import PointError, SymadError, VariableError, name_list
@@ -28,11 +28,11 @@ from symad.core.indexed import expand_point
 from symad.core.name_rule import checked
 from symad.core.names import expand_names
 from symad.expr import Expr, parse
-from symad.hessian import SecondOrder
 from symad.objectives.columns import data_columns, float_column
 from symad.objectives.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
 from symad.objectives.row_sums import RowSums
 from symad.schedule.schedule import Schedule
+from symad.second_order import SecondOrder
 
 REDUCTIONS = ("sum", "mean")
 

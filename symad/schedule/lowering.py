@@ -3,7 +3,7 @@
 The op table's operations are what users write and what derivative rules build; two of
 them are, to every evaluator, something simpler, and this pass is the one place that
 says so (the code generators, :mod:`~symad.backends.python_code`, :mod:`~symad.native.ir`,
-:mod:`~symad.backends.vm`'s instructions and :mod:`~symad.backends.c_code`, read each step's op
+:mod:`~symad.backends.vm`'s instructions and :mod:`~symad.tools.exporters.straight_line`, read each step's op
 in :data:`PRIMITIVES` and special-case none; ``tests/test_architecture.py`` checks it):
 
 * ``x^k`` with a constant ``k`` among ``±2, ±3, ±4, -1`` becomes products,

@@ -1,2 +1,3 @@
-"""What users do with expressions: minimise them (``optimize``), explain the sweeps step by
-step (``explain``), draw them (``viz``) and find where a value stops being finite (``diagnose``)."""
+"""What users do with expressions besides computing them: explain the sweeps step by step
+(``explanation``), draw them (``viz``), find where a value stops being finite (``diagnose``) and
+export them as C or Python source (``exporters``).  Minimisation is :mod:`symad.optimize`."""

@@ -291,14 +291,12 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
     for node in order:
         args = g.args[node]
         numbered = len(args) > 1 and not OPS[g.op[node]].commutative
-        roles = _ROLES.get(g.op[node])
+        roles = OPS[g.op[node]].roles  # argument labels that say more than a position
         for k, a in enumerate(args):
             extra = {"headlabel": roles[k] if roles else str(k + 1), "labelfontsize": "9",
                      "labelfontcolor": "#777777"} if numbered else {}
             dot.edge(f"n{local[a]}", f"n{local[node]}", **_FORWARD_EDGE, **extra)
 
-
-_ROLES = {"where": ("if", "then", "else")}  # argument labels that say more than a position
 
 
 def _same_rank(dot: graphviz.Digraph, names: list[str], rank: str) -> None:
@@ -353,7 +351,7 @@ def _draw_backward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Map
 
 
 # ------------------------------------------------------------------ files
-def write(dot: graphviz.Digraph, path: str) -> None:
+def write_picture(dot: graphviz.Digraph, path: str) -> None:
     """Write ``dot`` to ``path`` in the format its extension names; ``-`` prints the DOT text."""
     if path == "-":
         sys.stdout.write(dot.source)

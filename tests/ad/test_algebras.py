@@ -14,7 +14,7 @@ from symad.ad.numbers import Recording
 from symad.backends.tape import Tape
 from symad.core.dag import Graph
 from symad.tools import viz
-from symad.tools.explain import explain
+from symad.tools.explanation import explain
 
 TEXTS = [
     "sin(x)*3 + x^2.5 + log(x)/2 + y", "(x+y)+x*(x+y)", "x^3*y^-2 + x^4 - y^-3 + x^0.5*y^2.5 + x^-1",

@@ -14,8 +14,8 @@ import symad
 from symad import Graph
 from symad.backends.tape import Tape
 from symad.core.errors import ParseError
-from symad.hessian import SecondOrder
-from symad.tools.explain import explain
+from symad.second_order import SecondOrder
+from symad.tools.explanation import explain
 
 BACKENDS = ["auto", "python", "native"]
 # (expression, point, value, gradient): the arm not taken is nan or inf there

@@ -12,8 +12,8 @@ from support.expressions import example, expressions
 
 from symad import Graph, PointError, parse, to_postfix
 from symad.ad.forward import jvp
-from symad.ad.hessian import hessian_nodes, jvp_many
-from symad.hessian import SecondOrder, hessian, hvp
+from symad.ad.matrices import hessian_nodes, jvp_many
+from symad.second_order import SecondOrder, hessian, hvp
 
 # Random expressions smooth everywhere, so SymPy and symad agree at any point (no branch
 # conventions involved): the shared generator restricted to smooth ops, every argument in

@@ -11,7 +11,7 @@ from support.expressions import expressions
 from support.oracle import not_comparable
 
 from symad import Graph, parse
-from symad.ad.jacobian import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
+from symad.ad.matrices import cotangent_names, jacobian_nodes, jvp_nodes, vjp_nodes
 from symad.expr import Expr
 from symad.frontend.parser import parse_outputs_into
 

@@ -9,7 +9,7 @@ import pytest
 import symad.ad.reverse
 from symad import Graph, parse
 from symad.ad.forward import forward, jvp
-from symad.ad.hessian import jvp_many
+from symad.ad.matrices import jvp_many
 from symad.ad.reverse import gradient
 from symad.ad.sweep import active, canonical_order, forward_edges, forward_nodes, reverse_edges, reverse_nodes
 from symad.backends.interpret import node_values

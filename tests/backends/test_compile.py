@@ -149,7 +149,7 @@ def test_scipy_accepts_value_and_grad():
 
 def test_a_compiled_function_has_a_useful_repr():
     import symad
-    from symad.hessian import SecondOrder
+    from symad.second_order import SecondOrder
 
     assert repr(symad.compile("x^2 + y")) == "Function(x^2 + y, variables=('x', 'y'), backend='auto')"
     assert repr(symad.compile("x*y", wrt=["x"], backend="python")) == \

@@ -19,7 +19,7 @@ from symad.core.semantics import SMALL_POWERS, power_product
 from symad.native import jit
 from symad.schedule.lowering import PRIMITIVES, SELECT, lower
 from symad.schedule.schedule import Schedule
-from symad.tools.export import python_source
+from symad.tools.exporters import python_source
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-110, -1e-80, 1e80, -1e160, 1e300, 5e-324,
            math.inf, -math.inf, math.nan, 0.1, 7.3]

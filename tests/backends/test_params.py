@@ -135,7 +135,7 @@ def test_a_wrt_name_the_expression_does_not_use_has_partial_zero():
 def test_second_order_differentiates_wrt_only():
     """Hessian, Hessian-vector products and value_grad_hess in the wrt variables: the wrt block of
     the Hessian over every variable, the parameters' values given at each call."""
-    from symad.hessian import SecondOrder
+    from symad.second_order import SecondOrder
 
     text = "a*x^3*y + b*sin(x*y) + a*b*y^2"
     full = SecondOrder(parse(text, Graph()))
@@ -160,8 +160,8 @@ def test_second_order_differentiates_wrt_only():
 
 
 def test_taped_hessp_takes_parameters_too(monkeypatch):
-    from symad.hessian import SecondOrder
     from symad.runtime import policy
+    from symad.second_order import SecondOrder
 
     fn = SecondOrder(parse("a*x^3*y + b*sin(x*y)", Graph()), wrt=["x", "y"])
     x, d, p = np.array([0.7, -1.3]), np.array([0.3, -2.0]), {"a": 2.0, "b": 0.5}
@@ -179,8 +179,8 @@ ROSEN = "b*(y - x^2)^2 + (a - x)^2"
 def test_minimize_takes_parameters_and_reuses_one_compiled_function():
     """One SecondOrder compiled with wrt=[x, y] solves for several parameter values: the optimum
     (a, a^2) each time, nothing compiled again."""
-    from symad.hessian import SecondOrder
     from symad.optimize import minimize
+    from symad.second_order import SecondOrder
 
     fn = SecondOrder(parse(ROSEN, Graph()), wrt=["x", "y"])
     fn.prepare()
@@ -218,8 +218,8 @@ def test_scipy_functions_take_parameters():
 
 def test_optimizer_parameter_errors():
     from symad import VariableError
-    from symad.hessian import SecondOrder
     from symad.optimize import minimize
+    from symad.second_order import SecondOrder
 
     fn = SecondOrder(parse(ROSEN, Graph()), wrt=["x", "y"])
     with pytest.raises(VariableError, match="missing value for parameter a, b of the compiled function"):

@@ -170,7 +170,7 @@ def test_export_c_never_writes_a_path_into_the_code(tmp_path: Path, name: str) -
 
 def test_export_c_header_names_in_the_api() -> None:
     import symad
-    from symad.tools.export import c_source
+    from symad.tools.exporters import c_source
 
     e = symad.parse("x", symad.Graph())
     assert '#include "my-f_1.2.h"' in c_source(e, header="my-f_1.2.h")[0]

@@ -202,7 +202,7 @@ ops.define("cube", 1, lambda a: a * a * a, lambda a: a * a * a, (lambda a, out: 
            llvm=ops.Inline("{t}s = fmul double {0}, {0}\\n{r} = fmul double {t}s, {0}"),
            domain=((0.5,), (-1.2,)), doc="a test operation")
 import symad
-from symad import Graph, explain, viz
+from symad import Graph
 g = Graph()
 e = symad.parse("cube(x)*y + cube(y)", g)
 assert e.variables == ("x", "y")
@@ -223,9 +223,9 @@ for backend in ("auto", "python", "native"):
 from symad.backends.vm import VMProgram                          # the instruction interpreter
 vm = VMProgram(e.compile(backend="python").value_grad_program().schedule)
 assert vm.point(point).tolist() == [want[0], *want[1]]
-dot = viz.to_digraph(e, grad=True, at={"x": 2.0, "y": 3.0}).source
+dot = symad.to_digraph(e, grad=True, at={"x": 2.0, "y": 3.0}).source
 assert "cube" in dot
-table = explain.explain(e, {"x": 2.0, "y": 3.0})
+table = symad.explain(e, {"x": 2.0, "y": 3.0})
 assert "cube" in str(table.rows) and table.result == {"x": 36.0, "y": 35.0}, table.result
 print("ok")
 """

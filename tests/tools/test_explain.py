@@ -7,7 +7,7 @@ import pytest
 from support.cli_helpers import run
 
 from symad import Graph, parse
-from symad.tools.explain import ALIGN_MAX, explain
+from symad.tools.explanation import ALIGN_MAX, explain
 
 
 def test_seed_walkthrough_matches_the_qsts_post():

@@ -11,8 +11,8 @@ import pytest
 from support.cli_helpers import run as symad
 
 from symad import Graph, PointError, SymadError, VariableError, parse
-from symad.hessian import SecondOrder
 from symad.optimize import OptimizeResult, minimize, scipy_functions, substitute
+from symad.second_order import SecondOrder
 
 ROSENBROCK = "100*(y-x^2)^2+(1-x)^2"
 START = {"x": -1.2, "y": 1.0}

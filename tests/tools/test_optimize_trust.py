@@ -13,10 +13,9 @@ from support.cli_helpers import run as symad
 from support.measure import run_measured
 
 from symad import SymadError
-from symad.hessian import SecondOrder
-from symad.optimize import minimize
+from symad.optimize import minimize, problem
 from symad.runtime import policy
-from symad.tools.optimize import problem
+from symad.second_order import SecondOrder
 
 ROSENBROCK = "100*(y-x^2)^2+(1-x)^2"
 

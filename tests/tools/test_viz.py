@@ -14,7 +14,7 @@ import pytest
 from support.cli_helpers import checkout_env, run, symad_command
 
 from symad import Graph, LimitError, SymadError, VariableError, parse
-from symad.tools.viz import LARGE, DotNotFoundError, render, to_digraph, write
+from symad.tools.viz import LARGE, DotNotFoundError, render, to_digraph, write_picture
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "(x+y)+x*(x+y)"
@@ -246,23 +246,23 @@ def png_size(data: bytes) -> tuple[int, int]:
 @needs_dot
 def test_png_has_a_valid_header_and_a_sensible_size(tmp_path):
     out = tmp_path / "seed.png"
-    write(to_digraph(SEED), str(out))
+    write_picture(to_digraph(SEED), str(out))
     width, height = png_size(out.read_bytes())
     assert 100 <= width <= 2000 and 200 <= height <= 2000
     out2 = tmp_path / "seed_grad.PNG"
-    write(to_digraph(SEED, grad=True, at={"x": 1, "y": 2}), str(out2))
+    write_picture(to_digraph(SEED, grad=True, at={"x": 1, "y": 2}), str(out2))
     w2, h2 = png_size(out2.read_bytes())
     assert w2 > width and h2 > height and h2 <= 3000
 
 
 @needs_dot
 def test_svg_parses_as_xml_and_pdf_has_its_header(tmp_path):
-    write(to_digraph(SEED, grad=True, at={"x": 1, "y": 2}), str(tmp_path / "seed.svg"))
+    write_picture(to_digraph(SEED, grad=True, at={"x": 1, "y": 2}), str(tmp_path / "seed.svg"))
     root = ET.parse(tmp_path / "seed.svg").getroot()
     assert root.tag.endswith("svg")
     texts = [t.text for t in root.iter() if t.tag.endswith("text") and t.text]
     assert "∂f/∂x" in texts and "3 + 2 = 5" in texts
-    write(to_digraph(SEED), str(tmp_path / "seed.pdf"))
+    write_picture(to_digraph(SEED), str(tmp_path / "seed.pdf"))
     assert (tmp_path / "seed.pdf").read_bytes()[:5] == b"%PDF-"
 
 
@@ -275,15 +275,15 @@ def test_dot_that_takes_too_long_is_stopped():
 def test_dot_text_needs_no_dot_and_unknown_extensions_fail(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", "")
     d = to_digraph(SEED)
-    write(d, str(tmp_path / "seed.dot"))
+    write_picture(d, str(tmp_path / "seed.dot"))
     assert (tmp_path / "seed.dot").read_text() == d.source
-    write(d, "-")
+    write_picture(d, "-")
     assert capsys.readouterr().out == d.source
     with pytest.raises(DotNotFoundError, match="apt-get install graphviz"):
-        write(d, str(tmp_path / "seed.png"))
+        write_picture(d, str(tmp_path / "seed.png"))
     assert not (tmp_path / "seed.png").exists()
     with pytest.raises(SymadError, match=r"\.png, \.svg"):
-        write(d, str(tmp_path / "seed.jpeg"))
+        write_picture(d, str(tmp_path / "seed.jpeg"))
 
 
 # ------------------------------------------------------------------ the command

@@ -153,7 +153,7 @@ class _Translator:
         name = self.d.functions.get(function, function if self.d.any_function else None)
         if name is None:
             raise SymadError(f"no Python for the C library function {function!r}: add it to "
-                             "symad.backends.c_code.PYTHON")
+                             "symad.tools.exporters.straight_line.PYTHON")
         return self._using(f"{name}({', '.join(args)})")
 
     def divide(self, a: str, b: str) -> str:

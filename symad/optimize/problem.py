@@ -12,9 +12,9 @@ from symad.core import indexed
 from symad.core.dag import Graph
 from symad.core.errors import PointError, VariableError, check_variables
 from symad.expr import Expr, parse
-from symad.hessian import SecondOrder
 from symad.objectives import Objective
-from symad.tools.optimize.conditions import check_objective
+from symad.optimize.conditions import check_objective
+from symad.second_order import SecondOrder
 
 # Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
 # rows are n reverse sweeps through the gradient, so its DAG and code can be n times the

@@ -3,14 +3,14 @@
 A constraint is ``("eq", text)`` (the expression is 0 at a solution) or ``("ineq", text)``
 (the expression is ≥ 0, scipy's convention); scipy's own dict form ``{"type": "eq", "fun":
 text}`` is read too.  A comparison means what it says
-(:func:`~symad.tools.optimize.conditions.as_constraint`): ``x <= 1`` is
+(:func:`~symad.optimize.conditions.as_constraint`): ``x <= 1`` is
 ``1 - x ≥ 0``, ``a == b`` is ``a - b = 0``; a condition it cannot mean (``<``, ``!=``,
 ``and``, a kind its relation contradicts) is refused, never read as the 0 or 1 it computes.
 
 All of a problem's constraints compile into one :class:`~symad.vector_function.VectorFunction`
 over its free variables (fixed values substituted, parameters passed at each call), whose
 values and Jacobian come from one program run per point; the Hessian of ``Σ v_i c_i(x)``,
-which ``trust-constr`` asks for, is one :class:`~symad.hessian.SecondOrder` with the
+which ``trust-constr`` asks for, is one :class:`~symad.second_order.SecondOrder` with the
 multipliers ``v`` as parameters.
 """
 
@@ -24,9 +24,9 @@ import numpy as np
 from symad.core.dag import Graph
 from symad.core.errors import SymadError, VariableError, name_list
 from symad.expr import Expr, parse
-from symad.hessian import SecondOrder
-from symad.tools.optimize.conditions import as_constraint
-from symad.tools.optimize.problem import substitute
+from symad.optimize.conditions import as_constraint
+from symad.optimize.problem import substitute
+from symad.second_order import SecondOrder
 from symad.vector_function import VectorFunction
 
 KINDS = ("eq", "ineq")

@@ -1,9 +1,9 @@
 """The optimisation methods: each a generator of iterates, just its update rule.
 
-A method takes the :class:`~symad.tools.optimize.problem.Problem`, the start
+A method takes the :class:`~symad.optimize.problem.Problem`, the start
 ``x`` with its value ``f`` and gradient ``g``, and its options, and yields
 ``(x, f, g, step length)``; it returns (ends) with a message when its line
-search fails.  :func:`symad.tools.optimize.driver.minimize` owns the stopping rules.
+search fails.  :func:`symad.optimize.driver.minimize` owns the stopping rules.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from symad.tools.optimize.problem import Problem
+from symad.optimize.problem import Problem
 
 Step = tuple[np.ndarray, float, np.ndarray, float]  # x, f, gradient, length of the step tried
 Method = Callable[..., Iterator[Step]]

@@ -10,10 +10,10 @@ import numpy as np
 
 from symad.core.errors import SymadError
 from symad.expr import Expr
-from symad.hessian import SecondOrder
 from symad.objectives import Objective
-from symad.tools.optimize.constraints import Constraints
-from symad.tools.optimize.problem import DataProblem, Problem, box
+from symad.optimize.constraints import Constraints
+from symad.optimize.problem import DataProblem, Problem, box
+from symad.second_order import SecondOrder
 
 
 class ScipyFunctions:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.ad.hessian import direction_names, hessian_nodes, jvp_many
+from symad.ad.matrices import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
 from symad.backends.tape import Tape
 from symad.core.dag import Graph

@@ -2,7 +2,7 @@
 
 The objective's value and gradient come from one compiled program per point, its Hessian
 (``trust-constr``) from another; the constraints' values and Jacobian from one program of
-them all (:class:`~symad.tools.optimize.constraints.Constraints`), and ``trust-constr``
+them all (:class:`~symad.optimize.constraints.Constraints`), and ``trust-constr``
 also gets the exact Hessian of ``Σ v_i c_i``.  scipy's iterations, symad's result.
 """
 
@@ -18,10 +18,10 @@ import numpy as np
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
-from symad.hessian import SecondOrder
 from symad.objectives import Objective
-from symad.tools.optimize.constraints import Constraints, read_constraints
-from symad.tools.optimize.problem import DataProblem, Problem
+from symad.optimize.constraints import Constraints, read_constraints
+from symad.optimize.problem import DataProblem, Problem
+from symad.second_order import SecondOrder
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
 FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance

@@ -33,11 +33,11 @@ import numpy as np
 
 from symad.core.errors import SymadError
 from symad.expr import Expr
-from symad.hessian import SecondOrder
 from symad.objectives import Objective
-from symad.tools.optimize.constrained import SCIPY_METHODS, minimize_scipy
-from symad.tools.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
-from symad.tools.optimize.problem import DataProblem, Problem
+from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
+from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
+from symad.optimize.problem import DataProblem, Problem
+from symad.second_order import SecondOrder
 
 
 class OptimizeResult(dict):
@@ -121,7 +121,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
              **options: float) -> OptimizeResult:
     """Minimise an expression (or its text) from ``x0`` with exact derivatives.
 
-    ``fun`` may also be a :class:`symad.hessian.SecondOrder`, whose compiled programs
+    ``fun`` may also be a :class:`symad.second_order.SecondOrder`, whose compiled programs
     are then reused (no compilation per call, e.g. for many starts), or an
     :class:`~symad.objectives.Objective` (a loss summed over data), minimised over its
     ``wrt``, with ``fixed`` and ``params`` (its parameters' values) as for an expression, and
@@ -143,7 +143,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
     ``params``: ``{name: value}`` held constant too, but passed at each call to one
-    compiled function, so a :class:`~symad.hessian.SecondOrder` compiled with ``wrt=`` is
+    compiled function, so a :class:`~symad.second_order.SecondOrder` compiled with ``wrt=`` is
     reused for new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one
     ``(lo, hi)`` per free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``,
     ``eps`` must be positive and finite, ``max_iter`` a positive integer (default 1000
