@@ -1,0 +1,130 @@
+"""The NumPy evaluator of loops (symad.backends.arrays): the canonical order of a sum's terms,
+entries read over a range, and a loop's value against its terms computed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symad
+from symad.backends.arrays import BLOCK, ArrayProgram, blocked_sum
+from symad.core import binders
+from symad.core.dag import Graph
+from symad.core.errors import PointError
+
+
+def reference_sum(terms: np.ndarray) -> float:
+    """The documented order, one float at a time: per block of BLOCK terms two lanes from 0.0
+    (even offsets, odd offsets) added left to right, then lane plus lane; the blocks' sums by NumPy."""
+    blocks = []
+    for start in range(0, len(terms), BLOCK):
+        even = odd = 0.0
+        for k, t in enumerate(terms[start:start + BLOCK].tolist()):
+            if k % 2:
+                odd += t
+            else:
+                even += t
+        blocks.append(even + odd)
+    if not blocks:
+        return 0.0
+    return float(np.add.reduce(np.array(blocks))) if len(blocks) > 1 else blocks[0]
+
+
+SIZES = [0, 1, 2, 3, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 5]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_blocked_sum_is_the_documented_order_to_the_bit(n: int) -> None:
+    rng = np.random.default_rng(n)
+    # magnitudes spread over many binades, so that another order gives other bits
+    terms = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, n)
+    got = blocked_sum(terms)
+    assert type(got) is float
+    assert got == reference_sum(terms) or (np.isnan(got) and np.isnan(reference_sum(terms)))
+
+
+def test_these_terms_tell_orders_apart() -> None:
+    # the test above can fail: the same terms left to right, or by NumPy's own sum, give other bits
+    n = 3 * BLOCK + 5
+    rng = np.random.default_rng(n)
+    terms = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, n)
+    plain = 0.0
+    for t in terms.tolist():
+        plain += t
+    assert len({blocked_sum(terms), plain, float(terms.sum())}) == 3
+
+
+def test_blocked_sum_of_special_values() -> None:
+    assert blocked_sum(np.array([])) == 0.0
+    assert np.isnan(blocked_sum(np.array([1.0, np.nan, 2.0])))
+    assert blocked_sum(np.array([np.inf, 1.0])) == np.inf
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(blocked_sum(np.array([np.inf, -np.inf])))
+
+
+def _program(text: str) -> tuple[Graph, int, ArrayProgram]:
+    graph = Graph()
+    root = symad.parse(text, graph).id
+    assert binders.is_binder(graph, root) or binders.has_scoped(graph, [root])
+    return graph, root, ArrayProgram(graph, [root])
+
+
+N = 3 * BLOCK + 5  # over UNROLL_MAX_TERMS, so every sum below stays a loop
+
+
+def test_a_loop_adds_its_terms_in_the_canonical_order() -> None:
+    graph, root, program = _program(f"sum(i = 1..{N}, x[i]^2*y + x[i+1])")
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(N + 1), 0.75
+    (value,) = program.run({graph.var("y"): y}, {"x": (x, 1)})
+    terms = x[:-1] * x[:-1] * y + x[1:]
+    assert value == reference_sum(terms)
+
+
+def test_entries_with_offsets_and_reversed_strides_read_the_right_slices() -> None:
+    # sum(i, i * x[i + 2] * x[N + 1 - i]): the index as a number, a shift, stride -1
+    graph, root, program = _program(f"sum(i = 1..{N}, i*x[i+2]*x[{N + 1}-i])")
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(N + 2)  # x[1..N+2]
+    (value,) = program.run({}, {"x": (x, 1)})
+    i = np.arange(1, N + 1)
+    assert value == reference_sum(i * x[i + 1] * x[N - i])
+
+
+def test_a_stride_of_two_reads_every_other_entry() -> None:
+    graph, root, program = _program(f"sum(i = 1..{N}, x[2*i - 1])")
+    x = np.arange(1.0, 2 * N)  # x[1..2N-1] = 1..2N-1
+    (value,) = program.run({}, {"x": (x, 1)})
+    assert value == reference_sum(x[0::2])
+
+
+def test_an_each_root_is_an_array_over_its_range() -> None:
+    graph = Graph()
+    x, y = graph.vector("x"), graph.var("y")
+    i = graph.index(0)
+    body = graph.make("mul", binders.item(graph, x, graph.make("add", i, graph.const(1.0))), y)
+    each = binders.reduce(graph, "each", 0, 5, 20, body)
+    values = np.arange(100.0)
+    (out,) = ArrayProgram(graph, [each]).run({y: 2.0}, {"x": (values, 0)})
+    assert isinstance(out, np.ndarray) and out.tolist() == [2.0 * k for k in range(6, 22)]
+
+
+def test_an_entry_outside_any_loop_is_a_number() -> None:
+    graph, root, program = _program(f"x[3] + sum(i = 1..{N}, x[i])")
+    x = np.linspace(0, 1, N)
+    (value,) = program.run({}, {"x": (x, 1)})
+    assert value == x[2] + reference_sum(x)
+
+
+def test_a_missing_vector_is_named() -> None:
+    graph, root, program = _program(f"sum(i = 1..{N}, x[i]*z[i])")
+    with pytest.raises(PointError, match="z"):
+        program.run({}, {"x": (np.ones(N), 1)})
+
+
+def test_a_prod_kept_as_a_loop_is_refused_plainly() -> None:
+    graph = Graph()
+    body = binders.item(graph, graph.vector("x"), graph.index(0))
+    node = binders.reduce(graph, "prod", 0, 1, N, body)
+    with pytest.raises(symad.SymadError, match=r"prod\(...\).*not evaluated yet"):
+        ArrayProgram(graph, [node]).run({}, {"x": (np.ones(N), 1)})
