@@ -110,7 +110,7 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
 
 def _has_loops(expr: Any) -> bool:
     graph = getattr(expr, "graph", None)
-    if graph is None or "index" not in graph.op:  # no loop anywhere in the graph: the common case
+    if graph is None or not graph.scoped:  # no loop or vector anywhere in the graph: the common case
         return False
     return importlib.import_module(".core.binders", __name__).has_scoped(graph, [expr.id])
 

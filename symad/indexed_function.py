@@ -41,13 +41,17 @@ class IndexedFunction:
         self.spans = binders.index_span(graph, [root])
         scalars = [n for n in graph.reachable([root]) if graph.op[n] == "var"]
         names = sorted([*(graph.data[n] for n in scalars), *self.spans], key=natural_key)  # type: ignore[misc]
-        if wrt is None:
-            wrt = names
+        if wrt is None:  # what has one index or none; a vector of several indices is data
+            wrt = [n for n in names if len(self.spans.get(n, ((0, 0),))) == 1]
         unknown = [w for w in wrt if w not in names]
         if unknown:
             raise VariableError(f"{unknown[0]} is not a variable or vector of the expression "
                                 f"(it has {', '.join(names)})")
         self.wrt = tuple(sorted(wrt, key=natural_key))
+        several = [w for w in self.wrt if len(self.spans.get(w, ())) > 1]
+        if several:
+            raise VariableError(f"{several[0]} has {len(self.spans[several[0]])} indices: gradients over it are "
+                                "not supported yet (it can be data, given at each call)")
         self.data = tuple(n for n in names if n not in self.wrt)
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
         partials, vectors = indexed_gradient(graph, root)
@@ -63,13 +67,14 @@ class IndexedFunction:
 
     def _length(self, name: str) -> int:
         span = self.spans.get(name)
-        return 1 if span is None else span[1] - span[0] + 1
+        return 1 if span is None else span[0][1] - span[0][0] + 1
 
     @property
     def variables(self) -> tuple[str, ...]:
         """What is differentiated, in the order of a flat point and of the gradient: a vector
         as ``x[lo..hi]``."""
-        return tuple(f"{n}[{self.spans[n][0]}..{self.spans[n][1]}]" if n in self.spans else n for n in self.wrt)
+        return tuple(f"{n}[{self.spans[n][0][0]}..{self.spans[n][0][1]}]" if n in self.spans else n
+                     for n in self.wrt)
 
     def __repr__(self) -> str:
         return f"IndexedFunction({', '.join(self.variables)})"
@@ -90,18 +95,17 @@ class IndexedFunction:
         for name in (*self.wrt, *self.data):
             if name not in given:
                 if name in self.spans:
-                    low, high = self.spans[name]
-                    raise PointError(f"the point has no value for the vector {name}: give {high - low + 1:,} "
-                                     f"numbers, {name}[{low}] to {name}[{high}]")
+                    raise PointError(f"the point has no value for the vector {name}: give "
+                                     f"{_described(name, self.spans[name])}")
                 raise PointError(f"the point has no value for {name}")
             value = given[name]
             if name in self.spans:
-                low, high = self.spans[name]
+                dims = self.spans[name]
                 array = as_floats(value, name)
-                if array.shape != (high - low + 1,):
-                    raise PointError(f"{name} has {high - low + 1:,} entries ({name}[{low}] to {name}[{high}]), "
-                                     f"not an array of shape {array.shape}")
-                vectors[name] = (array, low)
+                shape = tuple(high - low + 1 for low, high in dims)
+                if array.shape != shape:
+                    raise PointError(f"{name} has {_described(name, dims)}, not an array of shape {array.shape}")
+                vectors[name] = (np.ascontiguousarray(array), tuple(low for low, _ in dims))
             else:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
         value, *partials = self._program.run(scalars, vectors)
@@ -146,3 +150,14 @@ class IndexedFunction:
             else:
                 out.append((name, to_infix(self.graph, partials[self._scalar_nodes[name]]), None))
         return out
+
+
+def _described(name: str, dims: Sequence[tuple[int, int]]) -> str:
+    """``20,000 entries (x[1] to x[20000])``, or the shape of a vector of several indices."""
+    if len(dims) == 1:
+        ((low, high),) = dims
+        return f"{high - low + 1:,} entries ({name}[{low}] to {name}[{high}])"
+    shape = " x ".join(f"{high - low + 1:,}" for low, high in dims)
+    first = ", ".join(str(low) for low, _ in dims)
+    last = ", ".join(str(high) for _, high in dims)
+    return f"{shape} entries ({name}[{first}] to {name}[{last}])"

@@ -33,7 +33,8 @@ class VectorPartial(NamedTuple):
 @without_gc
 def indexed_gradient(graph: Graph, root: int) -> tuple[dict[int, int], dict[str, VectorPartial]]:
     """Reverse mode over an expression with indexed sums: ``({variable node: ∂root/∂variable},
-    {vector name: its partials as one each node})``, every partial a node of ``graph``."""
+    {vector name: its partials as one each node})``, every partial a node of ``graph``.  Vectors
+    of several indices are data: they get no partials."""
     order = canonical_order(graph, [root])
     op_of, args_of = graph.op, graph.args
     sources = [n for n in order if op_of[n] in ("var", "vector")]
@@ -41,50 +42,91 @@ def indexed_gradient(graph: Graph, root: int) -> tuple[dict[int, int], dict[str,
     zero = graph.const(0.0)
     scalars = {v: adjoint.get(v, zero) for v in sources if op_of[v] == "var"}
     span = binders.index_span(graph, [root])
-    parts: dict[str, list[tuple[int, int, int]]] = {name: [] for name in span}  # name -> (low, high, term)
-    k = graph.index(0)
+    parts: dict[str, list[tuple[int, int, int]]] = {name: [] for name, dims in span.items() if len(dims) == 1}
     lv = binders.levels(graph)
     for node in order:
         adj = adjoint.get(node)
         if adj is None or lv[node] >= 0:
             continue
         op = op_of[node]
-        if op == "item":  # x[3] outside any loop
+        if op == "item" and len(args_of[node]) == 2:  # x[3] outside any loop
             vector, index = args_of[node]
             at = int(graph.data[index])  # type: ignore[arg-type]
             parts[graph.data[vector]].append((at, at, adj))  # type: ignore[index]
         elif op in BINDERS:
-            _gather(graph, node, adj, k, parts)
+            _gather(graph, node, adj, parts, span)
+    k = graph.index(0)
     vectors = {}
     for name, terms in parts.items():
-        low, high = span[name]
+        ((low, high),) = span[name]
         vectors[name] = VectorPartial(binders.reduce(graph, "each", 0, low, high, _guarded(graph, k, low, high, terms)),
                                       low, high)
     return scalars, vectors
 
 
-def _gather(graph: Graph, node: int, adjoint: int, k: int, parts: dict[str, list[tuple[int, int, int]]]) -> None:
-    """What binder ``node`` (adjoint ``adjoint``) passes to each vector entry ``x[k]``."""
-    level, low, high = graph.data[node]  # type: ignore[misc]
-    inner = body_adjoints(graph, node)
-    index = graph.index(level)
-    for item in binders.items(graph, graph.args[node][0], level):
-        partial = inner.get(item)
-        if partial is None:
-            continue
-        vector, at = graph.args[item]
-        coef, shift = binders.affine(graph, at)  # type: ignore[misc]
-        if set(coef) != {level} or abs(coef[level]) != 1:
-            raise SymadError(f"the gradient through {graph.data[vector]}[...] at a stride other than 1 "
-                             "is not supported yet")
-        a = coef[level]
-        # x[a*i + shift] = x[k]  <=>  i = a*(k - shift), for a = ±1
-        solved = graph.make("sub", k, graph.const(float(shift)))
-        if a < 0:
-            solved = graph.make("neg", solved)
-        term = binders.substitute(graph, partial, {index: solved})
+def _gather(graph: Graph, loop: int, adjoint: int, parts: dict[str, list[tuple[int, int, int]]],
+            span: dict[str, list[tuple[int, int]]]) -> None:
+    """What top-level binder ``loop`` (adjoint ``adjoint``) and the loops inside it pass to each
+    entry ``x[k]`` of a vector: ``(low, high, term)`` in ``parts[x]``, ``term`` an expression of
+    ``k = index(0)`` (the loops around the entry other than the one solved for become sums)."""
+    todo = [(loop, adjoint, ())]
+    while todo:
+        node, adj, around = todo.pop()
+        level, low, high = graph.data[node]  # type: ignore[misc]
+        chain = (*around, (level, low, high))
+        body = graph.args[node][0]
+        inner = body_adjoints(graph, node)
+        for item in binders.items(graph, body, level):
+            partial = inner.get(item)
+            name = graph.data[graph.args[item][0]]
+            if partial is not None and name in parts:
+                parts[name].append(_entry_term(graph, item, graph.make("mul", adj, partial), chain,  # type: ignore[index]
+                                               span[name][0]))  # type: ignore[index]
+        for inside in binders.nested(graph, body, level):
+            partial = inner.get(inside)
+            if partial is not None:
+                todo.append((inside, graph.make("mul", adj, partial), chain))
+
+
+def _entry_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, int, int], ...],
+                domain: tuple[int, int]) -> tuple[int, int, int]:
+    """``(low, high, term at k)``: the contribution of ``term`` (an expression of the loops of
+    ``chain``) to ``∂/∂x[k]`` through entry ``item = x[Σ c_l i_l + shift]``: the deepest index with
+    a coefficient ±1 is solved for k, the others summed over their ranges."""
+    vector, at = graph.args[item]
+    coef, shift = binders.affine(graph, at)  # type: ignore[misc]
+    solvable = [lvl for lvl in coef if abs(coef[lvl]) == 1]
+    if not solvable:
+        raise SymadError(f"the gradient through {graph.data[vector]}[...] at a stride other than 1 "
+                         "is not supported yet")
+    solved_level = max(solvable)
+    rest = [(lvl, lo, hi) for lvl, lo, hi in chain if lvl != solved_level]
+    k = graph.index(0)
+    mapping = {graph.index(lvl): graph.index(m + 1) for m, (lvl, _, _) in enumerate(rest)}
+    # x[a*i_s + Σ c_l i_l + shift] = x[k]  <=>  i_s = a*(k - shift - Σ c_l i_l), for a = ±1
+    solved = graph.make("sub", k, graph.const(float(shift)))
+    for lvl, c in coef.items():
+        if lvl != solved_level:
+            solved = graph.make("sub", solved, graph.make("mul", graph.const(float(c)), mapping[graph.index(lvl)]))
+    a = coef[solved_level]
+    if a < 0:
+        solved = graph.make("neg", solved)
+    mapping[graph.index(solved_level)] = solved
+    term = binders.substitute(graph, term, mapping)
+    (_, low, high), = [c for c in chain if c[0] == solved_level]
+    if len(coef) == 1:  # the entry's index is k alone: its range is a guard on k, outside the sums
+        for m in range(len(rest) - 1, -1, -1):
+            term = binders.reduce(graph, "sum", m + 1, rest[m][1], rest[m][2], term)
         lo, hi = sorted((a * low + shift, a * high + shift))
-        parts[graph.data[vector]].append((lo, hi, graph.make("mul", adjoint, term)))  # type: ignore[index]
+        return lo, hi, term
+    zero = graph.const(0.0)
+    inside = graph.make("and", graph.make("le", graph.const(float(low)), solved),
+                        graph.make("le", solved, graph.const(float(high))))
+    term = graph.make("where", inside, term, zero)
+    for m in range(len(rest) - 1, -1, -1):
+        _, lo, hi = rest[m]
+        term = binders.reduce(graph, "sum", m + 1, lo, hi, term)
+    return domain[0], domain[1], term
 
 
 def _guarded(graph: Graph, k: int, low: int, high: int, terms: Sequence[tuple[int, int, int]]) -> int:

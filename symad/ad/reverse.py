@@ -162,7 +162,8 @@ _BODY_ADJOINTS: weakref.WeakKeyDictionary[Graph, dict[int, dict[int, int]]] = we
 
 def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
     """For binder ``node``, ``{leaf: ∂body/∂leaf}`` as nodes (expressions of its index), for the
-    leaves of its body: its captures and its items.  The body's own reverse sweep, done once."""
+    leaves of its body (its captures and its items) and the loops directly inside it.  The body's
+    own reverse sweep, done once."""
     done = _BODY_ADJOINTS.setdefault(graph, {})
     known = done.get(node)
     if known is not None:
@@ -171,11 +172,14 @@ def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
     body, *caps = graph.args[node]
     sources = {*caps, *binders.items(graph, body, level)}
     order = canonical_order(graph, [body])
+    # vectors make the loops inside active, whose own entries take their partials from them
+    sources.update(n for n in order if graph.op[n] == "vector")
     # A capture is a leaf here: what it passes to its own arguments (another capture inside it,
     # sin(y) to y) is the outer sweep's business, which sees the sum's partial along it.
     dead = {c: tuple(range(len(graph.args[c]))) for c in caps}
     adjoint = backward(graph, order, body, Nodes(graph), active(graph, order, sources, dead), dead)
-    known = done[node] = {leaf: adjoint[leaf] for leaf in sources if leaf in adjoint}
+    kept = [*sources, *binders.nested(graph, body, level)]  # a loop inside passes on to its own entries
+    known = done[node] = {n: adjoint[n] for n in kept if n in adjoint}
     return known
 
 

@@ -24,22 +24,29 @@ from symad.schedule.lowering import PRIMITIVES, lower
 BLOCK = 8192  # terms a block: the same as the data-sum loop's rows a block
 
 
-def blocked_sum(terms: np.ndarray) -> float:
-    """``terms`` added in the canonical order, the compiled row-sum loop's: blocks of :data:`BLOCK`
-    terms; in a block, two lanes from 0.0, one adding the terms at even offsets and one those at
-    odd offsets, left to right, then lane one plus lane two; the blocks' sums pairwise (NumPy's
-    sum).  Blocks may so run on any number of cores with the same bits."""
-    n = len(terms)
+def blocked_sum(terms: np.ndarray) -> Any:
+    """``terms`` added along their last axis in the canonical order, the compiled row-sum loop's:
+    blocks of :data:`BLOCK` terms; in a block, two lanes from 0.0, one adding the terms at even
+    offsets and one those at odd offsets, left to right, then lane one plus lane two; the blocks'
+    sums pairwise (NumPy's sum).  Blocks may so run on any number of cores with the same bits.
+    A float for 1-D terms, else an array of the leading shape."""
+    terms = np.asarray(terms)
+    if terms.ndim == 0:
+        terms = terms.reshape(1)
+    lead, n = terms.shape[:-1], terms.shape[-1]
     if n == 0:
-        return 0.0
-    full = n // BLOCK
-    sums = []
-    if full:
-        sums.append(_lanes(terms[:full * BLOCK].reshape(full, BLOCK)))
-    if n > full * BLOCK:
-        sums.append(_lanes(terms[full * BLOCK:].reshape(1, -1)))
-    blocks = sums[0] if len(sums) == 1 else np.concatenate(sums)
-    return float(blocks.sum() if len(blocks) > 1 else blocks[0])
+        return 0.0 if not lead else np.zeros(lead)
+    rows = terms.reshape(-1, n)
+    if True:
+        full = n // BLOCK
+        sums = []
+        if full:
+            sums.append(_lanes(rows[:, :full * BLOCK].reshape(-1, BLOCK)).reshape(len(rows), full))
+        if n > full * BLOCK:
+            sums.append(_lanes(rows[:, full * BLOCK:]).reshape(len(rows), 1))
+        blocks = sums[0] if len(sums) == 1 else np.concatenate(sums, axis=1)
+        out = blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0]
+    return float(out[0]) if not lead else out.reshape(lead)
 
 
 def _lanes(blocks: np.ndarray) -> np.ndarray:
@@ -81,6 +88,7 @@ class ArrayProgram:
             inside = _body_nodes(graph, body, level)
             self.loops[node] = (_Scope(graph, inside, caps),
                                 [n for n in inside if op_of[n] == "item"])
+        self.depth = 1 + max((graph.data[n][0] for n in self.loops), default=0)  # type: ignore[index]
         # compiled code for some binders (:mod:`symad.runtime.loops`): node -> runner(captures, vectors)
         self.runners: dict[int, Any] = {}
 
@@ -109,7 +117,7 @@ class ArrayProgram:
         with np.errstate(all="ignore"):
             return self._loop(node, outer, vectors, {}, (low, high), each=True)
 
-    def _loop(self, node: int, outer: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, int]],
+    def _loop(self, node: int, outer: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, Any]],
               ranges: dict[int, np.ndarray], bounds: tuple[int, int] | None = None, each: bool = False) -> Any:
         graph = self.graph
         runner = self.runners.get(node) if bounds is None else None
@@ -118,12 +126,12 @@ class ArrayProgram:
         level, low, high = graph.data[node]  # type: ignore[misc]
         if bounds is not None:
             low, high = bounds
-        if level:
-            raise SymadError("nested sums over more than "
-                             f"{binders.UNROLL_MAX_TERMS:,} terms are not evaluated yet")
         scope, items = self.loops[node]
         body, *caps = graph.args[node]
-        index = np.arange(low, high + 1, dtype=np.float64)
+        # the index along axis `level` of `depth` axes: each loop's values broadcast along its own axis
+        shape = [1] * self.depth
+        shape[level] = high - low + 1
+        index = np.arange(low, high + 1, dtype=np.float64).reshape(shape)
         inner_ranges = {**ranges, level: index}
         values: dict[int, Any] = {c: outer[c] for c in caps}
         values[graph.index(level)] = index
@@ -131,35 +139,49 @@ class ArrayProgram:
             values[item] = self._items(item, inner_ranges, vectors)
         self._run_scope(scope, values, vectors, inner_ranges)
         result = values[body]
+        result = np.broadcast_to(result, np.broadcast_shapes(np.shape(result), index.shape))
         op = "each" if each else graph.op[node]
         if op == "sum":
-            return blocked_sum(np.broadcast_to(result, index.shape))
-        if op == "each":
-            return np.array(np.broadcast_to(result, index.shape))
+            total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1)), level)
+            return float(total.reshape(())) if level == 0 else total
+        if op == "each" and level == 0:
+            return np.array(result.reshape(-1))
         raise SymadError(f"{op}(...) over more than {binders.UNROLL_MAX_TERMS:,} terms is not evaluated yet")
 
     def _items(self, node: int, ranges: dict[int, np.ndarray] | None,
-               vectors: Mapping[str, tuple[np.ndarray, int]]) -> Any:
-        """The entries ``x[a*i + b]`` over the range (a float outside any loop).  Past either end
+               vectors: Mapping[str, tuple[np.ndarray, Any]]) -> Any:
+        """The entries ``x[a*i + b, ...]`` over the ranges (a float outside any loop).  Past an end
         of ``x`` an entry reads the nearest one: only a guarded term (``where``) reads there."""
         graph = self.graph
-        vector, at = graph.args[node]
+        vector, *ats = graph.args[node]
         name = graph.data[vector]
         given = vectors.get(name)  # type: ignore[arg-type]
         if given is None:
             raise PointError(f"the point has no value for the vector {name}")
-        array, first = given
-        coef, shift = binders.affine(graph, at)  # type: ignore[misc]
-        if not coef:
-            return float(array[min(max(shift - first, 0), len(array) - 1)])
-        (level, a), = coef.items()
-        index = ranges[level]  # type: ignore[index]
-        start = a * int(index[0]) + shift - first
-        n = len(index)
-        stop = start + a * (n - 1)
-        if 0 <= min(start, stop) and max(start, stop) < len(array):
-            return array[start:stop + (1 if a > 0 else -1) if stop + (1 if a > 0 else -1) >= 0 else None:a]
-        return array[np.clip(np.arange(start, stop + (1 if a > 0 else -1), a), 0, len(array) - 1)]
+        array, firsts = given
+        firsts = (firsts,) if isinstance(firsts, int) else firsts
+        forms = [binders.affine(graph, at) for at in ats]
+        if len(ats) == 1:  # the common case: a slice, read in place
+            coef, shift = forms[0]  # type: ignore[misc]
+            if not coef:
+                return float(array[min(max(shift - firsts[0], 0), len(array) - 1)])
+            if len(coef) == 1:
+                (level, a), = coef.items()
+                index = ranges[level]  # type: ignore[index]
+                n = index.size
+                start = a * int(index.reshape(-1)[0]) + shift - firsts[0]
+                stop = start + a * (n - 1)
+                if 0 <= min(start, stop) and max(start, stop) < len(array):
+                    end = stop + (1 if a > 0 else -1)
+                    return array[start:end if end >= 0 else None:a].reshape(index.shape)
+        positions = []
+        for d, (coef, shift) in enumerate(forms):  # type: ignore[misc]
+            at: Any = shift - firsts[d]
+            for level, c in coef.items():
+                at = at + c * ranges[level].astype(np.int64)  # type: ignore[index]
+            positions.append(np.clip(at, 0, array.shape[d] - 1))
+        picked = array[tuple(positions)]
+        return float(picked) if np.ndim(picked) == 0 else picked
 
 
 def _body_nodes(graph: Graph, body: int, level: int) -> list[int]:

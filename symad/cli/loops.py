@@ -15,7 +15,7 @@ COMMANDS = ("grad", "eval", "diff", "postfix")  # the others say they do not tak
 
 def has_loops(expr: Expr | None) -> bool:
     """Whether ``expr`` has a sum kept as a loop."""
-    return expr is not None and "index" in expr.graph.op and binders.has_scoped(expr.graph, [expr.id])
+    return expr is not None and expr.graph.scoped and binders.has_scoped(expr.graph, [expr.id])
 
 
 def refuse(command: str) -> SymadError:

@@ -56,13 +56,15 @@ def levels(graph: Graph) -> list[int]:
 
 def has_scoped(graph: Graph, roots: Iterable[int]) -> bool:
     """Whether the roots use any indexed node (a binder, an item, an index)."""
+    if not graph.scoped:
+        return False
     return any(graph.op[n] in SCOPED for n in graph.reachable(roots))
 
 
 def refuse(graph: Graph, roots: Iterable[int], what: str) -> None:
     """Raise a SymadError if the roots have a sum kept as a loop, which ``what`` does not take yet."""
     roots = list(roots)
-    if "index" in graph.op and has_scoped(graph, roots):
+    if graph.scoped and has_scoped(graph, roots):
         raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet (they "
                          "stay loops): symad.compile, grad, eval and diff take them, or write the sum shorter")
 
@@ -94,7 +96,15 @@ def reduce(graph: Graph, op: str, level: int, low: int, high: int, body: int) ->
         if lv[body] < level:
             count = graph.const(float(high - low + 1))
             return graph.make("mul", count, body) if op == "sum" else graph.make("pow", body, count)
-    return graph.bind(op, level, low, high, body, captures(graph, body, level))
+    caps = captures(graph, body, level)
+    # A binder's level is one past the deepest index its captures use: a loop that does not use
+    # the loops around it is the same node as the one written outside them.
+    lowest = 1 + max((lv[c] for c in caps), default=-1)
+    if lowest < level:
+        body = substitute(graph, body, {}, (level, level - lowest))
+        level = lowest
+        caps = captures(graph, body, level)
+    return graph.bind(op, level, low, high, body, caps)
 
 
 def captures(graph: Graph, body: int, level: int) -> list[int]:
@@ -152,9 +162,13 @@ def affine(graph: Graph, node: int) -> tuple[dict[int, int], int] | None:
     return out[node]
 
 
-def item(graph: Graph, vector: int, index: int) -> int:
-    """The entry ``vector[index]`` with ``index`` in its normal affine form (``a*i + b``), so that
-    ``x[i + 1]``, ``x[1 + i]`` and ``x[i - 1 + 2]`` are one node; None when it is not affine."""
+def item(graph: Graph, vector: int, *indices: int) -> int:
+    """The entry ``vector[indices]`` with each index in its normal affine form (``a*i + b``), so
+    that ``x[i + 1]``, ``x[1 + i]`` and ``x[i - 1 + 2]`` are one node."""
+    return graph.item(vector, *(_normal_index(graph, index) for index in indices))
+
+
+def _normal_index(graph: Graph, index: int) -> int:
     form = affine(graph, index)
     if form is None:
         raise SymadError("an index must be an affine expression of indices")
@@ -170,15 +184,16 @@ def item(graph: Graph, vector: int, index: int) -> int:
             term = graph.make("mul", graph.const(float(a)), term)
         node = term if node is None else graph.make("add", node, term)
     if node is None:
-        node = graph.const(float(shift))
-    elif shift:
+        return graph.const(float(shift))
+    if shift:
         node = graph.make("add" if shift > 0 else "sub", node, graph.const(float(abs(shift))))
-    return graph.item(vector, node)
+    return node
 
 
-def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
+def substitute(graph: Graph, root: int, mapping: Mapping[int, int], shift: tuple[int, int] | None = None) -> int:
     """``root`` with every node of ``mapping`` replaced by its image, all at once, rebuilt through
-    binders (whose captures are found again)."""
+    binders (whose captures are found again).  ``shift = (level, delta)`` moves every index and
+    binder of ``level`` or deeper ``delta`` levels up."""
     done: dict[int, int] = {}
     op_of, args_of, data_of = graph.op, graph.args, graph.data
     for node in graph.reachable([root]):
@@ -186,17 +201,21 @@ def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
         if image is not None:
             done[node] = image
             continue
+        if shift is not None and op_of[node] == "index" and data_of[node] >= shift[0]:  # type: ignore[operator]
+            done[node] = graph.index(data_of[node] - shift[1])  # type: ignore[operator]
+            continue
         args = args_of[node]
         new = tuple(done[a] for a in args)
-        if new == args:
+        op = op_of[node]
+        moved = shift is not None and op in BINDERS and data_of[node][0] >= shift[0]  # type: ignore[index]
+        if new == args and not moved:
             done[node] = node
             continue
-        op = op_of[node]
         if op in BINDERS:
             level, low, high = data_of[node]  # type: ignore[misc]
-            done[node] = reduce(graph, op, level, low, high, new[0])
+            done[node] = reduce(graph, op, level - shift[1] if moved else level, low, high, new[0])  # type: ignore[index]
         elif op == "item":
-            done[node] = item(graph, new[0], new[1])
+            done[node] = item(graph, new[0], *new[1:])
         else:
             done[node] = graph.build(op, data_of[node], new)
     return done[root]
@@ -204,10 +223,20 @@ def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
 
 def items(graph: Graph, body: int, level: int) -> list[int]:
     """The ``item`` nodes of ``body`` whose index depends on ``level``, in id order; the walk
-    does not enter nested binders (their items are theirs)."""
+    does not enter nested binders (their items are theirs: :func:`nested`)."""
+    return _inside(graph, body, level)[0]
+
+
+def nested(graph: Graph, body: int, level: int) -> list[int]:
+    """The binders directly inside ``body`` (of a binder of ``level``), in id order."""
+    return _inside(graph, body, level)[1]
+
+
+def _inside(graph: Graph, body: int, level: int) -> tuple[list[int], list[int]]:
     lv = levels(graph)
     op_of, args_of = graph.op, graph.args
     found: list[int] = []
+    loops: list[int] = []
     seen: set[int] = set()
     stack = [body]
     while stack:
@@ -219,14 +248,11 @@ def items(graph: Graph, body: int, level: int) -> list[int]:
         if op == "item":
             found.append(node)
         elif op in BINDERS:
-            if any(op_of[n] == "item" for n in items(graph, args_of[node][0], level)):
-                raise SymadError("derivatives through a nested indexed sum whose entries use an outer "
-                                 "index are not supported yet: write the inner sum out, or shorten it "
-                                 f"to {UNROLL_MAX_TERMS:,} terms so that it unrolls")
+            loops.append(node)
             stack.extend(args_of[node][1:])
         else:
             stack.extend(args_of[node])
-    return sorted(found)
+    return sorted(found), sorted(loops)
 
 
 def index_names(taken: Iterable[str], count: int) -> list[str]:
@@ -246,38 +272,44 @@ def vectors(graph: Graph, roots: Iterable[int]) -> list[str]:
     return sorted({graph.data[n] for n in graph.reachable(roots) if graph.op[n] == "vector"})  # type: ignore[misc]
 
 
-def index_span(graph: Graph, roots: Sequence[int]) -> dict[str, tuple[int, int]]:
-    """Per vector, the smallest and largest index its items reach over their ranges (the
-    vector's domain: an indexed variable covers every index in between)."""
+def index_span(graph: Graph, roots: Sequence[int]) -> dict[str, list[tuple[int, int]]]:
+    """Per vector, the smallest and largest index its items reach in each dimension over the
+    ranges of the loops around them (the vector's domain: it covers every index in between)."""
     op_of, args_of, data_of = graph.op, graph.args, graph.data
-    span: dict[str, tuple[int, int]] = {}
+    span: dict[str, list[tuple[int, int]]] = {}
 
     def reach(node: int, bounds: Mapping[int, tuple[int, int]]) -> None:
         name = data_of[args_of[node][0]]
-        if len(args_of[node]) != 2:
-            raise SymadError(f"{name} has {len(args_of[node]) - 1} indices: only one is supported yet")
-        form = affine(graph, args_of[node][1])
-        if form is None:
-            raise SymadError(f"the index of {name} is not an affine expression of indices")
-        coef, lo = form
-        hi = lo
-        for level, c in coef.items():
-            if level not in bounds:
-                raise SymadError(f"an entry of {name} uses an index of an enclosing sum: "
-                                 "nested indexed sums are not supported yet")
-            low, high = bounds[level]
-            lo += min(c * low, c * high)
-            hi += max(c * low, c * high)
+        reached = []
+        for at in args_of[node][1:]:
+            coef, lo = affine(graph, at)  # type: ignore[misc]
+            hi = lo
+            for level, c in coef.items():
+                low, high = bounds[level]
+                lo += min(c * low, c * high)
+                hi += max(c * low, c * high)
+            reached.append((lo, hi))
         old = span.get(name)  # type: ignore[arg-type]
-        span[name] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))  # type: ignore[index]
+        if old is None:
+            span[name] = reached  # type: ignore[index]
+        elif len(old) != len(reached):
+            raise SymadError(f"{name} is used with {len(old)} and with {len(reached)} indices")
+        else:
+            span[name] = [(min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(old, reached)]  # type: ignore[index]
 
     lv = levels(graph)
     for n in graph.reachable(roots):
-        op = op_of[n]
-        if op == "item" and lv[n] < 0:
+        if op_of[n] == "item" and lv[n] < 0:
             reach(n, {})
-        elif op in BINDERS:
-            level, low, high = data_of[n]  # type: ignore[misc]
-            for it in items(graph, args_of[n][0], level):
-                reach(it, {level: (low, high)})
+    todo: list[tuple[int, dict[int, tuple[int, int]]]] = [
+        (n, {}) for n in graph.reachable(roots) if op_of[n] in BINDERS and lv[n] < 0]
+    while todo:
+        loop, bounds = todo.pop()
+        level, low, high = data_of[loop]  # type: ignore[misc]
+        inner = {**bounds, level: (low, high)}
+        body = args_of[loop][0]
+        found, loops = _inside(graph, body, level)
+        for it in found:
+            reach(it, inner)
+        todo.extend((n, inner) for n in loops)
     return span

@@ -38,7 +38,7 @@ class Graph:
     (expressions hold their graph); nodes are never removed from a live graph.
     """
 
-    __slots__ = ("op", "args", "data", "_index", "_imports", "_digests", "__weakref__")
+    __slots__ = ("op", "args", "data", "scoped", "_index", "_imports", "_digests", "__weakref__")
 
     def __init__(self) -> None:
         self.op: list[str] = []
@@ -48,6 +48,7 @@ class Graph:
         # Nodes copied in from other graphs: {source graph: {its node: our node}}
         self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
         self._digests: dict[int, int] = {}  # structural hashes, computed on demand
+        self.scoped = False  # whether any node of an indexed expression (a loop, a vector) was built
 
     def __len__(self) -> int:
         return len(self.op)
@@ -87,10 +88,12 @@ class Graph:
     def index(self, level: int) -> int:
         """The leaf of the index bound by a ``sum``/``prod``/``each`` at nesting ``level`` (0: outermost).
         Indices are numbered by depth, not by the names in the text, so equal bodies are one node."""
+        self.scoped = True
         return self._intern(("index", level), "index", (), level)
 
     def vector(self, name: str) -> int:
         """The leaf of an indexed variable or data ``name`` as a whole (its entries are ``item`` nodes)."""
+        self.scoped = True
         return self._intern(("vector", name), "vector", (), name)
 
     def item(self, vector: int, *indices: int) -> int:

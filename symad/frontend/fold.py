@@ -105,7 +105,9 @@ class Folder:
         elif kind == "name":
             stack.append(self._lookup(tok.text))
         elif kind == "index":
-            stack.append(self._indexed(tok, stack.pop()))
+            indices = stack[len(stack) - tok.arity:]
+            del stack[len(stack) - tok.arity:]
+            stack.append(self._indexed(tok, indices))
         elif kind == "call" and tok.text in self.functions:
             args = tuple(stack[len(stack) - tok.arity:])
             del stack[len(stack) - tok.arity:]
@@ -182,19 +184,23 @@ class Folder:
             raise self.error(f"the {what} of {tok.text.split()[0]} is {value:g}, beyond ±2^31", tok)
         return int(value)  # type: ignore[arg-type]
 
-    def _indexed(self, tok: Token, index: int) -> int:
+    def _indexed(self, tok: Token, indices: list[int]) -> int:
         name = tok.text
         if name in self.defined or name in CONSTANTS or any(name in s for s in self.scopes[self.frames[-1]:]):
             raise self.error(f"{name} is a number or an expression, not an indexed variable", tok)
         self.indexed.add(name)
         graph = self.graph
-        if graph.op[index] != "const" and binders.levels(graph)[index] >= 0:
-            if binders.affine(graph, index) is None:
-                raise self.error(f"the index of {name} must be an affine expression of the sum's index "
-                                 "(such as i+1 or 2*i-1)", tok)
+        lv = binders.levels(graph)
+        if len(indices) > 1 or any(graph.op[i] != "const" and lv[i] >= 0 for i in indices):
+            for index in indices:
+                if graph.op[index] != "const" and lv[index] < 0:
+                    self._whole(index, tok, "index")  # a variable as an index: the error says so
+                if binders.affine(graph, index) is None:
+                    raise self.error(f"the index of {name} must be an affine expression of the sum's index "
+                                     "(such as i+1 or 2*i-1)", tok)
             self.vectors.add(name)
-            return binders.item(graph, graph.vector(name), index)
-        return graph.var(f"{name}[{self._whole(index, tok, 'index')}]")
+            return binders.item(graph, graph.vector(name), *indices)
+        return graph.var(f"{name}[{self._whole(indices[0], tok, 'index')}]")
 
     def _close(self, recording: _Recording) -> None:
         opened, body = recording.opened, tuple(recording.tokens)

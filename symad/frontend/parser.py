@@ -269,7 +269,7 @@ def _index(children: list, emit: Emit, run: _Run) -> None:
     word, pos = children[0]
     _not_a_function(word, pos, run)
     _not_a_range(word, pos, run)
-    emit(Token("index", word, 1, pos))
+    emit(Token("index", word, len(children[2]), pos))
 
 
 _RANGES = ("sum", "prod")

@@ -21,10 +21,11 @@ from symad import native
 from symad.backends.arrays import BLOCK, ArrayProgram
 from symad.core import binders
 from symad.core.dag import Graph
+from symad.core.errors import SymadError
 from symad.runtime import batches
 from symad.schedule.schedule import Schedule
 
-Vectors = Mapping[str, tuple[np.ndarray, int]]
+Vectors = Mapping[str, tuple[np.ndarray, tuple[int, ...]]]
 
 
 class _Loop:
@@ -44,6 +45,8 @@ class _Loop:
                         *(("w", k) for k in range(len(caps)))]
         self.shifts = []
         for item in self.items:
+            if len(graph.args[item]) != 2:
+                raise NotImplementedError  # an entry of several indices: NumPy runs this loop
             coef, shift = binders.affine(graph, graph.args[item][1])  # type: ignore[misc]
             if coef != {self.level: 1}:
                 raise NotImplementedError  # a stride other than 1: NumPy runs this loop
@@ -56,7 +59,7 @@ class _Loop:
         """The columns from index ``low`` on: the index, then each entry's vector read in place."""
         cols = [self.index[low - self.low:]]
         for name, shift in self.shifts:
-            array, first = vectors[name]
+            array, (first,) = vectors[name]
             cols.append(array[low + shift - first:])
         return cols
 
@@ -64,7 +67,7 @@ class _Loop:
         """The indices at which every entry read lies inside its vector."""
         low, high = self.low, self.high
         for name, shift in self.shifts:
-            array, first = vectors[name]
+            array, (first,) = vectors[name]
             low = max(low, first - shift)
             high = min(high, first + len(array) - 1 - shift)
         return low, high
@@ -133,7 +136,7 @@ def compiled_loops(graph: Graph, program: ArrayProgram) -> dict[int, Callable[..
             continue
         try:
             loop = _Loop(graph, node)
-        except NotImplementedError:
+        except (NotImplementedError, SymadError):  # a loop inside, or an entry it cannot read in place
             continue
         runners[node] = _runner(loop, program)
     return runners

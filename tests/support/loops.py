@@ -80,7 +80,7 @@ def loop_value_and_grad(text: str, point: Mapping[str, object], wrt: Sequence[st
     given = {}
     for name, value in point.items():  # each vector cut to the entries the expression reaches
         if isinstance(value, tuple) and name in f.spans:
-            (array, first), (low, high) = value, f.spans[name]
+            (array, first), ((low, high),) = value, f.spans[name]
             assert first <= low and high - first < len(array), f"{text}: the point lacks entries of {name}"
             given[name] = array[low - first:high - first + 1]
         elif not isinstance(value, tuple):
@@ -94,7 +94,8 @@ def loop_value_and_grad(text: str, point: Mapping[str, object], wrt: Sequence[st
             partials[name] = float(grad[at])
             at += 1
             continue
-        for k in range(span[0], span[1] + 1):
+        ((low, high),) = span
+        for k in range(low, high + 1):
             partials[f"{name}[{k}]"] = float(grad[at])
             at += 1
     assert at == len(grad)
