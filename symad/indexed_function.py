@@ -4,7 +4,7 @@
 (:data:`symad.core.binders.UNROLL_MAX_TERMS`).  Its variables are scalars and *vectors*: an
 indexed variable ``x`` covers every index from the smallest to the largest its entries use, and
 a point gives it as one array.  The gradient is built once, symbolically and still indexed
-(:mod:`symad.ad.indexed`), and evaluated with NumPy over the ranges (:mod:`symad.backends.arrays`).
+(:mod:`symad.ad.gather`), and evaluated with NumPy over the ranges (:mod:`symad.backends.arrays`).
 
 >>> import numpy as np, symad
 >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
@@ -22,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from symad.ad.indexed import indexed_gradient
+from symad.ad.gather import indexed_gradient
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
 from symad.core.errors import PointError, VariableError
 from symad.core.indexed import as_floats
+from symad.core.printing import to_infix
+from symad.runtime.native_loops import compiled_loops
 
 
 class IndexedFunction:
@@ -60,8 +62,6 @@ class IndexedFunction:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._program = ArrayProgram(graph, outputs)
         if backend != "python":
-            from symad.runtime.loops import compiled_loops
-
             self._program.runners = compiled_loops(graph, self._program)
         self.size = sum(self._length(n) for n in self.wrt)
 
@@ -138,7 +138,6 @@ class IndexedFunction:
     def gradient_text(self) -> list[tuple[str, str, tuple[int, int] | None]]:
         """``(label, text, range)`` of each partial: ``("x[k]", "...", (1, n))`` for a vector, still
         indexed (``k`` runs over the range), ``("y", "...", None)`` for a scalar."""
-        from symad.core.printing import to_infix
         partials, vectors = indexed_gradient(self.graph, self.root)
         out = []
         for name in self.wrt:

@@ -185,7 +185,7 @@ def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
 
 def scoped_partials(graph: Graph, node: int, ks: Ks) -> list[int | float]:
     """The local partials of an indexed node: an item is a leaf of the sweeps (its vector's
-    gradient is gathered from the binders, :mod:`symad.ad.indexed`); a sum's partial along its
+    gradient is gathered from the binders, :mod:`symad.ad.gather`); a sum's partial along its
     body is 0 and along a capture ``c`` is ``sum(i, ∂body/∂c)``."""
     op = graph.op[node]
     if op not in BINDERS:

@@ -89,7 +89,7 @@ class ArrayProgram:
             self.loops[node] = (_Scope(graph, inside, caps),
                                 [n for n in inside if op_of[n] == "item"])
         self.depth = 1 + max((graph.data[n][0] for n in self.loops), default=0)  # type: ignore[index]
-        # compiled code for some binders (:mod:`symad.runtime.loops`): node -> runner(captures, vectors)
+        # compiled code for some binders (:mod:`symad.runtime.native_loops`): node -> runner(captures, vectors)
         self.runners: dict[int, Any] = {}
 
     def run(self, scalars: Mapping[int, float], vectors: Mapping[str, tuple[np.ndarray, int]]) -> list[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from symad.cli.common import emit
 from symad.core import binders
@@ -64,12 +65,11 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
 
 def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) -> None:
     """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
-    from symad.indexed_function import IndexedFunction
-
     if args.latex:
         raise SymadError("--latex is not supported yet for sums over more than "
                          f"{binders.UNROLL_MAX_TERMS:,} terms (kept as loops)")
-    partials = IndexedFunction(expr, wrt=wrt or None).gradient_text()
+    indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
+    partials = indexed.IndexedFunction(expr, wrt=wrt or None).gradient_text()
     obj = {"expr": text.strip(), "diff": {label: body for label, body, _ in partials},
            "ranges": {label: list(span) for label, _, span in partials if span is not None}}
     lines = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders
@@ -26,11 +27,9 @@ def refuse(command: str) -> SymadError:
 
 def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: bool) -> None:
     """``symad grad``/``eval`` of an expression with loops: a vector is given whole, ``x=[...]``."""
-    from symad.indexed_function import IndexedFunction
-
     if getattr(args, "params", None):
         raise SymadError("--params is not supported yet with sums kept as loops")
-    f = IndexedFunction(expr)
+    f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)  # loaded for loops only
     value, grad = f.value_and_grad(parse_point(args.at))
     names = [name for variable in f.variables for name in _entries(variable)]
     obj: dict = {"expr": text.strip(), "value": json_number(value)}

@@ -1,4 +1,4 @@
-"""Gradients of sums kept as loops (symad.ad.indexed) against the same text unrolled.
+"""Gradients of sums kept as loops (symad.ad.gather) against the same text unrolled.
 
 Each text is read twice: with the unrolling limit lowered, so its 40-term sum stays one loop
 node whose gradient is one indexed ``each`` node, and with the default limit, so the sum is
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support.loops import assert_loop_matches_unrolled, loop_value_and_grad, looping, parse_looped, term_scales
 
 import symad
-from symad.ad.indexed import indexed_gradient
+from symad.ad.gather import indexed_gradient
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
