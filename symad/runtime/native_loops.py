@@ -52,16 +52,29 @@ class _Loop:
                 raise NotImplementedError  # a stride other than 1: NumPy runs this loop
             self.shifts.append((graph.data[graph.args[item][0]], shift))
         self.index = np.arange(self.low, self.high + 1, dtype=np.float64)
+        self.index_address = self.index.__array_interface__["data"][0]
+        self.strides = np.ones(1 + len(self.items), dtype=np.int64)
         compile_ = native.compile_rows if self.op == "sum" else native.compile_map
         self.program = compile_(self.schedule, self.sources)
 
-    def _columns(self, low: int, vectors: Vectors) -> list[np.ndarray]:
-        """The columns from index ``low`` on: the index, then each entry's vector read in place."""
-        cols = [self.index[low - self.low:]]
-        for name, shift in self.shifts:
+    def _columns(self, low: int, high: int, vectors: Vectors, keep: list[np.ndarray]) -> np.ndarray:
+        """The addresses of the columns of indices ``low..high``: the index, then each entry's vector
+        read in place (or, where an entry would read past an end, a copy reading the nearest entry
+        instead, kept alive in ``keep``: only a guarded term reads there, as in
+        :mod:`symad.backends.arrays`)."""
+        count = high - low + 1
+        pointers = np.empty(1 + len(self.shifts), dtype=np.uintp)
+        pointers[0] = self.index_address + 8 * (low - self.low)
+        for k, (name, shift) in enumerate(self.shifts, 1):
             array, (first,) = vectors[name]
-            cols.append(array[low + shift - first:])
-        return cols
+            start = low + shift - first
+            if start >= 0 and start + count <= len(array):
+                pointers[k] = array.__array_interface__["data"][0] + 8 * start
+            else:
+                copy = array[np.clip(np.arange(start, start + count), 0, len(array) - 1)]
+                keep.append(copy)
+                pointers[k] = copy.__array_interface__["data"][0]
+        return pointers
 
     def interior(self, vectors: Vectors) -> tuple[int, int]:
         """The indices at which every entry read lies inside its vector."""
@@ -73,42 +86,53 @@ class _Loop:
         return low, high
 
     def sum(self, caps: list[float], vectors: Vectors) -> float:
-        cols = self._columns(self.low, vectors)
-        pointers = np.array([c.ctypes.data for c in cols], dtype=np.uintp)
-        strides = np.ones(len(cols), dtype=np.int64)
+        keep: list[np.ndarray] = []
+        pointers = self._columns(self.low, self.high, vectors, keep)
+        strides = self.strides
         w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
         count = self.high - self.low + 1
         blocks = -(-count // BLOCK)
         partial = np.zeros(blocks)
         rows = self.program.rows
-        wp, cp, sp, out = w.ctypes.data, pointers.ctypes.data, strides.ctypes.data, partial.ctypes.data
+        wp, cp, sp, out = (a.__array_interface__["data"][0] for a in (w, pointers, strides, partial))
 
         def run(b: int) -> None:
             rows(wp, cp, sp, None, b * BLOCK, min(count, (b + 1) * BLOCK), out + 8 * b)
 
-        _share(blocks, run)
+        _share(blocks, count, run)
         return float(partial.sum() if blocks > 1 else partial[0])
 
-    def each(self, caps: list[float], vectors: Vectors, low: int, high: int, out: np.ndarray) -> None:
-        """The body at indices ``low..high`` (all inside) into ``out[low - self.low ...]``."""
-        cols = self._columns(low, vectors)
-        pointers = np.array([c.ctypes.data for c in cols], dtype=np.uintp)
+    def each(self, caps: list[float], vectors: Vectors) -> np.ndarray:
+        """The body at every index: the indices whose entries lie inside their vectors read them in
+        place, the few at the edges read copies (see :meth:`_columns`)."""
+        out = np.empty(self.high - self.low + 1)
         w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
-        count = high - low + 1
+        low, high = self.interior(vectors)
+        parts = [(low, high)] if low <= high else []
+        if low > high:
+            parts.append((self.low, self.high))
+        else:
+            parts += [(lo, hi) for lo, hi in ((self.low, low - 1), (high + 1, self.high)) if lo <= hi]
+        keep: list[np.ndarray] = []
+        base = out.__array_interface__["data"][0]
+        for lo, hi in parts:
+            self._map(w, self._columns(lo, hi, vectors, keep), base + 8 * (lo - self.low), hi - lo + 1)
+        return out
+
+    def _map(self, w: np.ndarray, pointers: np.ndarray, base: int, count: int) -> None:
         run_map = self.program.map
-        base = out[low - self.low:].ctypes.data
-        wp, cp = w.ctypes.data, pointers.ctypes.data
+        wp, cp = w.__array_interface__["data"][0], pointers.__array_interface__["data"][0]
         blocks = -(-count // BLOCK)
 
         def run(b: int) -> None:
             run_map(wp, cp, b * BLOCK, min(count, (b + 1) * BLOCK), base, 0)
 
-        _share(blocks, run)
+        _share(blocks, count, run)
 
 
-def _share(blocks: int, run: Callable[[int], None]) -> None:
-    """``run(b)`` for every block, on the batch threads when there are several blocks."""
-    pool = batches.pool() if blocks > 1 else None
+def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
+    """``run(b)`` for every block, on the batch threads when the loop is long enough to pay."""
+    pool = batches.pool() if count >= batches.PARALLEL_MIN_POINTS else None
     if pool is None:
         for b in range(blocks):
             run(b)
@@ -119,7 +143,7 @@ def _share(blocks: int, run: Callable[[int], None]) -> None:
         for b in todo:
             run(b)
 
-    futures = [pool.submit(work) for _ in range(batches.BATCH_THREADS - 1)]
+    futures = [pool.submit(work) for _ in range(min(blocks, batches.BATCH_THREADS) - 1)]
     work()
     for f in futures:
         f.result()
@@ -143,19 +167,4 @@ def compiled_loops(graph: Graph, program: ArrayProgram) -> dict[int, Callable[..
 
 
 def _runner(loop: _Loop, program: ArrayProgram) -> Callable[..., Any]:
-    if loop.op == "sum":
-        return loop.sum
-
-    def each(caps: list[float], vectors: Vectors) -> np.ndarray:
-        out = np.empty(loop.high - loop.low + 1)
-        low, high = loop.interior(vectors)
-        if low > high:
-            out[:] = program.each_at(loop.node, loop.low, loop.high, caps, vectors)
-            return out
-        loop.each(caps, vectors, low, high, out)
-        for lo, hi in ((loop.low, low - 1), (high + 1, loop.high)):
-            if lo <= hi:  # the edges, where a guarded term would read past an end: NumPy, clamped
-                out[lo - loop.low:hi - loop.low + 1] = program.each_at(loop.node, lo, hi, caps, vectors)
-        return out
-
-    return each
+    return loop.sum if loop.op == "sum" else loop.each
