@@ -8,6 +8,11 @@ mathematical definitions (``softplus(x)`` is ``log(1 + exp(x))``), and the doubl
 as chains, ``x**(1/2)`` as ``sqrt(x)``, rationals as their nearest doubles, ``Piecewise`` as
 nested ``where``, ``Sum`` and ``Product`` with whole-number bounds unrolled, ``x[3]`` of an
 ``IndexedBase`` as the indexed variable, and admits only names of the name rule.
+
+Loops go both ways too: a ``sum``/``prod`` kept as a loop is SymPy's ``Sum``/``Product`` over an
+integer symbol, its entries ``Indexed`` of an ``IndexedBase`` (``x[i + 1]``, ``A[i, j]``); a
+``Sum`` or ``Product`` over more than :data:`symad.core.binders.UNROLL_MAX_TERMS` terms is read
+back as a loop, as the text's ``sum`` is, so a looped expression comes back as the same node.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ import importlib
 import math
 from typing import Any
 
-from symad.core import binders
-from symad.core.dag import Graph
+from symad.core import binders, names
+from symad.core.dag import SCOPED, Graph
 from symad.core.errors import LimitError, SymadError
 from symad.core.limits import LIMITS
 from symad.core.name_rule import checked
 from symad.core.ops import OPS
+from symad.core.printing import scoped_names
 from symad.core.term import Term
 from symad.expr import Expr, default_graph
 
@@ -68,12 +74,18 @@ def _from_sympy_table(sp: Any) -> dict[type, str]:
             if spec.sympy is not None and spec.sympy.name is not None}
 
 
+# Loops' bounds stay within what the text admits (±2^31); a wider range can only be unrolled.
+_LARGEST_BOUND = 2**31
+_LOOPS = {"sum": "Sum", "prod": "Product"}
+
+
 def to_sympy(expr: Expr) -> Any:
     """The expression in SymPy (numbers exact: a double becomes the SymPy Float of its value,
     integers Integers, and the doubles of ``pi`` and ``e`` SymPy's ``pi`` and ``E``); variables
-    become real SymPy symbols of the same names."""
-    binders.refuse(expr.graph, [expr.id], "SymPy conversion")
+    become real SymPy symbols of the same names; a loop ``Sum(body, (i, a, b))`` (or ``Product``)
+    over an integer symbol, its entries ``Indexed`` of real ``IndexedBase``s."""
     sp = _sympy()
+    indices: list[Any] = []  # the symbol of each index level, named as the text names them
     table: dict[str, Any] = {}
     # The text's pi and e are these doubles: exactly these bits (and their negations) are the constants.
     constants = {math.pi: sp.pi, -math.pi: -sp.pi, math.e: sp.E, -math.e: -sp.E}
@@ -91,6 +103,10 @@ def to_sympy(expr: Expr) -> Any:
                 built[node] = sp.Float(value, 17)
         elif op == "var":
             built[node] = sp.Symbol(data, real=True)
+        elif op in SCOPED:
+            if not indices:
+                indices.extend(sp.Symbol(name, integer=True) for name in scoped_names(g, expr.id))
+            built[node] = _scoped_to_sympy(sp, g, node, built, indices)
         else:
             rule = table.get(op)
             if rule is None:
@@ -107,6 +123,22 @@ def to_sympy(expr: Expr) -> Any:
     return built[expr.id]
 
 
+def _scoped_to_sympy(sp: Any, g: Graph, node: int, built: dict[int, Any], indices: list[Any]) -> Any:
+    """An index, vector, entry or loop in SymPy, its arguments ``built`` already."""
+    op, args, data = g.op[node], g.args[node], g.data[node]
+    if op == "index":
+        return indices[data]  # type: ignore[index]
+    if op == "vector":
+        return sp.IndexedBase(data, real=True)
+    if op == "item":
+        return built[args[0]][tuple(built[a] for a in args[1:])]
+    if op not in _LOOPS:
+        raise SymadError(f"SymPy has no {op}(...) over a range (a vector of expressions): convert its body, "
+                         "one entry's expression, instead")
+    level, low, high = data  # type: ignore[misc]
+    return getattr(sp, _LOOPS[op])(built[args[0]], (indices[level], low, high))
+
+
 def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
     """A SymPy expression as a symad expression of ``graph`` (the default graph if None).
 
@@ -118,27 +150,30 @@ def from_sympy(sympy_expr: Any, graph: Graph | None = None) -> Expr:
     (the indexed variable ``x[3]``); anything else is a SymadError naming it.  A symbol's name
     must obey the name rule (docs/guide/language.md): ``θ``, ``x_{1}``, or a symbol named ``e`` or
     ``pi``, is a :class:`~symad.core.errors.NameRuleError`, never silently another variable
-    or a constant."""
+    or a constant.  A ``Sum`` or ``Product`` over more than
+    :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms stays a loop, its entries ``x[i + 1]``
+    (affine in its indices) entries of the vector ``x``, as in the text."""
     sp = _sympy()
     g = default_graph() if graph is None else graph
     root = sp.sympify(sympy_expr)
     ops = _from_sympy_table(sp)
-    built: dict[Any, Term] = {}
-    children_of: dict[Any, list[Any]] = {}
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    # Each SymPy node is read in a scope: the symbols of the loops around it, with their levels.
+    built: dict[tuple[Any, tuple], Term] = {}
+    children_of: dict[tuple[Any, tuple], list[tuple[Any, tuple]]] = {}
+    stack: list[tuple[tuple[Any, tuple], bool]] = [((root, ()), False)]
     while stack:
-        e, ready = stack.pop()
-        if e in built:
+        key, ready = stack.pop()
+        if key in built:
             continue
-        if e not in children_of:
-            children_of[e] = _children(sp, e)
-        children = children_of[e]
+        if key not in children_of:
+            children_of[key] = _children(sp, *key)
+        children = children_of[key]
         if not ready:
-            stack.append((e, True))
+            stack.append((key, True))
             stack.extend((c, False) for c in reversed(children) if c not in built)  # built in order
             continue
-        built[e] = _node(sp, g, e, [built[c] for c in children], ops)
-    return Expr(g, built[root].id)
+        built[key] = _node(sp, g, key[0], [built[c] for c in children], ops, key[1])
+    return Expr(g, _entries_as_items(g, built[root, ()].id))
 
 
 def _complex(e: Any) -> bool:
@@ -149,26 +184,47 @@ def _complex(e: Any) -> bool:
         return False
 
 
-def _children(sp: Any, e: Any) -> list[Any]:
+def _children(sp: Any, e: Any, scope: tuple) -> list[tuple[Any, tuple]]:
+    """The SymPy nodes ``e`` is built from, each with the scope it is read in."""
     if _complex(e):
         return []
     if isinstance(e, sp.Piecewise):
-        return [part for pair in e.args for part in pair if part is not sp.true]
+        return [(part, scope) for pair in e.args for part in pair if part is not sp.true]
     if isinstance(e, (sp.Sum, sp.Product)):
-        return [_unrolled(sp, e)]
-    if isinstance(e, (sp.Symbol, sp.Number, sp.NumberSymbol, sp.logic.boolalg.BooleanAtom, sp.Indexed)) \
+        bound = {symbol for symbol, _ in scope}
+        for limit in e.limits:
+            for at in limit[1:]:
+                if bound.intersection(at.free_symbols):
+                    raise SymadError(f"the bound {at} of {e} uses the index of a range over more than "
+                                     f"{binders.UNROLL_MAX_TERMS:,} terms, which stays a loop: its bounds "
+                                     "must be numbers")
+        loop = _loop(sp, e.limits[-1], e)
+        if loop is None:
+            return [(_unrolled(sp, e), scope)]
+        inner = e.func(e.function, *e.limits[:-1]) if len(e.limits) > 1 else e.function
+        return [(inner, (*scope, (loop[0], len(scope))))]  # its level: how many loops enclose it
+    if isinstance(e, sp.Indexed):
+        return [(i, scope) for i in e.indices] if _is_entry(sp, e) else []
+    if isinstance(e, (sp.Symbol, sp.Number, sp.NumberSymbol, sp.logic.boolalg.BooleanAtom)) \
             or e in (sp.oo, -sp.oo, sp.zoo, sp.nan):
         return []
-    return list(e.args)
+    return [(a, scope) for a in e.args]
 
 
-def _node(sp: Any, g: Graph, e: Any, args: list[Term], ops: dict[type, str]) -> Term:
+def _node(sp: Any, g: Graph, e: Any, args: list[Term], ops: dict[type, str], scope: tuple) -> Term:
     if isinstance(e, sp.Symbol):
-        return Term(g, g.var(checked(e.name, "a SymPy symbol")))
+        level = next((lv for symbol, lv in reversed(scope) if symbol == e), None)
+        return Term(g, g.var(checked(e.name, "a SymPy symbol")) if level is None else g.index(level))
     if isinstance(e, sp.Indexed):
-        return Term(g, g.var(_indexed_name(sp, e)))
+        return _entry(sp, g, e, args, scope) if _is_entry(sp, e) else Term(g, g.var(_indexed_name(sp, e)))
     if isinstance(e, (sp.Sum, sp.Product)):
-        return args[0]  # its unrolled terms
+        loop = _loop(sp, e.limits[-1], e)
+        if loop is None:
+            return args[0]  # its unrolled terms
+        _, low, high, flipped = loop
+        op = "sum" if isinstance(e, sp.Sum) else "prod"
+        term = Term(g, binders.reduce(g, op, len(scope), low, high, args[0].id))
+        return term if not flipped else -term if op == "sum" else 1.0 / term
     if e is sp.nan or isinstance(e, (sp.Number, sp.NumberSymbol)) or e in (sp.oo, -sp.oo):
         return Term(g, g.const(float(e)))
     if e is sp.zoo or _complex(e):  # complex infinity (x/0), complex numbers: no real value
@@ -241,6 +297,64 @@ def _indexed_name(sp: Any, e: Any) -> str:
     return checked(f"{e.base.label}[{index}]", "a SymPy Indexed")
 
 
+def _loop(sp: Any, limit: Any, e: Any) -> tuple[Any, int, int, bool] | None:
+    """``(symbol, low, high, flipped)`` of a range ``limit`` of the Sum (Product) ``e`` if it has
+    more than :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms within ±2^31 (a loop), else None.
+    ``flipped``: its bounds were reversed (Karr's convention, as :func:`_unrolled` reads it)."""
+    index, low, high = limit
+    low, high = _whole(sp, low, "the bound", e), _whole(sp, high, "the bound", e)
+    flipped = high < low
+    if flipped:
+        low, high = high + 1, low - 1
+    if high - low + 1 <= binders.UNROLL_MAX_TERMS or max(abs(low), abs(high)) > _LARGEST_BOUND:
+        return None
+    return index, low, high, flipped
+
+
+def _is_entry(sp: Any, e: Any) -> bool:
+    """Whether an Indexed is an entry of a vector (``x[i + 1]``, ``A[2, 3]``), not the variable ``x[3]``."""
+    return len(e.indices) > 1 or not isinstance(e.indices[0], sp.Integer)
+
+
+def _entry(sp: Any, g: Graph, e: Any, indices: list[Term], scope: tuple) -> Term:
+    """The entry ``x[i + 1]`` of the vector ``x``, its indices built in ``scope``."""
+    bound = {symbol for symbol, _ in scope}
+    free = [s for i in e.indices for s in sorted(i.free_symbols, key=str) if s not in bound]
+    if free:
+        if len(e.indices) == 1:
+            _indexed_name(sp, e)  # the error that says the index is no whole number
+        raise SymadError(f"the index {free[0]} of {e} is neither a number nor the index of a Sum over more "
+                         f"than {binders.UNROLL_MAX_TERMS:,} terms (a loop)")
+    vector = g.vector(checked(str(e.base.label), "a SymPy IndexedBase"))
+    try:
+        return Term(g, binders.item(g, vector, *(i.id for i in indices)))
+    except SymadError:
+        raise SymadError(f"the indices of {e} must be affine expressions of the indices of the "
+                         "loops around it (such as i + 1 or 2*i - 1)") from None
+
+
+def _entries_as_items(g: Graph, root: int) -> int:
+    """``root`` with the variable ``x[3]`` as the entry ``x[3]`` of the vector ``x`` where ``x``
+    has entries at a loop's index (as the text reads ``x[3]`` beside a loop); a vector of several
+    indices with only entries at numbers is refused as ``A[1, 2]`` alone is."""
+    if not g.scoped:
+        return root
+    order = g.reachable([root])
+    lv = binders.levels(g)
+    op_of, args_of, data_of = g.op, g.args, g.data
+    looped = {data_of[args_of[n][0]] for n in order if op_of[n] == "item" and lv[n] >= 0}
+    for n in order:
+        if op_of[n] == "item" and lv[n] < 0 and data_of[args_of[n][0]] not in looped:
+            raise SymadError(f"{data_of[args_of[n][0]]}[...] has {len(args_of[n]) - 1} indices at numbers and "
+                             "none at a loop's index: symad's indexed variables have one (x[3])")
+    mapping = {}
+    for n in order:
+        parts = names.split(data_of[n]) if op_of[n] == "var" else None  # type: ignore[arg-type]
+        if parts and parts[0] in looped:
+            mapping[n] = g.item(g.vector(parts[0]), g.const(parts[1]))
+    return binders.substitute(g, root, mapping) if mapping else root
+
+
 def _unrolled(sp: Any, e: Any) -> Any:
     """A Sum's (Product's) terms as one unevaluated Add (Mul), in index order, inner limits
     first.  An upper bound below the lower one follows SymPy (Karr's convention):
@@ -250,6 +364,8 @@ def _unrolled(sp: Any, e: Any) -> Any:
     work: list[tuple[Any, tuple[Any, ...], bool]] = [(e.function, tuple(e.limits), False)]
     while work:
         f, limits, flipped = work.pop()
+        if limits and len(limits) < len(e.limits) and _loop(sp, limits[-1], e) is not None:
+            f, limits = e.func(f, *limits), ()  # an inner range long enough stays a loop: one term
         if not limits:
             terms.append(f if not flipped else sp.Pow(f, -1, evaluate=False) if product
                          else sp.Mul(-1, f, evaluate=False))

@@ -5,16 +5,26 @@ Each op's form is its op-table entry's ``latex``: an operator placed by the entr
 and associativity, a function's name (``\\sin``, else ``\\operatorname{name}``), or a form of
 its own that encloses its arguments (``\\frac``, ``\\sqrt``, ``|x|``, cases for ``where``).
 Powers and products are typeset here (superscripts; factors juxtaposed).  Large derivatives
-name their shared subexpressions, as the text form does, and print as aligned definitions."""
+name their shared subexpressions, as the text form does, and print as aligned definitions.
+Loops print as in mathematics: ``\\sum_{i=1}^{n} \\left(...\\right)``, ``\\prod``, entries as
+subscripts (``x_{i + 1}``, ``A_{i, j}``) and a map as ``\\left(...\\right)_{k=1}^{n}``."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from symad.core import binders
-from symad.core.dag import Graph
-from symad.core.ops import OPS, PREC_ATOM, PREC_SUM, PREC_UNARY
-from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO, format_number, precedence, render, shared_names
+from symad.core.dag import SCOPED, Graph
+from symad.core.ops import OPS, PREC_ATOM, PREC_PRODUCT, PREC_SUM, PREC_UNARY
+from symad.core.printing import (
+    SHARED_MIN_TREE,
+    SHARED_RATIO,
+    format_number,
+    precedence,
+    render,
+    scoped_names,
+    shared_names,
+)
 
 _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
           "xi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega", "Gamma", "Delta", "Theta",
@@ -22,6 +32,11 @@ _GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", 
 _SPLIT = re.compile(r"([A-Za-z]+?)_?(\d+)")
 _SCIENTIFIC = re.compile(r"(-?[0-9.]+)e([+-]?[0-9]+)")
 _INDEXED = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\[(-?\d+)\]")
+
+# A sum or product binds like a big operator: looser than a product (so a factor is wrapped),
+# tighter than a sum (so a term is not).
+_PREC_BIG_OPERATOR = (PREC_SUM + PREC_PRODUCT) / 2
+_BIG_OPERATOR = {"sum": r"\sum", "prod": r"\prod"}
 
 
 def latex_name(name: str) -> str:
@@ -58,14 +73,16 @@ def latex_number(value: float) -> str:
 
 def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
     """The expression in LaTeX (nodes in ``names`` print as those names)."""
-    binders.refuse(graph, [root], "LaTeX")
     names = names or {}
     op_of, data_of = graph.op, graph.data
+    index_names: list[str] = []
 
-    def prec(node: int) -> int:
+    def prec(node: int) -> float:
         if node in names:
             return PREC_ATOM
         op = op_of[node]
+        if op in SCOPED:
+            return _PREC_BIG_OPERATOR if op in _BIG_OPERATOR else PREC_ATOM
         if op == "const" and "\\cdot" in latex_number(data_of[node]):  # type: ignore[arg-type]
             return PREC_SUM + 1  # 1.5 \cdot 10^{-5} is a product
         spec = OPS[op]
@@ -74,6 +91,10 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
         return precedence(graph, node)
 
     def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
+        if op in SCOPED:
+            if not index_names:
+                index_names.extend(latex_name(n) for n in scoped_names(graph, root))
+            return _scoped(graph, node, index_names, prec)
         spec = OPS[op]
         pieces: list[object]
         if isinstance(spec.latex, tuple):  # a form of its own, enclosing its arguments
@@ -106,6 +127,31 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
 
     return render(graph, root, names, lambda op, data: latex_number(data) if op == "const" else latex_name(data),
                   compose)
+
+
+def _scoped(graph: Graph, node: int, index_names: list[str], prec: Callable[[int], float]) -> list[object]:
+    """The pieces of an indexed node: ``i``, ``x``, ``x_{i + 1}``, ``\\sum_{i=1}^{n} ...``."""
+    op, args, data = graph.op[node], graph.args[node], graph.data[node]
+    if op == "index":
+        return [index_names[data]]  # type: ignore[index]
+    if op == "vector":
+        return [latex_name(data)]  # type: ignore[arg-type]
+    if op == "item":
+        base = latex_name(graph.data[args[0]])  # type: ignore[arg-type]
+        if "_{" in base:  # x1[i]: {x_{1}}_{i}, not a double subscript
+            base = "{" + base + "}"
+        pieces: list[object] = [base, "_{"]
+        for k, a in enumerate(args[1:]):
+            pieces.extend([", ", a] if k else [a])
+        return [*pieces, "}"]
+    level, low, high = data  # type: ignore[misc]
+    body = args[0]
+    scope = f"{index_names[level]}={low}"
+    if op == "each":
+        return [r"\left(", body, rf"\right)_{{{scope}}}^{{{high}}}"]
+    # A term's body is wrapped; a product's factors and a nested sum read plainly after the operator.
+    nested = graph.op[body] == op
+    return [f"{_BIG_OPERATOR[op]}_{{{scope}}}^{{{high}}} ", *_wrap(body, not nested and prec(body) < PREC_PRODUCT)]
 
 
 def _leading_number(graph: Graph, node: int) -> bool:

@@ -1,0 +1,146 @@
+"""Sums kept as loops through the consumers of expressions: LaTeX, SymPy both ways, documents
+(and pickles) and pictures.  Each saves or shows the loop itself, never its unrolling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+from support.loops import looping, parse_looped
+
+import symad
+from symad.ad.gather import indexed_gradient
+from symad.core import binders
+from symad.core.dag import Graph
+from symad.core.latex import to_latex
+from symad.indexed_function import IndexedFunction
+
+N = 2 * binders.UNROLL_MAX_TERMS  # a range long enough to stay a loop
+ROSENBROCK = "sum(i = 1..{n}, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
+QUADRATIC = "sum(i = 1..{n}, x[i]*sum(j = 1..{n}, A[i, j]*x[j]))"  # x'Ax, nested
+
+
+def looped(text: str, graph: Graph | None = None) -> symad.Expr:
+    expr = symad.parse(text, Graph() if graph is None else graph)
+    assert binders.has_scoped(expr.graph, [expr.id]), text
+    return expr
+
+
+# ---------------------------------------------------------------- LaTeX
+@pytest.mark.parametrize(("text", "want"), [
+    (ROSENBROCK.format(n=N),
+     rf"\sum_{{i=1}}^{{{N}}} \left(100\,\left(x_{{i + 1}} - x_{{i}}^{{2}}\right)^{{2}} + \left(1 - x_{{i}}\right)^{{2}}\right)"),
+    (QUADRATIC.format(n=N),
+     rf"\sum_{{i=1}}^{{{N}}} x_{{i}}\,\left(\sum_{{j=1}}^{{{N}}} A_{{i, j}}\,x_{{j}}\right)"),
+    (f"sum(i = 1..{N}, sum(j = 1..{N}, A[i, j]))", rf"\sum_{{i=1}}^{{{N}}} \sum_{{j=1}}^{{{N}}} A_{{i, j}}"),
+    # a factor and a power's base are wrapped, a term is not; an entry at a number is a subscript too
+    (f"2*sum(i = 1..{N}, x[i])*y + x[3]", rf"2\,\left(\sum_{{i=1}}^{{{N}}} x_{{i}}\right)\,y + x_{{3}}"),
+    (f"sum(i = 1..{N}, x[i])^2", rf"\left(\sum_{{i=1}}^{{{N}}} x_{{i}}\right)^{{2}}"),
+    (f"-sum(i = -5..{N}, x1[2*i - 1])", rf"-\left(\sum_{{i=-5}}^{{{N}}} {{x_{{1}}}}_{{2\,i - 1}}\right)"),
+    (f"y - sum(i = 1..{N}, i*x[i])", rf"y - \sum_{{i=1}}^{{{N}}} i\,x_{{i}}"),
+    # an index avoids the names of variables
+    (f"i + sum(k = 1..{N}, x[k])", rf"i + \sum_{{j=1}}^{{{N}}} x_{{j}}"),
+])
+def test_latex_of_loops(text: str, want: str) -> None:
+    e = looped(text)
+    assert to_latex(e.graph, e.id) == want
+
+
+def test_latex_of_a_product_and_a_map() -> None:
+    g = Graph()
+    body = binders.item(g, g.vector("x"), g.index(0))
+    prod = binders.reduce(g, "prod", 0, 1, N, g.make("add", body, g.const(1.0)))
+    assert to_latex(g, prod) == rf"\prod_{{i=1}}^{{{N}}} \left(x_{{i}} + 1\right)"
+    each = binders.reduce(g, "each", 0, 2, N, g.make("mul", body, body))
+    assert to_latex(g, each) == rf"\left(x_{{i}}\,x_{{i}}\right)_{{i=2}}^{{{N}}}"
+
+
+def test_latex_of_an_indexed_gradient() -> None:
+    e = looped(ROSENBROCK.format(n=N))
+    _, vectors = indexed_gradient(e.graph, e.id)
+    latex = to_latex(e.graph, vectors["x"].node)
+    assert latex.startswith(r"\left(") and latex.endswith(rf"\right)_{{i=1}}^{{{N + 1}}}")
+    assert r"x_{i - 1}" in latex and r"x_{i + 1}" in latex and r"\begin{cases}" in latex
+
+
+# ---------------------------------------------------------------- SymPy
+def test_to_sympy_writes_sum_and_indexed() -> None:
+    e = looped(ROSENBROCK.format(n=N))
+    s = symad.to_sympy(e)
+    i = sympy.Symbol("i", integer=True)
+    x = sympy.IndexedBase("x", real=True)
+    assert s == sympy.Sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2, (i, 1, N))
+    assert i not in s.free_symbols  # the index is bound
+
+
+@pytest.mark.parametrize("text", [
+    ROSENBROCK.format(n=N), QUADRATIC.format(n=N),
+    f"sum(i = 1..{N}, x[i]*sum(j = 1..{N}, y[j])) + x[3]",  # an inner loop free of the outer index
+    f"sum(i = 1..{N}, x[i]*(y[i+1] + z)) - w",
+    f"sum(i = 1..{N}, sum(j = 1..{N}, A[i, j+1]*x[j])*exp(-x[2*i - 1]^2))",
+    f"sum(i = 1..{N}, sqrt(x[i])*log(1 + y[i-1]^2))",
+])
+def test_sympy_round_trip_gives_the_same_node(text: str) -> None:
+    g = Graph()
+    e = looped(text, g)
+    back = symad.from_sympy(symad.to_sympy(e), g)
+    assert back.id == e.id, (str(e), str(back))
+
+
+def test_sympy_round_trip_of_a_huge_rosenbrock() -> None:
+    g = Graph()
+    e = looped(ROSENBROCK.format(n=20000 - 1), g)
+    assert symad.from_sympy(symad.to_sympy(e), g).id == e.id
+    assert len(g) < 40  # the graph holds the loop, not 20000 terms
+
+
+def test_a_short_sum_done_by_sympy_equals_the_loop() -> None:
+    text = "sum(i = 1..9, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2) + sum(i = 2..8, sum(j = 1..5, A[i, j]*x[j]))"
+    e = parse_looped(text)
+    s = symad.to_sympy(e)
+    assert s.has(sympy.Sum)
+    rng = np.random.default_rng(3)
+    xs, a = rng.normal(size=10), rng.normal(size=(7, 5))  # x[1..10], A[2..8, 1..5]
+    want = IndexedFunction(e).value({"x": xs, "A": a})
+    x, A = sympy.IndexedBase("x", real=True), sympy.IndexedBase("A", real=True)
+    values = {x[k + 1]: xs[k] for k in range(10)} | {A[r + 2, c + 1]: a[r, c] for r in range(7) for c in range(5)}
+    got = float(s.doit().subs(values))
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_from_sympy_reads_long_sums_as_loops() -> None:
+    i, j = sympy.symbols("i j", integer=True)
+    x, A, y = sympy.IndexedBase("x"), sympy.IndexedBase("A"), sympy.Symbol("y", real=True)
+    g = Graph()
+    cases = [
+        (sympy.Sum(x[i] ** 2, (i, 1, N)), f"sum(i = 1..{N}, x[i]^2)"),
+        (sympy.Sum(x[i] * y, (i, N, 1)), f"-sum(i = 2..{N - 1}, x[i]*y)"),  # Karr's convention, as unrolled
+        (x[3] + sympy.Sum(x[i], (i, 1, N)), f"x[3] + sum(i = 1..{N}, x[i])"),
+        (sympy.Sum(x[i] * x[j], (j, 1, N), (i, 1, N)), f"sum(i = 1..{N}, sum(j = 1..{N}, x[i]*x[j]))"),
+        (sympy.Sum(A[i, j] * x[j], (j, 1, N), (i, 1, 2)),  # a short outer range unrolled around a loop
+         f"sum(i = 1..2, sum(j = 1..{N}, A[i, j]*x[j]))"),
+        (sympy.Sum(x[2 * i - 1] * y, (i, 1, N)), f"sum(i = 1..{N}, x[2*i - 1]*y)"),
+    ]
+    for sympy_expr, text in cases:
+        assert symad.from_sympy(sympy_expr, g).id == symad.parse(text, g).id, sympy_expr
+    prod = symad.from_sympy(sympy.Product(x[i], (i, 1, N)), g)
+    assert g.op[prod.id] == "prod" and g.data[prod.id] == (0, 1, N)
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda i, j, x: sympy.Sum(x[i ** 2], (i, 1, N)), r"indices of x\[i\*\*2\] must be affine"),
+    (lambda i, j, x: sympy.Sum(x[i] * x[j], (j, 1, i), (i, 1, N)), "the bound i of .* stays a loop"),
+    (lambda i, j, x: sympy.Sum(x[i + j], (i, 1, N)), r"index i \+ j of x\[i \+ j\] is not a whole number"),
+    (lambda i, j, x: sympy.IndexedBase("A")[1, 2] + sympy.Sum(x[i], (i, 1, N)), "has 2 indices"),
+])
+def test_from_sympy_refuses_what_a_loop_cannot_be(make, message) -> None:
+    i, j = sympy.symbols("i j", integer=True)
+    with pytest.raises(symad.SymadError, match=message):
+        symad.from_sympy(make(i, j, sympy.IndexedBase("x")), Graph())
+
+
+def test_to_sympy_refuses_a_map_plainly() -> None:
+    g = Graph()
+    each = binders.reduce(g, "each", 0, 1, N, g.make("sin", binders.item(g, g.vector("x"), g.index(0))))
+    with pytest.raises(symad.SymadError, match="SymPy has no each"):
+        symad.to_sympy(symad.Expr(g, each))
