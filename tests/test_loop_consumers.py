@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sympy
-from support.loops import looping, parse_looped
+from support.loops import parse_looped
 
 import symad
 from symad.ad.gather import indexed_gradient
@@ -28,8 +28,8 @@ def looped(text: str, graph: Graph | None = None) -> symad.Expr:
 
 # ---------------------------------------------------------------- LaTeX
 @pytest.mark.parametrize(("text", "want"), [
-    (ROSENBROCK.format(n=N),
-     rf"\sum_{{i=1}}^{{{N}}} \left(100\,\left(x_{{i + 1}} - x_{{i}}^{{2}}\right)^{{2}} + \left(1 - x_{{i}}\right)^{{2}}\right)"),
+    (ROSENBROCK.format(n=N), rf"\sum_{{i=1}}^{{{N}}} \left(100\,\left(x_{{i + 1}} - x_{{i}}^{{2}}\right)^{{2}} + "
+                             r"\left(1 - x_{i}\right)^{2}\right)"),
     (QUADRATIC.format(n=N),
      rf"\sum_{{i=1}}^{{{N}}} x_{{i}}\,\left(\sum_{{j=1}}^{{{N}}} A_{{i, j}}\,x_{{j}}\right)"),
     (f"sum(i = 1..{N}, sum(j = 1..{N}, A[i, j]))", rf"\sum_{{i=1}}^{{{N}}} \sum_{{j=1}}^{{{N}}} A_{{i, j}}"),
