@@ -61,12 +61,13 @@ def has_scoped(graph: Graph, roots: Iterable[int]) -> bool:
     return any(graph.op[n] in SCOPED for n in graph.reachable(roots))
 
 
-def refuse(graph: Graph, roots: Iterable[int], what: str) -> None:
-    """Raise a SymadError if the roots have a sum kept as a loop, which ``what`` does not take yet."""
+def refuse(graph: Graph, roots: Iterable[int], what: str, instead: str = "") -> None:
+    """Raise a SymadError if the roots have a sum kept as a loop, which ``what`` does not take yet;
+    ``instead`` says what to do (default: which entry points take loops)."""
     roots = list(roots)
     if graph.scoped and has_scoped(graph, roots):
-        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet (they "
-                         "stay loops): symad.compile, grad, eval and diff take them, or write the sum shorter")
+        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet (they stay "
+                         f"loops): {instead or 'symad.compile, grad, eval and diff take them, or write the sum shorter'}")
 
 
 def is_binder(graph: Graph, node: int) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.core import indexed
+from symad.core import binders, indexed
 from symad.core.dag import Graph
 from symad.core.errors import PointError, VariableError, check_variables
 from symad.expr import Expr, parse
@@ -51,6 +51,8 @@ class Problem:
             if variables is None:
                 variables = compiled.variables + compiled.params
         expr = parse(expr, Graph()) if isinstance(expr, str) else expr  # text: a graph of its own
+        binders.refuse(expr.graph, [expr.id], "symad.optimize", "with f = symad.compile(text), "
+                       "scipy.optimize.minimize(f.value_and_grad, x0, jac=True, method='L-BFGS-B') takes them")
         check_objective(expr)
         self.all_names = list(expr.variables if variables is None else variables)
         # Parameters: held at the values given, as fixed ones are, but passed at each call of
