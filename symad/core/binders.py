@@ -66,8 +66,9 @@ def refuse(graph: Graph, roots: Iterable[int], what: str, instead: str = "") -> 
     ``instead`` says what to do (default: which entry points take loops)."""
     roots = list(roots)
     if graph.scoped and has_scoped(graph, roots):
-        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet (they stay "
-                         f"loops): {instead or 'symad.compile, grad, eval and diff take them, or write the sum shorter'}")
+        instead = instead or "symad.compile, grad, eval and diff take them, or write the sum shorter"
+        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet "
+                         f"(they stay loops): {instead}")
 
 
 def is_binder(graph: Graph, node: int) -> bool:
