@@ -109,13 +109,9 @@ class IndexedFunction:
             else:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
         value, *partials = self._program.run(scalars, vectors)
-        grad = np.empty(self.size)
-        at = 0
-        for name, part in zip(self.wrt, partials):
-            n = self._length(name)
-            grad[at:at + n] = part
-            at += n
-        return float(value), grad
+        if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
+            return float(value), partials[0]
+        return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
 
     def _named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The values by name, from a flat array in :attr:`variables` order or a mapping."""

@@ -305,7 +305,9 @@ def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2
 
     def build() -> MapProgram:
         started = time.perf_counter()
-        engine, loaded = _engine(ir.map_ir(schedule, sources), opt, schedule.size, folder=_rows_folder(schedule))
+        # however short its body, a loop runs LLVM's passes: they vectorise it (4 to 8 rows an instruction)
+        size = max(schedule.size, ir.QUICK_OPS + 1)
+        engine, loaded = _engine(ir.map_ir(schedule, sources), opt, size, folder=_rows_folder(schedule))
         program = MapProgram(MAP(engine.get_function_address("map")), len(schedule.outputs), engine)
         _remember(key, program, loaded, started)
         return program
