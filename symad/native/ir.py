@@ -274,7 +274,8 @@ def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
                  f"  %op{k} = getelementptr double, ptr %out, i64 %oi{k}",
                  f"  store double {names[node]}, ptr %op{k}"]
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
-    return ("; the map loop, optimised whatever its size\n" + decls + "\ndefine void @map(ptr noalias %w, ptr noalias %cols, i64 %start, i64 %end, ptr noalias %out,"
+    return ("; the map loop, optimised whatever its size\n" + decls
+            + "\ndefine void @map(ptr noalias %w, ptr noalias %cols, i64 %start, i64 %end, ptr noalias %out,"
             " i64 %ld) {\nentry:\n" + "\n".join(entry) + "\n"
             "  %any = icmp slt i64 %start, %end\n  br i1 %any, label %loop, label %done\n"
             "loop:\n  %r = phi i64 [%start, %entry], [%next, %loop]\n" + "\n".join(body) + "\n"
