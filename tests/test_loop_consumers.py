@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+
 import numpy as np
 import pytest
 import sympy
@@ -10,7 +13,7 @@ from support.loops import parse_looped
 
 import symad
 from symad.ad.gather import indexed_gradient
-from symad.core import binders
+from symad.core import binders, document
 from symad.core.dag import Graph
 from symad.core.latex import to_latex
 from symad.indexed_function import IndexedFunction
@@ -144,3 +147,100 @@ def test_to_sympy_refuses_a_map_plainly() -> None:
     each = binders.reduce(g, "each", 0, 1, N, g.make("sin", binders.item(g, g.vector("x"), g.index(0))))
     with pytest.raises(symad.SymadError, match="SymPy has no each"):
         symad.to_sympy(symad.Expr(g, each))
+
+
+# ---------------------------------------------------------------- documents and pickles
+def test_a_document_saves_the_loop_not_its_unrolling() -> None:
+    e = looped(ROSENBROCK.format(n=10**6 - 1))
+    text = symad.dumps(e)
+    assert len(text) < 2048
+    doc = json.loads(text)
+    assert doc["version"] == document.LOOPS_VERSION
+    assert ["sum", 0, 1, 10**6 - 1, len(doc["nodes"]) - 2] in doc["nodes"]
+    assert ["index", 0] in doc["nodes"] and ["vector", "x"] in doc["nodes"]
+    assert symad.dumps(symad.parse("x*y + 1", Graph())).count('"version": 1,') == 1  # no loop: version 1
+
+
+@pytest.mark.parametrize("text", [
+    ROSENBROCK.format(n=N), QUADRATIC.format(n=N),
+    f"sum(i = -{N}..-1, y[-i]*sum(j = 1..{N}, A[2*i + 1, j - 1])) + x[3] + sum(i = 1..{N}, x[i])*z",
+    f"sum(i = 1..{N}, sum(j = 1..{N}, sum(k = 1..{N}, B[i, j, k]*x[i]*x[j]*x[k])))",
+])
+def test_documents_and_pickles_rebuild_the_same_nodes(text: str) -> None:
+    g = Graph()
+    e = looped(text, g)
+    doc = document.loads(symad.dumps(e))
+    assert document.build(doc, g) == [e.id]  # the same node in its own graph
+    other = Graph()
+    (copy,) = document.build(document.loads(symad.dumps(e)), other)
+    assert symad.dumps(symad.Expr(other, copy)) == symad.dumps(e)
+    assert g.digest(e.id) == other.digest(copy)
+    back = pickle.loads(pickle.dumps(e))
+    assert back.graph.digest(back.id) == g.digest(e.id) and str(back) == str(e)
+
+
+def test_a_loaded_loop_computes_as_the_parsed_one() -> None:
+    e = looped(ROSENBROCK.format(n=N))
+    x = np.random.default_rng(5).normal(size=N + 1)
+    want = IndexedFunction(e).value_and_grad({"x": x})
+    got = IndexedFunction(symad.loads(symad.dumps(e))).value_and_grad({"x": x})
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_a_gradients_each_is_saved_as_an_output() -> None:
+    e = looped(ROSENBROCK.format(n=N))
+    _, vectors = indexed_gradient(e.graph, e.id)
+    node = vectors["x"].node
+    doc = document.to_document(e.graph, [e.id, node], "expressions")
+    assert doc["nodes"][-1][:4] == ["each", 0, 1, N + 1]
+    assert document.build(document.loads(document.dumps(doc)), e.graph) == [e.id, node]
+
+
+def _loop_doc(nodes: list, outputs: list | None = None, version: int = 2) -> str:
+    return json.dumps({"format": "symad", "version": version, "kind": "expression", "nodes": nodes,
+                       "outputs": [len(nodes) - 1] if outputs is None else outputs})
+
+
+_BODY = [["index", 0], ["vector", "x"], ["item", 1, 0]]  # x[i]
+_GOOD = _BODY + [["sum", 0, 1, N, 2]]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (_loop_doc(_GOOD, version=1), "version 1, which has no loops"),
+    (_loop_doc(_BODY + [["sum", 0, 1, N, 3]]), "node 3: an argument must be the index of an earlier"),
+    (_loop_doc(_BODY + [["sum", 0, 1, N, -1]]), "node 3: an argument must be the index of an earlier"),
+    (_loop_doc(_BODY + [["sum", -1, 1, N, 2]]), "node 3: the level of a sum is a whole number from 0"),
+    (_loop_doc(_BODY + [["sum", 99, 1, N, 2]]), "node 3: the level of a sum is a whole number from 0"),
+    (_loop_doc(_BODY + [["sum", 0, 1.5, N, 2]]), "node 3: the first and last index of a sum are whole"),
+    (_loop_doc(_BODY + [["sum", 0, "1", N, 2]]), "node 3: the first and last index of a sum are whole"),
+    (_loop_doc(_BODY + [["sum", 0, 1, 2**40, 2]]), "node 3: the first and last index of a sum are whole"),
+    (_loop_doc(_BODY + [["prod", 0, 1, N]]), r'node 3: a prod is \["prod", its level'),
+    (_loop_doc([["index", -1]]), r'node 0: an index is \["index", its nesting level'),
+    (_loop_doc([["index", "i"]]), r'node 0: an index is \["index", its nesting level'),
+    (_loop_doc([["vector", "x[3]"]]), r"node 0: a vector is named without an index \(x, not x\[3\]\)"),
+    (_loop_doc([["vector", "pi"]]), "node 0: .*word of the language"),
+    (_loop_doc([["vector", "x"]]), "an output of the document is a vector"),
+    (_loop_doc([["index", 0], ["var", "x"], ["item", 1, 0]]), "an entry's first argument must be a vector"),
+    (_loop_doc([["index", 0], ["vector", "x"], ["item", 1]]), r'an entry is \["item", a vector, 1 to 16'),
+    (_loop_doc(_BODY + [["sin", 1]]), "node 3: its argument 1 is not a number: a vector is used only"),
+    (_loop_doc(_BODY + [["item", 1, 1]]), "node 3: its argument 1 is not a number: a vector is used only"),
+    (_loop_doc(_BODY + [["each", 0, 1, N, 2], ["sin", 3]]), "an each .* can only be an output"),
+    (_loop_doc(_BODY + [["mul", 0, 0], ["item", 1, 3], ["sum", 0, 1, N, 4]]),
+     "node 4: an entry's index must be an affine expression"),
+    (_loop_doc(_BODY), "an output of the document uses an index outside any loop"),
+    (_loop_doc(_GOOD + [["var", "x"], ["add", 3, 4]]), "the document's x is a variable and x a vector"),
+    (_loop_doc(_GOOD + [["var", "x[3]"], ["add", 3, 4]]), r"the document's x\[3\] is a variable and x a vector"),
+    (_loop_doc([["index", 1], ["vector", "x"], ["item", 1, 0], ["sum", 0, 1, N, 2]]),
+     "node 3: the body of the sum at level 0 uses the index of level 1, which no loop around it binds"),
+])
+def test_bad_loop_documents_are_refused_clearly(text: str, message: str) -> None:
+    with pytest.raises(document.DocumentError, match=message):
+        symad.loads(text)
+    with pytest.raises(document.DocumentError, match=message):  # and as JSON values, not text
+        document.build(document.check(json.loads(text)), Graph())
+
+
+def test_a_hand_written_loop_document_is_read() -> None:
+    g = Graph()
+    (node,) = document.build(document.loads(_loop_doc(_GOOD)), g)
+    assert node == symad.parse(f"sum(i = 1..{N}, x[i])", g).id

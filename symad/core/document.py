@@ -12,6 +12,20 @@ hex), an operation by its op-table name with the indices of its arguments, each 
 node (so there can be no cycle).  ``outputs`` are the roots.  A compiled function's
 document also has its ``variables``, ``params`` and ``backend``; no other key is read.
 
+A sum kept as a loop is saved as the loop (version 2 of the format; a document without
+loops is written as version 1, which every symad reads)::
+
+    ["index", 0]                      the index of the loop at nesting level 0 (the outermost)
+    ["vector", "x"]                   an indexed variable (or data) as a whole
+    ["item", v, i1, i2...]            its entry x[i1, i2...], v a vector, each index affine
+    ["sum", level, first, last, body] (or "prod", "each") the loop of body over the index
+                                      of level running from first to last
+
+A loop's captures are not written: they are found again as it is rebuilt, as is its level when
+its body does not use the loops around it.  Reading checks a body uses no index deeper than its
+loop's, an output no index at all, a vector only as an entry's first argument and an ``each``
+(a vector of values) only as an output.
+
 Reading validates everything before building anything: the format and version, every
 key, every node's shape, op, arity and argument indices, names and numbers, and the sizes
 against :data:`~symad.core.limits.LIMITS` (``max_document_chars``, ``max_nodes``).  The text
@@ -32,17 +46,20 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from symad.core import binders
-from symad.core.dag import Graph
+from symad.core.dag import BINDERS, SCOPED, Graph
 from symad.core.document_text import OTHER, Items, NotJSON, pairs
 from symad.core.errors import LimitError, NameRuleError, SymadError
 from symad.core.gcpause import without_gc
 from symad.core.limits import LIMITS
 from symad.core.name_rule import problem
-from symad.core.names import normal
+from symad.core.names import normal, split
 from symad.core.ops import OPS
 
 FORMAT = "symad"
-VERSION = 1
+VERSION = 2  # the newest version this symad reads
+LOOPS_VERSION = 2  # the first with loops; a document without them is written as version 1
+_LARGEST_BOUND = 2**31  # a loop's first and last index are whole numbers within ±this, as in the text
+_MAX_INDICES = 16  # of an entry
 _MAX_NAME = 200
 # Each kind of document, with the keys it has besides these.
 _BASE = ("format", "version", "kind", "nodes", "outputs")
@@ -68,22 +85,27 @@ class DocumentLimitError(DocumentError, LimitError):
 def to_document(graph: Graph, roots: Iterable[int], kind: str = "expression", **extra: Any) -> dict[str, Any]:
     """The document of the nodes ``roots`` need, with ``extra`` keys (plain JSON data)."""
     roots = list(roots)
-    binders.refuse(graph, roots, "saving")
     order = graph.reachable(roots)
     number = {node: k for k, node in enumerate(order)}
     nodes: list[list[Any]] = []
+    scoped = False
     for n in order:
-        op = graph.op[n]
+        op, data = graph.op[n], graph.data[n]
         if op == "const":
-            nodes.append(["const", float(graph.data[n]).hex()])  # type: ignore[arg-type]
-        elif op == "var":
-            why = problem(graph.data[n])
+            nodes.append(["const", float(data).hex()])  # type: ignore[arg-type]
+        elif op == "var" or op == "vector":
+            why = problem(data)
             if why is not None:  # refused now, not when the document is read back
-                raise NameRuleError(f"cannot write the variable {graph.data[n]!r:.60} to a document: {why}")
-            nodes.append(["var", graph.data[n]])
+                raise NameRuleError(f"cannot write the variable {data!r:.60} to a document: {why}")
+            nodes.append([op, data])
+        elif op == "index":
+            nodes.append(["index", data])
+        elif op in BINDERS:  # the range and the body; the captures are found again on reading
+            nodes.append([op, *data, number[graph.args[n][0]]])  # type: ignore[misc]
         else:
             nodes.append([op, *(number[a] for a in graph.args[n])])
-    return {"format": FORMAT, "version": VERSION, "kind": kind, "nodes": nodes,
+        scoped = scoped or op in SCOPED
+    return {"format": FORMAT, "version": LOOPS_VERSION if scoped else 1, "kind": kind, "nodes": nodes,
             "outputs": [number[r] for r in roots], **extra}
 
 
@@ -96,9 +118,12 @@ def dumps(document: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- the checked node table
-_OP_NAMES = tuple(OPS)  # a node's op code is its op's position here
+_LOOP_NODES = ("index", "vector", "item", *sorted(BINDERS))
+_OP_NAMES = (*OPS, *_LOOP_NODES)  # a node's op code is its op's position here
 _CODES = {name: code for code, name in enumerate(_OP_NAMES)}
-_ARITY = bytes(OPS[name].arity for name in _OP_NAMES)
+_ARITY = bytes([OPS[name].arity for name in OPS] + [0] * len(_LOOP_NODES))  # (the loops' nodes: checked apart)
+_FIRST_LOOP_NODE = len(OPS)
+_VECTOR, _ITEM, _EACH = _CODES["vector"], _CODES["item"], _CODES["each"]
 
 
 def indices() -> array:
@@ -110,12 +135,13 @@ class Nodes:
     """A document's node table, checked node by node as it is added: an op code a node, the
     arguments' indices in one array, the variables' names and the numbers in order."""
 
-    __slots__ = ("codes", "args", "leaves", "_names")
+    __slots__ = ("codes", "args", "leaves", "scoped", "_names")
 
     def __init__(self) -> None:
         self.codes = bytearray()
         self.args = indices()
-        self.leaves: list[str | float] = []
+        self.leaves: list[Any] = []  # names, numbers, and a loop node's data (level, entry's index count, range)
+        self.scoped = False  # whether a node of a loop is here (then only a version 2 document is read)
         self._names: dict[str, str] = {}  # each admitted name once (a name used again is not checked again)
 
     def __len__(self) -> int:
@@ -133,6 +159,8 @@ class Nodes:
             for a in node[1:]:
                 if type(a) is not int or not 0 <= a < k:
                     raise DocumentError(f"node {k}: an argument must be the index of an earlier node")
+            if self.scoped:
+                self._values(k, node[1:])
             self.args.extend(node[1:])
         elif op == "const":
             self.leaves.append(_number(k, node))
@@ -140,16 +168,76 @@ class Nodes:
             if len(node) != 2 or not isinstance(node[1], str) or len(node[1]) > _MAX_NAME:
                 raise DocumentError(f"node {k}: a variable is [\"var\", a name such as x, theta_2 or x[3]]")
             self.leaves.append(_name(self._names, node[1], f"node {k}"))
+        elif code is not None and code >= _FIRST_LOOP_NODE:
+            self.scoped = True
+            self._add_loop_node(k, op, node)
         else:
             raise DocumentError(f"node {k} is not [op, ...]" if type(op) is not str
                                 else f"node {k}: unknown operation {op[:40]!r}")
         self.codes.append(code)  # type: ignore[arg-type]
+
+    def _add_loop_node(self, k: int, op: str, node: list[Any]) -> None:
+        """Check and add an index, a vector, an entry or a loop (see the module's docstring)."""
+        if op == "index":
+            if len(node) != 2 or not _whole(node[1], 0, binders.MAX_NESTING):
+                raise DocumentError(f'node {k}: an index is ["index", its nesting level, 0 to {binders.MAX_NESTING}]')
+            self.leaves.append(node[1])
+        elif op == "vector":
+            if len(node) != 2 or not isinstance(node[1], str) or len(node[1]) > _MAX_NAME:
+                raise DocumentError(f'node {k}: a vector is ["vector", a name such as x or theta_2]')
+            name = _name(self._names, node[1], f"node {k}")
+            if split(name) is not None:
+                raise DocumentError(f"node {k}: a vector is named without an index ({split(name)[0]}, not {name})")
+            self.leaves.append(name)
+        elif op == "item":
+            if not 3 <= len(node) <= 2 + _MAX_INDICES:
+                raise DocumentError(f'node {k}: an entry is ["item", a vector, 1 to {_MAX_INDICES} indices]')
+            self._arguments(k, node[1:])
+            if self.codes[node[1]] != _VECTOR:
+                raise DocumentError(f"node {k}: an entry's first argument must be a vector")
+            self._values(k, node[2:])
+            self.leaves.append(len(node) - 2)
+            self.args.extend(node[1:])
+        else:
+            # (a node read from text ends at the first value no node has: its numbers are checked first)
+            level, low, high, body = (*node[1:5], None, None, None, None)[:4]
+            if not _whole(level, 0, binders.MAX_NESTING):
+                raise DocumentError(f"node {k}: the level of a {op} is a whole number from 0 to {binders.MAX_NESTING}")
+            if not (_whole(low, -_LARGEST_BOUND, _LARGEST_BOUND) and _whole(high, -_LARGEST_BOUND, _LARGEST_BOUND)):
+                raise DocumentError(f"node {k}: the first and last index of a {op} are whole numbers within ±2^31")
+            if len(node) != 5:
+                raise DocumentError(f'node {k}: a {op} is ["{op}", its level, first index, last index, body]')
+            self._arguments(k, [body])
+            self._values(k, [body])
+            self.leaves.append((level, low, high))
+            self.args.append(body)
+
+    @staticmethod
+    def _arguments(k: int, args: list[Any]) -> None:
+        for a in args:
+            if type(a) is not int or not 0 <= a < k:
+                raise DocumentError(f"node {k}: an argument must be the index of an earlier node")
+
+    def _values(self, k: int, args: list[int]) -> None:
+        """Check that the arguments ``args`` (earlier nodes) are values: a vector is read only
+        through its entries, and an each is a vector of values, only an output."""
+        codes = self.codes
+        for a in args:
+            if codes[a] == _VECTOR or codes[a] == _EACH:
+                what = "a vector is used only through its entries (x[i])" if codes[a] == _VECTOR else \
+                    "an each (a vector of values) can only be an output"
+                raise DocumentError(f"node {k}: its argument {a} is not a number: {what}")
 
     @staticmethod
     def too_many() -> DocumentLimitError:
         """The error for a node past ``LIMITS.max_nodes``."""
         return DocumentLimitError(f"the document has more than {LIMITS.max_nodes:,} nodes, over the limit "
                                   "(raise it with {setting})", "LIMITS.max_nodes")
+
+
+def _whole(value: Any, low: int, high: int) -> bool:
+    """Whether ``value`` is a JSON integer from ``low`` to ``high``."""
+    return type(value) is int and low <= value <= high
 
 
 def _number(k: int, node: list[Any]) -> float:
@@ -320,6 +408,11 @@ def _complete(document: dict[str, Any]) -> dict[str, Any]:
         raise DocumentError(_NO_LIST)
     if not outputs or max(outputs) >= len(nodes):
         raise DocumentError("the document's outputs must be indices of its nodes")
+    if nodes.scoped and document["version"] < LOOPS_VERSION:
+        raise DocumentError(f"the document is version {document['version']}, which has no loops (index, vector, "
+                            f"item, {', '.join(sorted(BINDERS))} nodes): they came in version {LOOPS_VERSION}")
+    if nodes.scoped and any(nodes.codes[k] == _VECTOR for k in outputs):
+        raise DocumentError("an output of the document is a vector: a vector is used only through its entries")
     return document
 
 
@@ -374,14 +467,59 @@ def build(document: dict[str, Any], graph: Graph) -> list[int]:
     built: list[int] = []
     leaves: Iterator[Any] = iter(table.leaves)
     args, at = table.args, 0
-    for code in table.codes:
+    for k, code in enumerate(table.codes):
         op = _OP_NAMES[code]
         if op == "var":
             built.append(graph.var(next(leaves)))
         elif op == "const":
             built.append(graph.const(next(leaves)))
-        else:
+        elif code < _FIRST_LOOP_NODE:
             n = _ARITY[code]
             built.append(graph.make(op, *[built[a] for a in args[at:at + n]]))
             at += n
-    return [built[k] for k in document["outputs"]]
+        elif op == "index":
+            built.append(graph.index(next(leaves)))
+        elif op == "vector":
+            built.append(graph.vector(next(leaves)))
+        elif code == _ITEM:
+            n = next(leaves) + 1
+            built.append(_entry(graph, k, [built[a] for a in args[at:at + n]]))
+            at += n
+        else:
+            built.append(_loop(graph, k, op, next(leaves), built[args[at]]))
+            at += 1
+    outputs = [built[k] for k in document["outputs"]]
+    if table.scoped:
+        _check_scopes(graph, outputs)
+    return outputs
+
+
+def _check_scopes(graph: Graph, outputs: list[int]) -> None:
+    """Refuse outputs with an index outside any loop, or a name both a vector and a variable."""
+    if any(binders.levels(graph)[n] >= 0 for n in outputs):
+        raise DocumentError("an output of the document uses an index outside any loop")
+    vectors = set(binders.vectors(graph, outputs))
+    for name in graph.variables(outputs):
+        base = (split(name) or (name,))[0]
+        if base in vectors:
+            raise DocumentError(f"the document's {name} is a variable and {base} a vector: an entry of a vector "
+                                f'is ["item", the vector, its index]')
+
+
+def _entry(graph: Graph, k: int, args: list[int]) -> int:
+    """Node ``k``, the entry ``vector[indices]`` (``args``), its indices affine."""
+    try:
+        return binders.item(graph, *args)
+    except SymadError:
+        raise DocumentError(f"node {k}: an entry's index must be an affine expression of indices "
+                            "(such as i + 1 or 2*i - 1)") from None
+
+
+def _loop(graph: Graph, k: int, op: str, scope: tuple[int, int, int], body: int) -> int:
+    """Node ``k``, the loop ``op`` of ``body`` over ``scope``, ``(level, first, last)``."""
+    level = scope[0]
+    deepest = binders.levels(graph)[body]
+    if deepest > level:
+        raise DocumentError(f"node {k}: the body of the {op} at level {level} uses the index of level {deepest}, "
+                            "which no loop around it binds")
+    return binders.reduce(graph, op, *scope, body)

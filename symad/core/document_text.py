@@ -32,10 +32,14 @@ HUGE = 1 << 64  # an integer of more digits than any index or version has
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)(?![0-9.eE])")  # a JSON integer (not the start of a fraction)
-# The nodes symad writes, matched whole: an operation with up to 3 indices, a leaf with its text.
+# No node has more elements: an entry of 16 indices, ["item", vector, i1, ..., i16].
+MOST_ELEMENTS = 18
+# The nodes symad writes, matched whole: an operation with its integers (argument indices, and a
+# loop's level and range, which may be negative), a leaf with its text.
 _S = r"[ \t\n\r]*"
-_OP_NODE = re.compile(rf'\[{_S}"([a-z0-9_]{{1,16}})"((?:{_S},{_S}(?:0|[1-9][0-9]{{0,17}})){{0,3}}){_S}\]')
-_LEAF_NODE = re.compile(rf'\[{_S}"(var|const)"{_S},{_S}"([^"\\\x00-\x1f]*)"{_S}\]')
+_INTEGER = r"-?(?:0|[1-9][0-9]{0,17})"
+_OP_NODE = re.compile(rf'\[{_S}"([a-z0-9_]{{1,16}})"((?:{_S},{_S}{_INTEGER}){{0,{MOST_ELEMENTS - 1}}}){_S}\]')
+_LEAF_NODE = re.compile(rf'\[{_S}"(var|const|vector)"{_S},{_S}"([^"\\\x00-\x1f]*)"{_S}\]')
 # Either, with the "," or "]" after it.
 _NODE_AND_NEXT = re.compile(rf"(?:{_OP_NODE.pattern}|{_LEAF_NODE.pattern}){_S}([,\]]){_S}")
 
@@ -116,7 +120,7 @@ class Reader:
         items: list[Any] = []
         for _ in self.elements():
             items.append(self.scalar())
-            if items[-1] is OTHER or len(items) > 4:  # no node has more: the caller refuses it
+            if items[-1] is OTHER or len(items) > MOST_ELEMENTS:  # no node has more: the caller refuses it
                 return items
         return items
 
