@@ -53,15 +53,18 @@ class _Loop:
             self.shifts.append((graph.data[graph.args[item][0]], shift))
         self.index = np.arange(self.low, self.high + 1, dtype=np.float64)
         self.index_address = self.index.__array_interface__["data"][0]
+        self.names = sorted({name for name, _ in self.shifts})
+        self._clamped: dict[tuple[int, int, int], np.ndarray] = {}  # read-only: safe across threads
         self.strides = np.ones(1 + len(self.items), dtype=np.int64)
         compile_ = native.compile_rows if self.op == "sum" else native.compile_map
         self.program = compile_(self.schedule, self.sources)
 
-    def _columns(self, low: int, high: int, vectors: Vectors, keep: list[np.ndarray]) -> np.ndarray:
+    def _columns(self, low: int, high: int, vectors: Vectors, bases: dict[str, int],
+                 keep: list[np.ndarray]) -> np.ndarray:
         """The addresses of the columns of indices ``low..high``: the index, then each entry's vector
-        read in place (or, where an entry would read past an end, a copy reading the nearest entry
-        instead, kept alive in ``keep``: only a guarded term reads there, as in
-        :mod:`symad.backends.arrays`)."""
+        read in place (``bases``: each vector's address), or, where an entry would read past an end,
+        a copy reading the nearest entry instead, kept alive in ``keep``: only a guarded term reads
+        there, as in :mod:`symad.backends.arrays`."""
         count = high - low + 1
         pointers = np.empty(1 + len(self.shifts), dtype=np.uintp)
         pointers[0] = self.index_address + 8 * (low - self.low)
@@ -69,11 +72,15 @@ class _Loop:
             array, (first,) = vectors[name]
             start = low + shift - first
             if start >= 0 and start + count <= len(array):
-                pointers[k] = array.__array_interface__["data"][0] + 8 * start
-            else:
-                copy = array[np.clip(np.arange(start, start + count), 0, len(array) - 1)]
-                keep.append(copy)
-                pointers[k] = copy.__array_interface__["data"][0]
+                pointers[k] = bases[name] + 8 * start
+                continue
+            key = (start, count, len(array))
+            picks = self._clamped.get(key)
+            if picks is None:  # the same few edge indices at every call: found once
+                picks = self._clamped[key] = np.clip(np.arange(start, start + count), 0, len(array) - 1)
+            copy = array[picks]
+            keep.append(copy)
+            pointers[k] = copy.__array_interface__["data"][0]
         return pointers
 
     def interior(self, vectors: Vectors) -> tuple[int, int]:
@@ -85,9 +92,12 @@ class _Loop:
             high = min(high, first + len(array) - 1 - shift)
         return low, high
 
+    def _bases(self, vectors: Vectors) -> dict[str, int]:
+        return {name: vectors[name][0].__array_interface__["data"][0] for name in self.names}
+
     def sum(self, caps: list[float], vectors: Vectors) -> float:
         keep: list[np.ndarray] = []
-        pointers = self._columns(self.low, self.high, vectors, keep)
+        pointers = self._columns(self.low, self.high, vectors, self._bases(vectors), keep)
         strides = self.strides
         w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
         count = self.high - self.low + 1
@@ -115,8 +125,9 @@ class _Loop:
             parts += [(lo, hi) for lo, hi in ((self.low, low - 1), (high + 1, self.high)) if lo <= hi]
         keep: list[np.ndarray] = []
         base = out.__array_interface__["data"][0]
+        bases = self._bases(vectors)
         for lo, hi in parts:
-            self._map(w, self._columns(lo, hi, vectors, keep), base + 8 * (lo - self.low), hi - lo + 1)
+            self._map(w, self._columns(lo, hi, vectors, bases, keep), base + 8 * (lo - self.low), hi - lo + 1)
         return out
 
     def _map(self, w: np.ndarray, pointers: np.ndarray, base: int, count: int) -> None:
