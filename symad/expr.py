@@ -12,13 +12,13 @@ from symad.ad.forward import jvp
 from symad.ad.reverse import gradient
 from symad.core import document
 from symad.core.dag import Graph
-from symad.core.errors import NameRuleError, SymadError
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
 from symad.core.ops import OPS
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO
 from symad.core.term import Term, as_node
 from symad.frontend.parser import parse_into, parse_outputs_into
+from symad.symbolic_array import Matrix, Vector, length_of, named
 
 if TYPE_CHECKING:
     from symad.function import Function
@@ -196,23 +196,36 @@ def expressions_of(doc: dict[str, Any], graph: Graph | None = None) -> list[Expr
     return [Expr(g, root) for root in document.build(doc, g)]
 
 
-def vector(name: str, n: int, graph: Graph | None = None) -> Any:
-    """The indexed variables ``name[1]`` … ``name[n]`` as a NumPy object array, for ``@``,
-    ``sum`` and ufuncs; the same variables as ``x[i]`` in text.
+def vector(name: str, n: int, graph: Graph | None = None) -> Vector:
+    """The indexed variables ``name[1]`` … ``name[n]`` as a symbolic vector (the text's ``x[i]``):
+    slices, arithmetic, NumPy's ufuncs, ``.sum()`` and ``@`` build loops over the entries, not one
+    node per entry (:mod:`symad.symbolic_array`); ``x[k]`` (0-based) is the variable ``x[k+1]``.
 
-    >>> import numpy as np
-    >>> x = vector("x", 3)
+    >>> x = vector("x", 3, Graph())
+    >>> x
+    Vector(x[i], i = 1..3)
     >>> print(x @ x)
     x[1]*x[1] + x[2]*x[2] + x[3]*x[3]
+    >>> print(((x[1:] - x[:-1]**2)**2).sum())
+    (x[2] - x[1]^2)^2 + (x[3] - x[2]^2)^2
     """
-    import numpy as np
-
-    name = checked(name, "symad.vector")
-    if "[" in name:
-        raise NameRuleError(f"symad.vector: the base of indexed variables is a plain name, not {name!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise SymadError(f"the length of a vector is a whole number ≥ 0, not {n!r}")
     g = default_graph() if graph is None else graph
-    out = np.empty(n, dtype=object)
-    out[:] = [Expr(g, g.var(f"{name}[{k}]")) for k in range(1, n + 1)]
-    return out
+    return named(g, name, length_of(n), Expr, "symad.vector")  # type: ignore[return-value]
+
+
+def data(name: str, shape: int | tuple[int, ...], graph: Graph | None = None) -> Vector | Matrix:
+    """Indexed data ``name[i]`` (``shape`` a length) or ``name[i, j]`` (``shape`` ``(rows, cols)``),
+    given as an array by name at each call of the compiled function (leave it out of ``wrt``);
+    ``A @ x`` with a vector ``x`` is a vector of sums over ``j`` (:class:`~symad.symbolic_array.Matrix`).
+
+    >>> import numpy as np, symad
+    >>> g = Graph()
+    >>> A, x = data("A", (2, 2), g), vector("x", 2, g)
+    >>> f = symad.compile(x @ A @ x)
+    >>> f.variables, f.data
+    (('x[1]', 'x[2]'), ('A',))
+    >>> f.value_and_grad([1.0, 2.0], {"A": np.array([[1.0, 2.0], [3.0, 4.0]])})
+    (27.0, array([12., 21.]))
+    """
+    g = default_graph() if graph is None else graph
+    return named(g, name, shape, Expr, "symad.data")

@@ -3,7 +3,8 @@
 ``symad.sin(x)``, ``symad.where(symad.lt(x, 0), -x, x)``, ``symad.logsumexp(a, b, c)``: one
 function per name of the op table's :data:`~symad.core.ops.FUNCTIONS`, built from it, so a new
 operation is here without a line of this module.  On expressions they build expressions; on
-plain numbers they compute the number (as the language folds constants).
+plain numbers they compute the number (as the language folds constants); on symbolic vectors
+(:mod:`symad.symbolic_array`) they apply entry by entry.  ``symad.sum`` sums a vector's entries.
 
 Comparisons are functions (``lt``, ``le``, ``gt``, ``ge``, ``eq``, ``ne``) and so are the logical
 operators (``and_``, ``or_``, ``not_``): on expressions ``==`` is structural equality (two
@@ -36,6 +37,9 @@ def apply(name: str, *args: Any) -> Any:
     """Function ``name`` of the language (or op of the table) on expressions or numbers
     (:func:`~symad.core.term.as_number`: NumPy's too)."""
     args = tuple(unwrapped(a) for a in args)
+    for a in args:  # a symbolic array (symad.symbolic_array.Vector): the function entry by entry
+        if hasattr(a, "elementwise"):
+            return a.elementwise(name, *args)
     first = _first_term(args)
     if first is None and not args:
         raise TypeError(f"{name} takes at least one argument")
@@ -66,11 +70,26 @@ def _function(name: str) -> Callable[..., Any]:
     return fn
 
 
+def sum_of(array: Any) -> Any:
+    """``symad.sum(x)``: the sum of a symbolic vector's entries (:meth:`symad.symbolic_array.Vector.sum`:
+    one loop over a long range, the text's nodes over a short one), or of any array's.
+
+    >>> import symad
+    >>> print(symad.sum(symad.vector("x", 3, symad.Graph())**2))
+    x[1]^2 + x[2]^2 + x[3]^2
+    """
+    total = getattr(array, "sum", None)
+    if total is None:
+        raise TypeError(f"symad.sum takes a vector (symad.vector) or an array, not {type(array).__name__}")
+    return total()
+
+
 # Python names that are keywords or builtins are spelled with a trailing underscore.
 PYTHON_NAMES = {"and": "and_", "or": "or_", "not": "not_"}
 NAMES: dict[str, Callable[..., Any]] = {}
 for _name in [*FUNCTIONS, *COMPARISONS.values(), "and", "or", "not"]:
     NAMES[PYTHON_NAMES.get(_name, _name)] = _function(_name)
+NAMES["sum"] = sum_of  # of an array: not a function of the language (its sums are written sum(i = a..b, ...))
 
 # NumPy ufunc name -> the language's op: each op table entry's NumPy ufuncs (those whose
 # semantics symad's match), and three NumPy has that are other ops on expressions.

@@ -51,7 +51,7 @@ def test_a_wrong_length_or_a_double_value_is_named() -> None:
 
 def test_symad_vector_builds_the_same_variables_as_the_text() -> None:
     x = symad.vector("x", 3)
-    assert x.dtype == object and x.shape == (3,)
+    assert x.shape == (3,) and len(x) == 3 and np.asarray(x).dtype == object  # a symbolic vector, its entries
     assert x @ x == symad.parse("x[1]*x[1] + x[2]*x[2] + x[3]*x[3]")
     f = symad.compile(np.sum(np.exp(x)) + x[0] * x[2])
     assert f.variables == ("x[1]", "x[2]", "x[3]")

@@ -95,11 +95,18 @@ def test_numpy_reductions_of_expression_arrays():
         assert f.value(at) == pytest.approx(expected, rel=1e-15), str(expr)
 
 
-@pytest.mark.parametrize("reduce", [np.max, np.min, np.maximum.reduce, lambda w: np.maximum(w, 0), sorted])
+@pytest.mark.parametrize("reduce", [np.max, np.min, np.maximum.reduce, sorted])
 def test_orderings_of_expression_arrays_say_what_to_write(reduce):
-    # NumPy's max of an object array compares elements: an expression has no order.
+    # NumPy's max of an array compares elements: an expression has no order.
     with pytest.raises(TypeError, match=r"no order.*symad\.max\(a, b, \.\.\.\)"):
         reduce(symad.vector("w", 3))
+
+
+def test_numpy_maximum_of_a_vector_is_max_entry_by_entry():
+    # A symbolic vector takes NumPy's ufuncs entry by entry, np.maximum as the language's max.
+    w = symad.vector("w", 3, Graph())
+    assert np.maximum(w, 0) == symad.max(w, 0) == symad.max(0, w)
+    assert [str(e) for e in np.maximum(w, 0)] == ["max(0, w[1])", "max(0, w[2])", "max(0, w[3])"]
 
 
 @pytest.mark.parametrize("compare", [lambda x: x < 1, lambda x: 1 <= x, lambda x: x > x, lambda x: x >= 0])
