@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.ad.forward import forward
 from symad.ad.gather import indexed_gradient
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
@@ -60,10 +61,46 @@ class IndexedFunction:
         outputs = [root]
         for name in self.wrt:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
-        self._program = ArrayProgram(graph, outputs)
-        if backend != "python":
-            self._program.runners = compiled_loops(graph, self._program)
+        self._outputs, self._backend = outputs, backend
+        self._program = self._compiled(outputs)
+        self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
         self.size = sum(self._length(n) for n in self.wrt)
+
+    def _compiled(self, roots: list[int]) -> ArrayProgram:
+        program = ArrayProgram(self.graph, roots)
+        if self._backend != "python":
+            program.runners = compiled_loops(self.graph, program)
+        return program
+
+    def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian times ``direction`` (flat, in :attr:`variables` order) at ``point``: forward
+        mode over the indexed gradient (each vector's row of products one ``each`` node again),
+        never the n x n matrix.  For ``scipy.optimize.minimize(..., hessp=f.hessp)``."""
+        if self._hvp is None:
+            g = self.graph
+            tangent = {}
+            for name in self.wrt:
+                if name in self.spans:
+                    tangent[g.vector(name)] = g.vector(name + "'")
+                else:
+                    tangent[self._scalar_nodes[name]] = g.var(name + "'")
+            (roots,) = forward(g, self._outputs[1:], [tangent])
+            self._hvp = self._compiled(roots)
+        given = self._named(point, data, {})
+        scalars, vectors = self._inputs(given)
+        flat = as_floats(direction).reshape(-1)
+        if flat.shape != (self.size,):
+            raise PointError(f"the direction has {flat.size:,} numbers; {', '.join(self.variables)} need {self.size:,}")
+        at = 0
+        for name in self.wrt:
+            n = self._length(name)
+            if name in self.spans:
+                vectors[name + "'"] = (np.ascontiguousarray(flat[at:at + n]), vectors[name][1])
+            else:
+                scalars[self.graph.var(name + "'")] = float(flat[at])
+            at += n
+        parts = self._hvp.run(scalars, vectors)
+        return np.concatenate([np.reshape(np.broadcast_to(p, (self._length(w),)), -1) for p, w in zip(parts, self.wrt)])
 
     def _length(self, name: str) -> int:
         span = self.spans.get(name)
@@ -91,7 +128,16 @@ class IndexedFunction:
                        **kwargs: Any) -> tuple[float, np.ndarray]:
         """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
         given = self._named(point, data, kwargs)
-        scalars, vectors = {}, {}
+        scalars, vectors = self._inputs(given)
+        value, *partials = self._program.run(scalars, vectors)
+        if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
+            return float(value), partials[0]
+        return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
+
+    def _inputs(self, given: Mapping[str, Any]) -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
+        """The values by name as the programs take them: scalars by node, vectors by name."""
+        scalars: dict[int, float] = {}
+        vectors: dict[str, tuple[np.ndarray, tuple[int, ...]]] = {}
         for name in (*self.wrt, *self.data):
             if name not in given:
                 if name in self.spans:
@@ -108,10 +154,7 @@ class IndexedFunction:
                 vectors[name] = (np.ascontiguousarray(array), tuple(low for low, _ in dims))
             else:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
-        value, *partials = self._program.run(scalars, vectors)
-        if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
-            return float(value), partials[0]
-        return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
+        return scalars, vectors
 
     def _named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The values by name, from a flat array in :attr:`variables` order or a mapping."""

@@ -19,7 +19,9 @@ from typing import Any
 from symad.ad.branches import SELECTS
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Ks, active, forward_nodes
-from symad.core.dag import Graph
+from symad.core import binders
+from symad.core.dag import SCOPED, Graph
+from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
 from symad.core.ops import OPS
 
@@ -31,6 +33,14 @@ class ForwardAlgebra:
     :meth:`combine` or :meth:`choose`, made of them here, which an algebra may do in one step."""
 
     visit: Any = None  # as :class:`symad.ad.reverse.Algebra`'s, the factor None
+
+    def entry(self, node: int, vector: Any) -> Any:
+        """The tangent of entry ``node`` (``x[i + c]``), given the tangent of its vector."""
+        raise SymadError("this forward sweep does not take loops yet")
+
+    def loop(self, node: int, body: Any) -> Any:
+        """The tangent of binder ``node`` (``sum(i = ..., body)``), given its body's tangent."""
+        raise SymadError("this forward sweep does not take loops yet")
 
     def combine(self, node: int, ks: Ks, tangents: list[Any]) -> Any:
         """The tangent of ``node``: Σ tangent of argument k × ∂node/∂(argument k), for k in ``ks``."""
@@ -70,7 +80,13 @@ def sweep(graph: Graph, order: list[int], live: Collection[int], algebra: Any) -
                 tangent[node] = t
             continue
         op = op_of[node]
-        if op in SELECTS:  # where(c, a, b): the tangent of the arm taken, selected
+        if op in SCOPED:  # an entry's tangent is the tangent vector's entry; a loop's, the loop of its body's
+            inner = tangent.get(args[0])
+            if inner is None:
+                total = None
+            else:
+                total = algebra.entry(node, inner) if op == "item" else algebra.loop(node, inner)
+        elif op in SELECTS:  # where(c, a, b): the tangent of the arm taken, selected
             arms = OPS[op].arms
             wanted = tuple(k for k in ks if k in arms and args[k] in tangent)
             total = choose(node, wanted, [tangent.get(args[k]) for k in arms]) if wanted else None
@@ -122,6 +138,13 @@ class Tangent(ForwardAlgebra):
     def kept(self, tangent: int) -> int | None:
         return None if self.graph.is_const(tangent, 0.0) else tangent
 
+    def entry(self, node: int, vector: int) -> int:
+        return self.graph.item(vector, *self.graph.args[node][1:])
+
+    def loop(self, node: int, body: int) -> int:
+        level, low, high = self.graph.data[node]  # type: ignore[misc]
+        return binders.reduce(self.graph, self.graph.op[node], level, low, high, body)
+
 
 class Tangents(ForwardAlgebra):
     """The symbolic algebra of forward mode along several directions at once: a tangent is a tuple
@@ -157,16 +180,27 @@ class Tangents(ForwardAlgebra):
         out = tuple(None if t is None or g.is_const(t, 0.0) else t for t in tangent)
         return None if all(t is None for t in out) else out
 
+    def entry(self, node: int, vector: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        g = self.graph
+        return tuple(None if v is None else g.item(v, *g.args[node][1:]) for v in vector)
+
+    def loop(self, node: int, body: tuple[int | None, ...]) -> tuple[int | None, ...] | None:
+        g = self.graph
+        level, low, high = g.data[node]  # type: ignore[misc]
+        return self.kept(tuple(None if b is None else binders.reduce(g, g.op[node], level, low, high, b)
+                               for b in body))
+
 
 @without_gc
 def forward(graph: Graph, roots: Sequence[int], directions: Sequence[Mapping[int, int]]) -> list[list[int]]:
     """Forward mode for any number of roots and tangent directions, in one sweep.
 
     ``directions[d]`` maps variable nodes to the nodes of their components along
-    direction ``d`` (missing ones are 0); the result's ``[d][r]`` is the tangent of
-    ``roots[r]`` along it.  Each local partial is built once, for all directions.
+    direction ``d`` (missing ones are 0), vector nodes to the vector nodes of theirs; the
+    result's ``[d][r]`` is the tangent of ``roots[r]`` along it.  Each local partial is built once, for all directions.
     """
-    sources = {v for d in directions for v, t in d.items() if graph.op[v] == "var" and not graph.is_const(t, 0.0)}
+    sources = {v for d in directions for v, t in d.items()
+               if graph.op[v] in ("var", "vector") and not graph.is_const(t, 0.0)}
     order = graph.reachable(roots)
     live = active(graph, order, sources)
     zero = graph.const(0.0)
