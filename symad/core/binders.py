@@ -29,6 +29,9 @@ from symad.core.errors import SymadError
 
 # A range whose unrolled body would have more terms than this stays one node.
 UNROLL_MAX_TERMS = 10_000
+# Inside a loop's body a sum stays a loop past this many terms: the body is compiled once, and
+# a short sum written out there (three coordinates) is what code generation wants.
+UNROLL_INSIDE_LOOP = 16
 # Binders nest at most this deep (their rules recurse once per level).
 MAX_NESTING = 8
 

@@ -25,6 +25,21 @@ _LARGEST_INDEX = 2**31  # indices and bounds are whole numbers within ±this
 _REDUCTIONS = {"sum": ("add", 0.0), "prod": ("mul", 1.0)}  # op accumulating the terms, the empty value
 
 
+def _arith(op: str, args: list[float | None]) -> float | None:
+    """``op`` of known numbers, for the few ops bounds are written with (else None: not known)."""
+    if None in args:
+        return None
+    if op == "add":
+        return args[0] + args[1]  # type: ignore[operator]
+    if op == "sub":
+        return args[0] - args[1]  # type: ignore[operator]
+    if op == "mul":
+        return args[0] * args[1]  # type: ignore[operator]
+    if op == "neg":
+        return -args[0]  # type: ignore[operator]
+    return None
+
+
 class _Function(NamedTuple):
     params: tuple[str, ...]
     body: tuple[Token, ...]
@@ -210,7 +225,8 @@ class Folder:
             return
         low, high = recording.bounds
         reduction, index = opened.text.split()
-        if reduction == "sum" and high - low + 1 > binders.UNROLL_MAX_TERMS:
+        limit = binders.UNROLL_INSIDE_LOOP if self.loops else binders.UNROLL_MAX_TERMS
+        if reduction == "sum" and (high - low + 1) * self._inner_terms(body) > limit:
             if self.loops >= binders.MAX_NESTING:
                 raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
                                  f"{binders.MAX_NESTING} deep", opened)
@@ -235,6 +251,39 @@ class Folder:
             total = term if total is None else graph.make(op, total, term)
         self.scopes.pop()
         stack.append(graph.const(empty) if total is None else total)
+
+    def _inner_terms(self, body: tuple[Token, ...]) -> int:
+        """How many times the body's deepest nest of sums would repeat its innermost body, written out
+        (1 without sums inside; a bound known only as the text is unrolled counts 1): so that a sum of
+        sums is kept as a loop when together they are long, not only when one of them is."""
+        known: list[float | None] = []  # the values a dry run of the tokens can know: numbers, definitions
+        counts: list[int] = []  # the ranges open, innermost last
+        most = 1
+        graph = self.graph
+        for tok in body:
+            kind = tok.kind
+            if kind == "number":
+                known.append(float(tok.text))
+            elif kind == "name":
+                node = self.defined.get(tok.text)
+                known.append(graph.data[node] if node is not None and graph.op[node] == "const" else None)
+            elif kind == "range":
+                high, low = known.pop(), known.pop()
+                count = int(high - low + 1) if high is not None and low is not None else 1
+                counts.append(max(count, 0))
+                most = max(most, math.prod(counts))
+            elif kind == "end":
+                counts.pop()
+                known.append(None)
+            elif kind in ("op", "call", "index"):
+                args = known[len(known) - tok.arity:]
+                del known[len(known) - tok.arity:]
+                known.append(_arith(tok.text, args) if kind == "op" else None)
+            elif kind == "chain":
+                known.pop()
+            elif kind == "define":
+                known.pop()
+        return most
 
     def _loop(self, reduction: str, index: str, low: int, high: int, body: tuple[Token, ...]) -> Iterator[Token]:
         """The body once, its index a leaf of the DAG; the sum stays one node (:mod:`symad.core.binders`)."""
