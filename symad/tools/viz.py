@@ -11,6 +11,9 @@ The backward cluster draws the one reverse sweep (:func:`symad.ad.trace.reverse`
 reaches, an edge from each user's adjoint to each argument's adjoint labelled with the
 local partial (from the op table), and a sum ``Σ`` where a shared node collects several
 contributions.  At a point, the adjoints are the sweep's numbers: the gradient's bits.
+
+A sum kept as a loop is drawn as one box holding its body (:mod:`symad.tools.loop_picture`);
+the backward sweep of loops is not drawn yet (the title says so), nor are values at a point.
 """
 
 from __future__ import annotations
@@ -28,13 +31,14 @@ import graphviz
 from symad.ad import trace
 from symad.ad.local import local_partial
 from symad.backends.interpret import node_values
-from symad.core import indexed
-from symad.core.dag import Graph
+from symad.core import binders, indexed
+from symad.core.dag import BINDERS, Graph
 from symad.core.errors import LimitError, SymadError, VariableError, check_variables
 from symad.core.files import write_atomically
 from symad.core.ops import OPS, PREC_ATOM
-from symad.core.printing import format_number, to_infix
+from symad.core.printing import format_number, scoped_names, to_infix
 from symad.expr import Expr, parse
+from symad.tools import loop_picture
 
 MAX_NODES = 300
 """Default limit on drawn nodes (forward + backward): beyond it pictures are unreadable and slow.
@@ -76,6 +80,19 @@ STYLES: dict[str, dict[str, str]] = {
     name: _LEAF_STYLE[name] if op.kind == "leaf" else _KIND_STYLE[op.kind] for name, op in OPS.items()
 }
 """Graphviz node attributes per op name (a key of :data:`symad.core.ops.OPS`)."""
+
+LOOP_STYLES: dict[str, dict[str, str]] = {
+    "index": {"shape": "ellipse", "style": "filled", "fillcolor": "#eadcf8", "color": "#6a3fa0", "penwidth": "1.5"},
+    "item": {"shape": "ellipse", "style": "filled", "fillcolor": "#d4e6fa", "color": "#2d6db5", "penwidth": "1.5"},
+    **dict.fromkeys(BINDERS, {"shape": "box", "style": "rounded,filled", "fillcolor": "#e3d2f7", "color": "#6a3fa0",
+                              "penwidth": "2"}),
+}
+"""Graphviz node attributes of a loop's nodes: its index, an entry ``x[i + 1]``, the loop itself."""
+LOOP_BOX_STYLE = {"style": "rounded,filled", "color": "#6a3fa0", "fillcolor": "#f8f4fd", "fontcolor": "#4a2a78",
+                  "fontsize": "13"}
+_LOOP_SYMBOL = {"sum": "Σ", "prod": "Π", "each": "each"}
+_INDEX_EDGE = {"style": "dashed", "color": "#9b7fc4", "arrowsize": "0.5"}
+LOOPS_NOT_SWEPT = "the backward sweep of loops is not drawn yet"
 
 ADJOINT_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#d9f2d9", "color": "#2e7d32"}
 SUM_STYLE = {**ADJOINT_STYLE, "fillcolor": "#b9e4b9", "penwidth": "1.8"}
@@ -217,8 +234,13 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     if max_nodes < 1:
         raise LimitError(f"{{setting}} must be at least 1, got {max_nodes}", "max_nodes")
     g, root = expr.graph, expr.id
+    looped = binders.has_scoped(g, [root])
+    if looped and at is not None:
+        raise SymadError("values at a point are not drawn for sums kept as loops yet: draw without at")
     order = g.reachable([root])
-    _check_size(len(order), max_nodes, "the DAG")
+    found = loop_picture.boxes(g, root) if looped else None
+    drawn = sum(len(box.nodes) for box in found) if found else len(order)
+    _check_size(drawn, max_nodes, "the DAG")
     local = {node: i for i, node in enumerate(order)}
 
     values: dict[int, float] | None = None
@@ -228,8 +250,8 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         check_variables(expr.variables, at)
         point = {v: float(at[v]) for v in expr.variables}
         values = node_values(g, [root], point)
-    sweep = _Sweep(g, root, wrt, point if at is not None else None) if grad else None
-    total = len(order) + (len(sweep.nodes) if sweep else 0)
+    sweep = _Sweep(g, root, wrt, point if at is not None else None) if grad and not looped else None
+    total = drawn + (len(sweep.nodes) if sweep else 0)
     _check_size(total, max_nodes, "the forward and backward graph" if grad else "the DAG")
     large = total > LARGE
 
@@ -241,6 +263,8 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         title = f"f = {title}"
     if title and point:
         title += "   at " + ", ".join(f"{k} = {format_number(v, False)}" for k, v in point.items())
+    if grad and looped:
+        title = f"{title}   ({LOOPS_NOT_SWEPT})" if title else LOOPS_NOT_SWEPT[0].upper() + LOOPS_NOT_SWEPT[1:]
 
     dot = graphviz.Digraph("symad", graph_attr={
         "rankdir": rankdir.upper(), "fontname": _FONT, "labelloc": "t", "fontsize": "16",
@@ -248,6 +272,9 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         **({"label": title} if title else {})})
     dot.attr("node", fontname=_FONT, fontsize="13", margin="0.12,0.05", height="0.4")
     dot.attr("edge", fontname=_FONT, fontsize="11")
+    if found is not None:
+        _draw_loops(dot, g, root, local, found, large)
+        return dot
     if sweep is None:
         _draw_forward(dot, g, order, local, root, values, large)
         return dot
@@ -270,32 +297,84 @@ def _check_size(count: int, limit: int, what: str) -> None:
 def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapping[int, int],
                   root: int, values: Mapping[int, float] | None, large: bool) -> None:
     for node in order:
-        op, i = g.op[node], local[node]
-        attrs = dict(STYLES[op])
-        if op == "var":
-            label = _html((str(g.data[node]), 'POINT-SIZE="16"'), *_value_line(values, node))
-        elif op == "const":
-            label = _html((format_number(g.data[node]), ""))  # type: ignore[arg-type]
-        else:
-            spec = OPS[op]
-            caption = f"n{i} {op}" if spec.symbol != op else f"n{i}"
-            label = _html((spec.symbol, 'POINT-SIZE="17"'), (caption, 'POINT-SIZE="10" COLOR="#777777"'),
-                          *_value_line(values, node))
+        attrs = dict(STYLES[g.op[node]])
         if node == root:
             attrs.update(penwidth="2.5", peripheries="2")
         if values is not None and not math.isfinite(values[node]):
             attrs["color"] = _BAD
-        dot.node(f"n{i}", label, **attrs)
+        dot.node(f"n{local[node]}", _label(g, node, local[node], values), **attrs)
     if not large:  # inputs on one row, in natural order (costly for dot on big graphs)
         _same_rank(dot, [f"n{local[n]}" for n in order if g.op[n] == "var"], "min")
     for node in order:
-        args = g.args[node]
-        numbered = len(args) > 1 and not OPS[g.op[node]].commutative
-        roles = OPS[g.op[node]].roles  # argument labels that say more than a position
-        for k, a in enumerate(args):
-            extra = {"headlabel": roles[k] if roles else str(k + 1), "labelfontsize": "9",
-                     "labelfontcolor": "#777777"} if numbered else {}
+        for a, extra in _arguments(g, node):
             dot.edge(f"n{local[a]}", f"n{local[node]}", **_FORWARD_EDGE, **extra)
+
+
+def _label(g: Graph, node: int, i: int, values: Mapping[int, float] | None,
+           index_names: list[str] | None = None) -> str:
+    """A forward node's label: a name, a number, or an op's symbol over its caption (``n4 sin``)."""
+    op = g.op[node]
+    caption_font = 'POINT-SIZE="10" COLOR="#777777"'
+    if op == "var":
+        return _html((str(g.data[node]), 'POINT-SIZE="16"'), *_value_line(values, node))
+    if op == "const":
+        return _html((format_number(g.data[node]), ""))  # type: ignore[arg-type]
+    if op == "index":
+        return _html((index_names[g.data[node]], 'POINT-SIZE="16"'), ("index", caption_font))  # type: ignore[index]
+    if op == "item":
+        return _html((to_infix(g, node, index_names=index_names or ()), 'POINT-SIZE="15"'))
+    if op in BINDERS:
+        return _html((_LOOP_SYMBOL[op], 'POINT-SIZE="17"'), (f"n{i} {op}", caption_font))
+    spec = OPS[op]
+    caption = f"n{i} {op}" if spec.symbol != op else f"n{i}"
+    return _html((spec.symbol, 'POINT-SIZE="17"'), (caption, caption_font), *_value_line(values, node))
+
+
+def _arguments(g: Graph, node: int) -> list[tuple[int, dict[str, str]]]:
+    """A node's arguments, each with its edge's extra attributes (a role or position, if it matters)."""
+    args = g.args[node]
+    spec = OPS[g.op[node]]
+    numbered = len(args) > 1 and not spec.commutative
+    roles = spec.roles  # argument labels that say more than a position
+    return [(a, {"headlabel": roles[k] if roles else str(k + 1), "labelfontsize": "9",
+                 "labelfontcolor": "#777777"} if numbered else {}) for k, a in enumerate(args)]
+
+
+def _draw_loops(dot: graphviz.Digraph, g: Graph, root: int, local: Mapping[int, int],
+                found: list[loop_picture.Box], large: bool) -> None:
+    """The forward DAG of an expression with loops: each loop a box holding its body."""
+    index_names = scoped_names(g, root)
+    named = loop_picture.names(local, found)
+    graphs = [dot]
+    for box in found[1:]:
+        level, low, high = g.data[box.binder]  # type: ignore[index,misc]
+        graphs.append(graphviz.Digraph(f"cluster_loop{len(graphs)}", graph_attr={
+            "label": f"{g.op[box.binder]} {index_names[level]} = {low}..{high}", **LOOP_BOX_STYLE}))  # type: ignore[index]
+    for k, box in enumerate(found):
+        for node in box.nodes:
+            op = g.op[node]
+            attrs = dict(LOOP_STYLES.get(op) or STYLES[op])
+            if node == root:
+                attrs.update(penwidth="2.5", peripheries="2")
+            graphs[k].node(named[k][node], _label(g, node, local[node], None, index_names), **attrs)
+    depth = [0] * len(found)
+    for k, box in enumerate(found[1:], 1):
+        depth[k] = depth[box.parent] + 1  # type: ignore[index]
+    for k in sorted(range(1, len(found)), key=lambda k: (-depth[k], k)):  # complete before it goes in its parent
+        graphs[found[k].parent].subgraph(graphs[k])  # type: ignore[index]
+    if not large:
+        _same_rank(dot, [named[0][n] for n in found[0].nodes if g.op[n] == "var"], "min")
+    for k, box in enumerate(found):
+        for node in box.nodes:
+            op, here = g.op[node], named[k][node]
+            if op == "item":  # its index, whose arithmetic is in its label
+                for level in loop_picture.item_levels(g, node):
+                    dot.edge(loop_picture.name_of(g.index(level), k, found, named), here, **_INDEX_EDGE)
+            elif op in BINDERS:  # the body's value into the loop
+                dot.edge(loop_picture.name_of(g.args[node][0], k, found, named), here, **_FORWARD_EDGE)
+            elif op != "index":
+                for a, extra in _arguments(g, node):
+                    dot.edge(loop_picture.name_of(a, k, found, named), here, **_FORWARD_EDGE, **extra)
 
 
 
