@@ -29,99 +29,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from symad import functions
-from symad.core import binders, names
-from symad.core.dag import BINDERS, Graph
+from symad.core import binders
+from symad.core.dag import Graph
 from symad.core.errors import NameRuleError, SymadError
 from symad.core.name_rule import checked
 from symad.core.ops import OPS
 from symad.core.printing import to_infix
 from symad.core.term import Term, as_node, unwrapped
-
-
-# ---------------------------------------------------------------------------- rebuilding bodies
-def rebuilt(graph: Graph, body: int, position: int, deeper: int = 0, entries: bool = False) -> int:
-    """``body`` with its index ``index(0)`` replaced by node ``position``, every binder inside it (and
-    its index) moved ``deeper`` levels down; with ``entries``, an entry of one index that became a
-    number is the scalar variable ``x[k]``, as the text writes it.  Parts that use no index are kept
-    as they are (a loop closed inside the body binds its own ``index(0)``)."""
-    lv = binders.levels(graph)
-    if lv[body] < 0:
-        return body
-    op_of, args_of, data_of = graph.op, graph.args, graph.data
-    todo: set[int] = set()
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node not in todo:
-            todo.add(node)
-            stack.extend(a for a in args_of[node] if lv[a] >= 0 and a not in todo)
-    done: dict[int, int] = {}
-    for node in sorted(todo):  # children first
-        op, data = op_of[node], data_of[node]
-        args = tuple(done.get(a, a) for a in args_of[node])
-        if op == "index":
-            done[node] = position if data == 0 else graph.index(data + deeper)  # type: ignore[operator]
-        elif op in BINDERS:
-            level, low, high = data  # type: ignore[misc]
-            done[node] = binders.reduce(graph, op, level + deeper, low, high, args[0])
-        elif op == "item":
-            at = args[1:]
-            if entries and len(at) == 1 and op_of[at[0]] == "const":
-                done[node] = graph.var(f"{data_of[args[0]]}[{int(data_of[at[0]])}]")  # type: ignore[arg-type]
-            else:
-                done[node] = binders.item(graph, args[0], *at)
-        else:
-            done[node] = graph.build(op, data, args)
-    return done[body]
-
-
-def entries_as_items(graph: Graph, node: int) -> int:
-    """``node`` with each scalar variable ``x[k]`` of a vector that a loop indexes (``x[i]``) as the
-    entry ``x[k]`` of that vector, as the text's reading ends (one variable, not two)."""
-    op_of, args_of, data_of = graph.op, graph.args, graph.data
-    reached = graph.reachable([node])
-    looped = {data_of[args_of[n][0]] for n in reached
-              if op_of[n] == "item" and any(op_of[a] != "const" for a in args_of[n][1:])}
-    mapping = {}
-    for n in reached:
-        if op_of[n] == "var":
-            parts = names.split(data_of[n])  # type: ignore[arg-type]
-            if parts and parts[0] in looped:
-                mapping[n] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
-    return binders.substitute(graph, node, mapping) if mapping else node
-
-
-def unrolled_sum(graph: Graph, body: int, low: int, high: int) -> int:
-    """The sum of ``body`` over ``index(0) = low..high`` written out as the text unrolls it: the body
-    once per index value, entries of a constant index the scalar variables ``x[k]``, the terms
-    added left to right (``((t1 + t2) + t3) + ...``); 0 when the range is empty."""
-    total = None
-    for k in range(low, high + 1):
-        term = rebuilt(graph, body, graph.const(float(k)), entries=True)
-        total = term if total is None else graph.make("add", total, term)
-    return graph.const(0.0) if total is None else total
-
-
-def summed(graph: Graph, body: int, length: int) -> int:
-    """The sum of ``body`` over ``index(0) = 1..length``: one loop node past
-    :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms, else written out (:func:`unrolled_sum`)."""
-    if length > binders.UNROLL_MAX_TERMS:
-        total = binders.reduce(graph, "sum", 0, 1, length, body)
-    else:
-        total = unrolled_sum(graph, body, 1, length)
-    return entries_as_items(graph, total)
-
-
-def _deeper_sum(graph: Graph, inner: Callable[[int], int], length: int) -> int:
-    """The sum over a second index ``j = 1..length`` of ``inner(j)`` (a body at ``index(0)``, ``j``
-    a node): one loop at level 1, or its terms written out with ``j`` a number."""
-    if length > binders.UNROLL_MAX_TERMS:
-        return binders.reduce(graph, "sum", 1, 1, length, inner(graph.index(1)))
-    total = None
-    for j in range(1, length + 1):
-        term = inner(graph.const(float(j)))
-        total = term if total is None else graph.make("add", total, term)
-    return graph.const(0.0) if total is None else total
+from symad.core.unrolling import entries_as_items, lowered, rebuilt, settled, summed
 
 
 def plain_name(name: str, what: str) -> str:
@@ -159,6 +74,8 @@ _NO_ORDER = ("expressions have no order: NumPy's {name} compares the entries; fo
 class Vector:
     """A symbolic vector: ``body`` (a node of ``graph``, an expression of ``index(0)``) at the
     positions ``1..length``.  Entries, sums and dot products are expressions of class ``kind``.
+    Sums inside the body (``A @ x``) are loop nodes until the vector is summed or indexed, when
+    each is kept or written out as the text decides (:mod:`symad.core.unrolling`).
 
     >>> from symad.expr import vector
     >>> x = vector("x", 3, Graph())
@@ -194,7 +111,7 @@ class Vector:
         """The entry at ``position`` (1-based, as the text counts), an expression."""
         graph = self.graph
         node = rebuilt(graph, self.body, graph.const(float(position)), entries=True)
-        return self.kind(graph, entries_as_items(graph, node))
+        return self.kind(graph, settled(graph, node))
 
     def __getitem__(self, key: Any) -> Any:
         """``x[k]`` (0-based, negative from the end) is an entry, an expression: ``x[0]`` is the
@@ -213,12 +130,7 @@ class Vector:
             scaled = index if step == 1 else graph.make("mul", graph.const(float(step)), index)
             position = graph.make("add", scaled, graph.const(float(start + 1 - step)))
             return Vector(graph, rebuilt(graph, self.body, position), length, self.kind)
-        if isinstance(key, bool) or not hasattr(key, "__index__"):
-            raise TypeError(f"a vector's index is an integer or a slice, not {type(key).__name__}")
-        k = operator.index(key)
-        if not -self.length <= k < self.length:
-            raise IndexError(f"index {k} is out of range for a vector of length {self.length}")
-        return self.at(k % self.length + 1)
+        return self.at(_position(key, self.length))
 
     def __iter__(self) -> Iterator[Any]:
         for position in range(1, self.length + 1):
@@ -273,7 +185,7 @@ class Vector:
         try:
             return self.elementwise(name, *((other, self) if reflected else (self, other)))
         except TypeError:
-            if isinstance(other, (Vector, Term)):
+            if isinstance(other, (Vector, Matrix, Term)):
                 raise
             return NotImplemented
 
@@ -322,7 +234,7 @@ class Vector:
         ``sum(i = 1..n, ...)`` is (the same nodes).  ``axis``, ``dtype`` and ``out`` are NumPy's
         (``np.sum(x)`` calls this), and only their defaults are taken."""
         _only_defaults("sum", axis, dtype, out)
-        return self.kind(self.graph, summed(self.graph, self.body, self.length))
+        return self.kind(self.graph, entries_as_items(self.graph, summed(self.graph, self.body, 0, 1, self.length)))
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
         """The sum of the entries over their number (what ``np.mean(x)`` calls)."""
@@ -336,7 +248,7 @@ class Vector:
         graph = self.graph
         total = None
         for position in range(1, self.length + 1):
-            term = rebuilt(graph, self.body, graph.const(float(position)), entries=True)
+            term = lowered(graph, rebuilt(graph, self.body, graph.const(float(position)), entries=True))
             total = term if total is None else graph.make("mul", total, term)
         return self.kind(graph, entries_as_items(graph, graph.const(1.0) if total is None else total))
 
@@ -367,9 +279,12 @@ class Vector:
     # ------------------------------------------------------------------ Python's protocols
     def __eq__(self, other: object) -> bool:
         """Structural equality, as for expressions: the same length and the same body."""
-        if not isinstance(other, Vector):
+        if not isinstance(other, Vector) or other.length != self.length:
             return False
-        return other.length == self.length and Term(self.graph, self.body) == Term(other.graph, other.body)
+        if other.graph is self.graph:
+            return other.body == self.body
+        # another graph: equal digests are checked by building the other body here (hash-consed)
+        return self.graph.digest(self.body) == other.graph.digest(other.body) and other.body_in(self.graph) == self.body
 
     def __hash__(self) -> int:
         return hash((self.length, self.graph.digest(self.body)))
@@ -401,7 +316,9 @@ class Matrix:
     >>> g = Graph()
     >>> A, x = data("A", (2, 3), g), vector("x", 3, g)
     >>> A @ x
-    Vector(x[1]*A[i, 1] + x[2]*A[i, 2] + x[3]*A[i, 3], i = 1..2)
+    Vector(sum(j = 1..3, x[j]*A[i, j]), i = 1..2)
+    >>> print((A @ x).sum())
+    x[1]*A[1, 1] + x[2]*A[1, 2] + x[3]*A[1, 3] + (x[1]*A[2, 1] + x[2]*A[2, 2] + x[3]*A[2, 3])
     >>> A[1], A[0, 2]
     (Vector(A[2, i], i = 1..3), Expr('A[1, 3]'))
     """
@@ -427,8 +344,8 @@ class Matrix:
         return binders.item(graph, graph.vector(self.name), *indices)
 
     def __matmul__(self, other: Any) -> Any:
-        """``A @ x``: the vector of the sums over ``j`` of ``A[i, j]*x[j]`` (a loop at the second level
-        past :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms, else written out)."""
+        """``A @ x``: the vector of the sums over ``j`` of ``A[i, j]*x[j]`` (a loop at the second level,
+        kept or written out once the vector is summed or indexed)."""
         other = unwrapped(other)
         if not isinstance(other, Vector):
             raise TypeError(f"a data matrix multiplies a symbolic vector (A @ x), not {type(other).__name__}")
@@ -436,17 +353,10 @@ class Matrix:
         if other.length != cols:
             raise ValueError(f"matmul: shapes {self.shape} and {other.shape} do not match")
         graph = _graph_of((self, other))
-        body = other.body_in(graph)
-        index = graph.index(0)
-
-        def term(j: int) -> int:
-            if graph.op[j] == "index":  # the entry at the loop's own index, its loops one level deeper
-                at = rebuilt(graph, body, j, deeper=1)
-            else:
-                at = rebuilt(graph, body, j, entries=True)
-            return graph.make("mul", self.entry(graph, index, j), at)
-
-        return Vector(graph, _deeper_sum(graph, term, cols), rows, other.kind)
+        j = graph.index(1)
+        at = rebuilt(graph, other.body_in(graph), j, deeper=1)  # x[j], its own loops one level deeper
+        term = graph.make("mul", self.entry(graph, graph.index(0), j), at)
+        return Vector(graph, binders.reduce(graph, "sum", 1, 1, cols, term), rows, other.kind)
 
     def transposed_product(self, vector: Vector) -> Vector:
         """``x @ A``: the vector of the sums over ``i`` of ``x[i]*A[i, j]``."""
@@ -486,7 +396,7 @@ def _position(key: Any, length: int) -> int:
         raise TypeError(f"an index is an integer or a slice, not {type(key).__name__}")
     k = operator.index(key)
     if not -length <= k < length:
-        raise IndexError(f"index {k} is out of range for an axis of length {length}")
+        raise IndexError(f"index {k} is out of range for length {length}")
     return k % length + 1
 
 
