@@ -115,7 +115,7 @@ HOSTILE = [
      "node 0 is not"),
     ("[1, 2]", "not a symad document"),
     (_doc(format="other"), "not a symad document"),
-    (_doc(version=2), "version 2, written by a newer symad"),
+    (_doc(version=3), "version 3, written by a newer symad"),
     (_doc(version="1"), "no version number"),
     (_doc(version=0), "not one symad ever wrote"),
     (_doc(nodes={}), "a list of nodes"),

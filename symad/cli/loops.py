@@ -11,12 +11,13 @@ from symad.core import binders
 from symad.core.errors import SymadError
 from symad.expr import Expr
 
-COMMANDS = ("grad", "eval", "diff", "postfix")  # the others say they do not take loops yet
+COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph")  # the others say they do not take loops yet
 
 
-def has_loops(expr: Expr | None) -> bool:
-    """Whether ``expr`` has a sum kept as a loop."""
-    return expr is not None and expr.graph.scoped and binders.has_scoped(expr.graph, [expr.id])
+def has_loops(expr: Expr | list[Expr] | None) -> bool:
+    """Whether ``expr`` (or any of several outputs) has a sum kept as a loop."""
+    exprs = expr if isinstance(expr, list) else [] if expr is None else [expr]
+    return any(e.graph.scoped and binders.has_scoped(e.graph, [e.id]) for e in exprs)
 
 
 def refuse(command: str) -> SymadError:

@@ -19,10 +19,10 @@ from symad.core.ops import OPS, PREC_ATOM, PREC_PRODUCT, PREC_SUM, PREC_UNARY
 from symad.core.printing import (
     SHARED_MIN_TREE,
     SHARED_RATIO,
+    IndexNames,
     format_number,
     precedence,
     render,
-    scoped_names,
     shared_names,
 )
 
@@ -75,7 +75,7 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
     """The expression in LaTeX (nodes in ``names`` print as those names)."""
     names = names or {}
     op_of, data_of = graph.op, graph.data
-    index_names: list[str] = []
+    index_names = IndexNames(graph, root)
 
     def prec(node: int) -> float:
         if node in names:
@@ -92,8 +92,6 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
 
     def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
         if op in SCOPED:
-            if not index_names:
-                index_names.extend(latex_name(n) for n in scoped_names(graph, root))
             return _scoped(graph, node, index_names, prec)
         spec = OPS[op]
         pieces: list[object]
@@ -129,11 +127,11 @@ def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> st
                   compose)
 
 
-def _scoped(graph: Graph, node: int, index_names: list[str], prec: Callable[[int], float]) -> list[object]:
+def _scoped(graph: Graph, node: int, index_names: IndexNames, prec: Callable[[int], float]) -> list[object]:
     """The pieces of an indexed node: ``i``, ``x``, ``x_{i + 1}``, ``\\sum_{i=1}^{n} ...``."""
     op, args, data = graph.op[node], graph.args[node], graph.data[node]
     if op == "index":
-        return [index_names[data]]  # type: ignore[index]
+        return [latex_name(index_names.of(data))]  # type: ignore[arg-type]
     if op == "vector":
         return [latex_name(data)]  # type: ignore[arg-type]
     if op == "item":
@@ -146,12 +144,14 @@ def _scoped(graph: Graph, node: int, index_names: list[str], prec: Callable[[int
         return [*pieces, "}"]
     level, low, high = data  # type: ignore[misc]
     body = args[0]
-    scope = f"{index_names[level]}={low}"
+    scope = f"{latex_name(index_names.enter(level))}={low}"
+    leave = lambda: index_names.leave(level)  # noqa: E731 - run once the body is printed
     if op == "each":
-        return [r"\left(", body, rf"\right)_{{{scope}}}^{{{high}}}"]
+        return [r"\left(", body, leave, rf"\right)_{{{scope}}}^{{{high}}}"]
     # A term's body is wrapped; a product's factors and a nested sum read plainly after the operator.
     nested = graph.op[body] == op
-    return [f"{_BIG_OPERATOR[op]}_{{{scope}}}^{{{high}}} ", *_wrap(body, not nested and prec(body) < PREC_PRODUCT)]
+    return [f"{_BIG_OPERATOR[op]}_{{{scope}}}^{{{high}}} ", *_wrap(body, not nested and prec(body) < PREC_PRODUCT),
+            leave]
 
 
 def _leading_number(graph: Graph, node: int) -> bool:

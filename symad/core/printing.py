@@ -144,15 +144,11 @@ def to_infix(graph: Graph, root: int, names: dict[int, str] | None = None,
     those names; index levels as ``index_names`` (then i, j, k...).
     """
     names = names or {}
-    chosen = list(index_names)
-    levels: list[str] = []
+    indices = IndexNames(graph, root, index_names)
 
     def compose(node: int, op: str, args: tuple[int, ...]) -> list[object]:
         if op in SCOPED:
-            if not levels:
-                levels.extend(chosen)
-                levels.extend(n for n in scoped_names(graph, root) if n not in chosen)
-            return compose_scoped(graph, node, levels)
+            return compose_scoped(graph, node, indices)
         spec = OPS[op]
         if spec.kind == "infix":
             left, right = args
@@ -188,11 +184,46 @@ def scoped_names(graph: Graph, root: int) -> list[str]:
     return binders.index_names(taken, binders.MAX_NESTING + 1)  # type: ignore[arg-type]
 
 
-def compose_scoped(graph: Graph, node: int, index_names: list[str]) -> list[object]:
+class IndexNames:
+    """The name of each index as the printer meets its loop: a loop's index is named by how many
+    loops the text has opened around it (levels count the loops an index *depends on*, so a loop
+    inside another that does not use its index has the same level, and needs another name).
+    The indices ``root`` leaves free (the body of an ``each`` printed alone) come first."""
+
+    def __init__(self, graph: Graph, root: int, chosen: Sequence[str] = ()):
+        self.graph, self.root, self.chosen = graph, root, list(chosen)
+        self.names: list[str] = []
+        self.free = binders.levels(graph)[root] + 1 if graph.scoped else 0
+        self.open: dict[int, list[str]] = {}  # level -> the names of the loops of that level open now
+        self.depth = 0
+
+    def _name(self, depth: int) -> str:
+        if not self.names:
+            self.names = self.chosen + [n for n in scoped_names(self.graph, self.root) if n not in self.chosen]
+        return self.names[depth]
+
+    def of(self, level: int) -> str:
+        """The name of the index of ``level`` here."""
+        stack = self.open.get(level)
+        return stack[-1] if stack else self._name(level)
+
+    def enter(self, level: int) -> str:
+        """A loop of ``level`` opens: its index's name."""
+        name = self._name(self.free + self.depth)
+        self.depth += 1
+        self.open.setdefault(level, []).append(name)
+        return name
+
+    def leave(self, level: int) -> None:
+        self.depth -= 1
+        self.open[level].pop()
+
+
+def compose_scoped(graph: Graph, node: int, index_names: IndexNames) -> list[object]:
     """The pieces of an indexed node: ``i``, ``x``, ``x[i + 1]``, ``sum(i = 1..n, body)``."""
     op, args, data = graph.op[node], graph.args[node], graph.data[node]
     if op == "index":
-        return [index_names[data]]  # type: ignore[index]
+        return [index_names.of(data)]  # type: ignore[arg-type]
     if op == "vector":
         return [data]  # type: ignore[list-item]
     if op == "item":
@@ -201,14 +232,16 @@ def compose_scoped(graph: Graph, node: int, index_names: list[str]) -> list[obje
             pieces.extend([", ", a] if k else [a])
         return [*pieces, "]"]
     level, low, high = data  # type: ignore[misc]
-    return [f"{op}({index_names[level]} = {low}..{high}, ", args[0], ")"]
+    name = index_names.enter(level)
+    return [f"{op}({name} = {low}..{high}, ", args[0], lambda: index_names.leave(level), ")"]
 
 
 def render(graph: Graph, root: int, names: dict[int, str], leaf: Callable[[str, Any], str],
            compose: Callable[[int, str, tuple[int, ...]], list[object]]) -> str:
     """Text of ``root`` from an explicit stack of pieces: ``leaf(op, data)`` for a constant or a
-    variable, ``compose(node, op, args)`` for an operation (strings, and nodes to print in their
-    place), nodes in ``names`` as their names.  No recursion, one join at the end."""
+    variable, ``compose(node, op, args)`` for an operation (strings, nodes to print in their place,
+    and actions to run once the pieces before them are printed), nodes in ``names`` as their names.
+    No recursion, one join at the end."""
     out: list[str] = []
     stack: list[object] = [root]  # ints are nodes to print, strings are literal pieces
     op_of, args_of, data_of = graph.op, graph.args, graph.data
@@ -216,6 +249,9 @@ def render(graph: Graph, root: int, names: dict[int, str], leaf: Callable[[str, 
         item = stack.pop()
         if isinstance(item, str):
             out.append(item)
+            continue
+        if callable(item):  # a loop's body is done: its index's name is free again
+            item()
             continue
         node = item  # type: ignore[assignment]
         if node in names and node != root:
