@@ -22,8 +22,8 @@ LAYERS = [
     ("runtime.background",),  # the compile threads: the native runtime compiles in them
     ("backends", "native"),  # code for a schedule: portable evaluators, and the LLVM runtime the VM runs on
     ("runtime",),
-    ("functions", "expr", "function", "indexed_function", "second_order", "vector_function", "objectives", "caches",
-     "persist", "interop"),  # the public API objects
+    ("functions", "symbolic_array", "expr", "function", "indexed_function", "second_order", "vector_function",
+     "objectives", "caches", "persist", "interop"),  # the public API objects
     ("tools", "optimize"),  # what users do with them
     ("cli", "__main__"),
 ]
@@ -293,6 +293,10 @@ def test_the_native_runtime_is_reached_through_its_interface() -> None:
     found = [f"{m} imports {t}" for m in MODULES if not (m + ".").startswith("symad.native.")
              for t, _ in _imports(m, type_checking=True) if t.startswith("symad.native.")]
     assert not found, "\n".join(found)
+    import symad.native
+
+    for name in symad.native.__all__:  # the interface's names, imported on first use, all resolve
+        assert getattr(symad.native, name) is not None, name
 
 
 def _only_reexports(tree: ast.Module) -> bool:

@@ -91,7 +91,7 @@ np_log = NumpyFunction("log", math.log)
 # ===================================================================== small integer powers
 # x^2 … x^4 and x^-1 … x^-4 with a constant exponent are products, in every evaluator and
 # in constant folding: the same bits everywhere, and no call to pow.  The backends get them
-# from one lowering pass (symad/backends/lowering.py); the DAG's evaluators below them
+# from one lowering pass (symad/schedule/lowering.py); the DAG's evaluators below them
 # (constant folding, the sweep's numbers) compute them here.
 SMALL_POWERS = (-4, -3, -2, -1, 2, 3, 4)
 

@@ -1,32 +1,65 @@
 """The native runtime: a schedule as LLVM machine code, behind one interface.
 
 :func:`compile` turns a :class:`~symad.schedule.schedule.Schedule` into a :class:`NativeProgram`
-(``point``, ``batch`` and ``call`` entry points); :func:`compile_rows` into a loop summing
-it over rows of data.  :func:`interpreter` is the instruction interpreter the VM runs on
-(its opcodes: :func:`interpreter_opcodes`, ``COPY``).  The on-disk cache of object code is
-configured by :func:`set_cache_dir` and :func:`set_cache_max_mb`.  Inside: the IR (``ir``), LLVM's passes
-and object code (``codegen``), the loader of object code (``elf``), the compile worker process
-(``worker``, ``remote``), the on-disk cache (``cache``) and the compiles themselves (``jit``).
-Nothing outside this package imports those modules: they are reached through the names below.
+(``point``, ``batch`` and ``call`` entry points); :func:`compile_rows` into a loop summing it
+over rows of data, :func:`compile_map` into a loop mapping it over a range.  :func:`interpreter`
+is the instruction interpreter the VM runs on (its opcodes: :func:`interpreter_opcodes`,
+``COPY``).  The on-disk cache of object code is configured by :func:`set_cache_dir` and
+:func:`set_cache_max_mb`.  Inside: the IR (``ir``), LLVM's passes and object code
+(``codegen``), the loader of object code (``elf``), the compile worker process (``worker``,
+``remote``), the on-disk cache (``cache``) and the compiles themselves (``jit``).  Nothing
+outside this package imports those modules: they are reached through the names below.
 """
 
-from symad.native.cache import cache_dir, set_cache_dir, set_cache_max_mb
-from symad.native.ir import COPY, interpreter_opcodes
-from symad.native.jit import (
-    CACHE_PROGRAMS,
-    MapProgram,
-    NativeProgram,
-    RowsProgram,
-    available,
-    clear_cache,
-    compile,
-    compile_map,
-    compile_rows,
-    compile_stats,
-    interpreter,
-    rows_if_cached,
-)
+from __future__ import annotations
 
-__all__ = ["CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "RowsProgram", "available", "cache_dir",
-           "clear_cache", "compile", "compile_map", "compile_rows", "compile_stats", "interpreter",
-           "interpreter_opcodes", "rows_if_cached", "set_cache_dir", "set_cache_max_mb"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Each name's module, imported on first use (PEP 562): the compile worker process, which runs
+# ``python -m symad.native.worker`` and needs LLVM's passes alone, starts without the op table.
+_EXPORTS = {
+    "cache_dir": "cache", "set_cache_dir": "cache", "set_cache_max_mb": "cache",
+    "COPY": "ir", "interpreter_opcodes": "ir",
+    "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "RowsProgram": "jit", "available": "jit",
+    "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_rows": "jit", "compile_stats": "jit",
+    "interpreter": "jit", "rows_if_cached": "jit",
+}
+
+if TYPE_CHECKING:
+    from symad.native.cache import cache_dir, set_cache_dir, set_cache_max_mb
+    from symad.native.ir import COPY, interpreter_opcodes
+    from symad.native.jit import (
+        CACHE_PROGRAMS,
+        MapProgram,
+        NativeProgram,
+        RowsProgram,
+        available,
+        clear_cache,
+        compile,
+        compile_map,
+        compile_rows,
+        compile_stats,
+        interpreter,
+        rows_if_cached,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symad.native' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+__all__ = [
+    "CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "RowsProgram", "available", "cache_dir", "clear_cache",
+    "compile", "compile_map", "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached",
+    "set_cache_dir", "set_cache_max_mb",
+]
