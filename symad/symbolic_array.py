@@ -229,10 +229,10 @@ class Vector:
 
     # ------------------------------------------------------------------ reductions and products
     def sum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        """The sum of the entries, an expression: one ``sum`` node past
-        :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms, else written out as the text
-        ``sum(i = 1..n, ...)`` is (the same nodes).  ``axis``, ``dtype`` and ``out`` are NumPy's
-        (``np.sum(x)`` calls this), and only their defaults are taken."""
+        """The sum of the entries, an expression: the nodes of the text's ``sum(i = 1..n, ...)``, one
+        ``sum`` node past :data:`~symad.core.binders.UNROLL_MAX_TERMS` terms (counting those of the
+        sums inside), else written out (:func:`symad.core.unrolling.summed`).  ``axis``, ``dtype``
+        and ``out`` are NumPy's (``np.sum(x)`` calls this), and only their defaults are taken."""
         _only_defaults("sum", axis, dtype, out)
         return self.kind(self.graph, entries_as_items(self.graph, summed(self.graph, self.body, 0, 1, self.length)))
 
