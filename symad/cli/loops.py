@@ -22,8 +22,9 @@ def has_loops(expr: Expr | list[Expr] | None) -> bool:
 
 def refuse(command: str) -> SymadError:
     """The error for a command that does not take loops yet."""
-    return SymadError(f"symad {command} does not support sums over more than {binders.UNROLL_MAX_TERMS:,} terms "
-                      f"yet (they stay loops); {', '.join(COMMANDS)} and the Python API (symad.compile) do")
+    return SymadError(f"symad {command} does not support sums kept as loops yet (a sum stays a loop past "
+                      f"{binders.UNROLL_MAX_TERMS:,} terms or {binders.UNROLL_MAX_STEPS:,} written-out steps); "
+                      f"{', '.join(COMMANDS)} and the Python API (symad.compile) do")
 
 
 def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: bool) -> None:

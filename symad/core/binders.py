@@ -27,8 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from symad.core.dag import BINDERS, SCOPED, Graph
 from symad.core.errors import SymadError
 
-# A range whose unrolled body would have more terms than this stays one node.
+# A sum stays one node (a loop) past this many terms, or when writing it out would take more than
+# UNROLL_MAX_STEPS tokens (its terms times its body's length): Rosenbrock's n = 1000 is written
+# out (calls cost less), n = 10^4 is a loop (built in a tenth of the time, and calls cost less).
 UNROLL_MAX_TERMS = 10_000
+UNROLL_MAX_STEPS = 50_000
 # Inside a loop's body a sum stays a loop past this many terms: the body is compiled once, and
 # a short sum written out there (three coordinates) is what code generation wants.
 UNROLL_INSIDE_LOOP = 16
@@ -70,8 +73,8 @@ def refuse(graph: Graph, roots: Iterable[int], what: str, instead: str = "") -> 
     roots = list(roots)
     if graph.scoped and has_scoped(graph, roots):
         instead = instead or "symad.compile, grad, eval and diff take them, or write the sum shorter"
-        raise SymadError(f"{what} does not support sums over more than {UNROLL_MAX_TERMS:,} terms yet "
-                         f"(they stay loops): {instead}")
+        raise SymadError(f"{what} does not support sums kept as loops yet (a sum stays a loop past "
+                         f"{UNROLL_MAX_TERMS:,} terms or {UNROLL_MAX_STEPS:,} written-out steps): {instead}")
 
 
 def is_binder(graph: Graph, node: int) -> bool:

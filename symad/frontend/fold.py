@@ -225,8 +225,9 @@ class Folder:
             return
         low, high = recording.bounds
         reduction, index = opened.text.split()
+        terms = (high - low + 1) * self._inner_terms(body)
         limit = binders.UNROLL_INSIDE_LOOP if self.loops else binders.UNROLL_MAX_TERMS
-        if reduction == "sum" and (high - low + 1) * self._inner_terms(body) > limit:
+        if reduction == "sum" and (terms > limit or terms * len(body) > binders.UNROLL_MAX_STEPS):
             if self.loops >= binders.MAX_NESTING:
                 raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
                                  f"{binders.MAX_NESTING} deep", opened)
