@@ -17,7 +17,9 @@ __version__ = "0.1.0"
 # Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
 # line starts at once (and a Ctrl-C during start-up lands in its own handler).
 _EXPORTS = {
-    "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "Function": "function",
+    "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "data": "expr",
+    "Vector": "symbolic_array", "Matrix": "symbolic_array", "Function": "function",
+    "IndexedFunction": "indexed_function",
     "VectorFunction": "vector_function", "Graph": "core.dag",
     "SecondOrder": "second_order", "hessian": "second_order", "hvp": "second_order",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
@@ -43,14 +45,16 @@ if TYPE_CHECKING:
         UnknownFunctionError,
         VariableError,
     )
-    from symad.expr import Expr, parse, parse_outputs, var, vector
+    from symad.expr import Expr, data, parse, parse_outputs, var, vector
     from symad.frontend.parser import to_postfix
     from symad.function import Function
+    from symad.indexed_function import IndexedFunction
     from symad.interop import from_sympy, to_sympy
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
     from symad.persist import dumps, load, loads, save
     from symad.second_order import SecondOrder, hessian, hvp
+    from symad.symbolic_array import Matrix, Vector
     from symad.tools.explanation import explain
     from symad.tools.viz import DotNotFoundError, to_digraph, write_picture
     from symad.vector_function import VectorFunction
@@ -116,9 +120,9 @@ def _has_loops(expr: Any) -> bool:
 
 
 __all__ = [
-    "DotNotFoundError", "Expr", "Function", "Graph", "LimitError", "NameRuleError", "Objective", "ParseError",
-    "PointError", "SecondOrder", "SymadError", "UnknownFunctionError", "VariableError", "VectorFunction",
-    "clear_caches", "compile", "dumps", "explain", "from_sympy", "hessian", "hvp", "load", "loads", "minimize",
-    "objective", "parse", "parse_outputs", "save", "to_digraph", "to_postfix", "to_sympy", "var", "vector",
-    "write_picture",
+    "DotNotFoundError", "Expr", "Function", "Graph", "IndexedFunction", "LimitError", "Matrix", "NameRuleError",
+    "Objective", "ParseError", "PointError", "SecondOrder", "SymadError", "UnknownFunctionError", "VariableError",
+    "Vector", "VectorFunction", "clear_caches", "compile", "data", "dumps", "explain", "from_sympy", "hessian",
+    "hvp", "load", "loads", "minimize", "objective", "parse", "parse_outputs", "save", "to_digraph", "to_postfix",
+    "to_sympy", "var", "vector", "write_picture",
 ]

@@ -25,8 +25,8 @@ import numpy as np
 from symad.ad.forward import forward
 from symad.ad.gather import indexed_gradient
 from symad.backends.arrays import ArrayProgram
-from symad.core import binders
-from symad.core.dag import natural_key
+from symad.core import binders, names
+from symad.core.dag import Graph, natural_key
 from symad.core.errors import PointError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
@@ -39,7 +39,7 @@ class IndexedFunction:
 
     def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
         self.expr = expr
-        graph, root = expr.graph, expr.id
+        graph, root = expr.graph, _entries_of_vectors(expr.graph, expr.id, wrt or ())
         self.graph, self.root = graph, root
         self.spans = binders.index_span(graph, [root])
         scalars = [n for n in graph.reachable([root]) if graph.op[n] == "var"]
@@ -199,3 +199,19 @@ def _described(name: str, dims: Sequence[tuple[int, int]]) -> str:
     first = ", ".join(str(low) for low, _ in dims)
     last = ", ".join(str(high) for _, high in dims)
     return f"{shape} entries ({name}[{first}] to {name}[{last}])"
+
+
+def _entries_of_vectors(graph: Graph, root: int, wanted: Sequence[str]) -> int:
+    """``root`` with each scalar variable ``x[k]`` read as the entry ``k`` of the vector ``x`` where a
+    loop indexes ``x`` or ``wanted`` names it (one variable, not two: ``x.sum() + x[0]`` from Python,
+    or a sum written out over the entries of a vector differentiated as a whole)."""
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    reached = graph.reachable([root])
+    bases = set(wanted) | {data_of[args_of[n][0]] for n in reached if op_of[n] == "item"}
+    mapping = {}
+    for n in reached:
+        if op_of[n] == "var":
+            parts = names.split(data_of[n])  # type: ignore[arg-type]
+            if parts and parts[0] in bases:
+                mapping[n] = graph.item(graph.vector(parts[0]), graph.const(float(parts[1])))
+    return binders.substitute(graph, root, mapping) if mapping else root

@@ -160,8 +160,6 @@ def test_products_with_data_matrices_equal_numpy() -> None:
         np.testing.assert_allclose(got_grad, grad, rtol=1e-11, atol=1e-12, err_msg=name)
 
 
-@pytest.mark.xfail(strict=True, reason="the gathered gradient of a nonlinear function of an inner loop renames the "
-                   "inner sum's index to k: the text sum(i = 1..4, sum(j = 1..4, B[i,j]*x[j])^2) has it too")
 def test_least_squares_with_a_data_matrix_equals_numpy() -> None:
     exprs, values = _data_problem()
     N, at, obs = values["B"], values["x"], values["d"]
@@ -170,9 +168,6 @@ def test_least_squares_with_a_data_matrix_equals_numpy() -> None:
     np.testing.assert_allclose(got_grad, 2 * N.T @ (N @ at - obs), rtol=1e-11, atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=symad.PointError, reason="an entry x[1] beside a loop over x[i] is the "
-                   "variable x[1] when the two are added as expressions (the text makes it the loop's entry as it "
-                   "ends reading); IndexedFunction should read them as one (symad.core.unrolling.entries_as_items)")
 def test_an_entry_beside_a_loop_is_the_loops_entry() -> None:
     with looping():
         x = symad.vector("x", 6, Graph())

@@ -109,7 +109,7 @@ def reduce(graph: Graph, op: str, level: int, low: int, high: int, body: int) ->
     # the loops around it is the same node as the one written outside them.
     lowest = 1 + max((lv[c] for c in caps), default=-1)
     if lowest < level:
-        body = substitute(graph, body, {}, (level, level - lowest))
+        body = substitute(graph, body, {graph.index(level): graph.index(lowest)})
         level = lowest
         caps = captures(graph, body, level)
     return graph.bind(op, level, low, high, body, caps)
@@ -198,35 +198,57 @@ def _normal_index(graph: Graph, index: int) -> int:
     return node
 
 
-def substitute(graph: Graph, root: int, mapping: Mapping[int, int], shift: tuple[int, int] | None = None) -> int:
-    """``root`` with every node of ``mapping`` replaced by its image, all at once, rebuilt through
-    binders (whose captures are found again).  ``shift = (level, delta)`` moves every index and
-    binder of ``level`` or deeper ``delta`` levels up."""
-    done: dict[int, int] = {}
+def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
+    """``root`` with every free occurrence of a node of ``mapping`` replaced by its image, all at
+    once.  A loop inside is rebuilt around its body: the indices it binds are never replaced, and
+    it takes the level one past the deepest index its new captures use, so an image's index is
+    never captured by it (``sum(j, x[j]*y[i])`` with i -> j becomes ``sum(k, x[k]*y[j])``)."""
     op_of, args_of, data_of = graph.op, graph.args, graph.data
-    for node in graph.reachable([root]):
+    done: dict[int, int] = {}
+    for node in _outside_bodies(graph, root, mapping):
         image = mapping.get(node)
         if image is not None:
             done[node] = image
             continue
-        if shift is not None and op_of[node] == "index" and data_of[node] >= shift[0]:  # type: ignore[operator]
-            done[node] = graph.index(data_of[node] - shift[1])  # type: ignore[operator]
-            continue
         args = args_of[node]
-        new = tuple(done[a] for a in args)
         op = op_of[node]
-        moved = shift is not None and op in BINDERS and data_of[node][0] >= shift[0]  # type: ignore[index]
-        if new == args and not moved:
-            done[node] = node
-            continue
         if op in BINDERS:
             level, low, high = data_of[node]  # type: ignore[misc]
-            done[node] = reduce(graph, op, level - shift[1] if moved else level, low, high, new[0])  # type: ignore[index]
+            body, *caps = args
+            new_caps = [done[c] for c in caps]
+            lv = levels(graph)
+            new_level = 1 + max((lv[c] for c in new_caps), default=-1)
+            inner = {k: v for k, v in mapping.items() if not (op_of[k] == "index" and data_of[k] >= level)}  # type: ignore[operator]
+            inner.update(zip(caps, new_caps))
+            inner[graph.index(level)] = graph.index(new_level)
+            done[node] = reduce(graph, op, new_level, low, high, substitute(graph, body, inner))
+            continue
+        new = tuple(done[a] for a in args)
+        if new == args:
+            done[node] = node
         elif op == "item":
             done[node] = item(graph, new[0], *new[1:])
         else:
             done[node] = graph.build(op, data_of[node], new)
     return done[root]
+
+
+def _outside_bodies(graph: Graph, root: int, stop: Mapping[int, int]) -> list[int]:
+    """The nodes ``root`` needs in its own scope, in topological order: a loop's captures but not
+    its body; the walk stops at the nodes of ``stop``."""
+    op_of, args_of = graph.op, graph.args
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node in stop:
+            continue
+        args = args_of[node]
+        stack.extend(args[1:] if op_of[node] in BINDERS else args)
+    return sorted(seen)
 
 
 def items(graph: Graph, body: int, level: int) -> list[int]:
