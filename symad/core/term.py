@@ -189,7 +189,8 @@ def same_structure(ga: Graph, a: int, gb: Graph, b: int) -> bool:
         elif ga.data[x] != gb.data[y]:
             return False
         xs, ys = list(ga.args[x]), list(gb.args[y])
-        if OPS[op].commutative:  # argument order follows node ids, which differ between graphs
+        spec = OPS.get(op)  # an indexed node (an entry, a loop) is in no op table: its order is structural
+        if spec is not None and spec.commutative:  # argument order follows node ids, which differ between graphs
             xs.sort(key=ga.digest)
             ys.sort(key=gb.digest)
         if [ga.digest(n) for n in xs] != [gb.digest(n) for n in ys]:
