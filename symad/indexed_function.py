@@ -69,7 +69,8 @@ class IndexedFunction:
     def _compiled(self, roots: list[int]) -> ArrayProgram:
         program = ArrayProgram(self.graph, roots)
         if self._backend != "python":
-            program.runners = compiled_loops(self.graph, program)
+            spans = {**self.spans, **{name + "'": dims for name, dims in self.spans.items()}}  # and tangents'
+            program.runners = compiled_loops(self.graph, program, spans)
         return program
 
     def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:

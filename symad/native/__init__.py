@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "cache_dir": "cache", "set_cache_dir": "cache", "set_cache_max_mb": "cache",
     "COPY": "ir", "interpreter_opcodes": "ir",
-    "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "RowsProgram": "jit", "available": "jit",
-    "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_rows": "jit", "compile_stats": "jit",
+    "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "NestProgram": "jit", "RowsProgram": "jit",
+    "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
+    "compile_rows": "jit", "compile_stats": "jit",
     "interpreter": "jit", "rows_if_cached": "jit",
 }
 
@@ -33,11 +34,13 @@ if TYPE_CHECKING:
         CACHE_PROGRAMS,
         MapProgram,
         NativeProgram,
+        NestProgram,
         RowsProgram,
         available,
         clear_cache,
         compile,
         compile_map,
+        compile_nest,
         compile_rows,
         compile_stats,
         interpreter,
@@ -59,7 +62,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "RowsProgram", "available", "cache_dir", "clear_cache",
-    "compile", "compile_map", "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached",
-    "set_cache_dir", "set_cache_max_mb",
+    "CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "NestProgram", "RowsProgram", "available", "cache_dir",
+    "clear_cache", "compile", "compile_map", "compile_nest", "compile_rows", "compile_stats", "interpreter",
+    "interpreter_opcodes", "rows_if_cached", "set_cache_dir", "set_cache_max_mb",
 ]

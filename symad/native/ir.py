@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 from symad.core.ops import Inline
+from symad.schedule.loop_nest import LoopNest, Scope
 from symad.schedule.lowering import PRIMITIVES
 from symad.schedule.schedule import Schedule
 
@@ -480,3 +481,116 @@ done:
   ret void
 }
 """
+
+
+# ===================================================================== loop nests
+def nest_ir(nest: LoopNest) -> str:
+    """LLVM IR of ``nest(w, bases, start, end, out)`` for a :class:`~symad.schedule.loop_nest.LoopNest`:
+    the top-level loop over rows ``start`` … ``end - 1`` (index ``low + row``), its body with the
+    loops inside it run as inner loops.  A top-level ``sum`` writes its rows' sum to ``out[0]``, an
+    ``each`` its value at row ``r`` to ``out[r]``.  ``w[k]`` is capture ``k``; ``bases[v]`` the address
+    of vector ``v``'s first entry.  Every sum adds in the canonical order: two lanes from 0.0 by the
+    parity of the offset (a row's from ``start``, which the caller keeps even), then lane one plus two."""
+    declared: dict[str, int] = {}
+    names: dict[int, str] = {}
+    entry: list[str] = []
+    for k, node in enumerate(nest.captures):
+        names[node] = f"%c{k}"
+        _load(entry, names[node], "%w", k)
+    for v in range(len(nest.vectors)):
+        entry += [f"  %b{v}a = getelementptr ptr, ptr %bases, i64 {v}", f"  %b{v} = load ptr, ptr %b{v}a"]
+    root = nest.root
+    body: list[str] = [f"  %i = add i64 %r, {root.low}"]
+    block = ["row"]  # the block the lines being written end in
+    value = _scope_lines(root, "%i", {root.level: "%i"}, names, body, block, "s", declared)
+    sums = root.op == "sum"
+    tail = []
+    if sums:
+        tail += ["  %roff = sub i64 %r, %start", "  %rpar = and i64 %roff, 1", "  %rodd = icmp ne i64 %rpar, 0",
+                 f"  %sa = fadd double %la, {value}", f"  %sb = fadd double %lb, {value}",
+                 "  %la2 = select i1 %rodd, double %la, double %sa", "  %lb2 = select i1 %rodd, double %sb, double %lb"]
+    else:
+        tail += ["  %op = getelementptr double, ptr %out, i64 %r", f"  store double {value}, ptr %op"]
+    tail += ["  %rn = add i64 %r, 1", "  br label %head"]
+    last = block[0]
+    head = ["head:", f"  %r = phi i64 [%start, %entry], [%rn, %{last}]"]
+    if sums:
+        head += [f"  %la = phi double [0.0, %entry], [%la2, %{last}]",
+                 f"  %lb = phi double [0.0, %entry], [%lb2, %{last}]"]
+    head += ["  %more = icmp slt i64 %r, %end", "  br i1 %more, label %row, label %done"]
+    done = ["done:"]
+    if sums:
+        done += ["  %fin = fadd double %la, %lb", "  store double %fin, ptr %out"]
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+    return ("; a loop nest, optimised whatever its size\n" + decls
+            + "\ndefine void @nest(ptr noalias %w, ptr noalias %bases, i64 %start, i64 %end, ptr noalias %out) {\n"
+            + "entry:\n" + "\n".join(entry) + "\n  br label %head\n" + "\n".join(head) + "\nrow:\n"
+            + "\n".join(body + tail) + "\n" + "\n".join(done) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+
+
+def _scope_lines(scope: Scope, index: str, indices: dict[int, str], names: dict[int, str], lines: list[str],
+                 block: list[str], p: str, declared: dict[str, int]) -> str:
+    """Lines of one scope's body at the i64 index ``index`` (``indices``: every open level's), appended
+    to ``lines``; returns the IR value of the body.  ``block[0]`` tracks the block the lines end in."""
+    names = dict(names)
+    names.update((node, _hex(c)) for node, c in scope.consts.items())
+    graph_index = f"%{p}d"
+    lines.append(f"  {graph_index} = sitofp i64 {index} to double")
+    for n, name in _index_nodes(scope):
+        names[n] = name if name is not None else graph_index
+    for k, e in enumerate(scope.entries):
+        offset = "0"
+        for d, ((coef, const), (lo, hi), stride) in enumerate(zip(e.indices, e.bounds, e.strides)):
+            at = f"%{p}e{k}d{d}"
+            term = str(const)
+            for level, c in coef.items():
+                lines.append(f"  {at}m{level} = mul i64 {indices[level]}, {c}")
+                lines.append(f"  {at}s{level} = add i64 {term}, {at}m{level}")
+                term = f"{at}s{level}"
+            # clamped into the vector, as the NumPy evaluator reads: only a guarded term reads past an end
+            lines += [f"  {at}lo = icmp slt i64 {term}, {lo}", f"  {at}c1 = select i1 {at}lo, i64 {lo}, i64 {term}",
+                      f"  {at}hi = icmp sgt i64 {at}c1, {hi}", f"  {at}c2 = select i1 {at}hi, i64 {hi}, i64 {at}c1",
+                      f"  {at}z = sub i64 {at}c2, {lo}", f"  {at}w = mul i64 {at}z, {stride}",
+                      f"  {at}o = add i64 {offset}, {at}w"]
+            offset = f"{at}o"
+        lines += [f"  %{p}e{k}a = getelementptr double, ptr %b{e.vector}, i64 {offset}",
+                  f"  %{p}e{k} = load double, ptr %{p}e{k}a"]
+        names[e.node] = f"%{p}e{k}"
+    for node, op, args in scope.steps:
+        inner = scope.inner.get(node)
+        if inner is not None:
+            names[node] = _inner_sum(inner, indices, names, lines, block, f"{p}{node}x", declared)
+            continue
+        r = f"%{p}v{node}"
+        lines += op_lines(op, [names[a] for a in args], r, f"%{p}t{node}", declared)
+        names[node] = r
+    return names[scope.body]
+
+
+def _index_nodes(scope: Scope) -> list[tuple[int, str | None]]:
+    """The scope's own index leaf (named by the caller); other levels' leaves are captures."""
+    return [(scope.index_node, None)] if scope.index_node is not None else []
+
+
+def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str], block: list[str],
+               p: str, declared: dict[str, int]) -> str:
+    """A sum inside a body, as an inner loop in the canonical order; returns its IR value."""
+    before = block[0]
+    j = f"%{p}j"
+    body: list[str] = [f"L{p}b:"]
+    block[0] = f"L{p}b"
+    value = _scope_lines(scope, j, {**indices, scope.level: j}, names, body, block, p, declared)
+    last = block[0]
+    body += [f"  %{p}off = sub i64 {j}, {scope.low}", f"  %{p}par = and i64 %{p}off, 1",
+             f"  %{p}odd = icmp ne i64 %{p}par, 0", f"  %{p}sa = fadd double %{p}a, {value}",
+             f"  %{p}sb = fadd double %{p}b, {value}", f"  %{p}a2 = select i1 %{p}odd, double %{p}a, double %{p}sa",
+             f"  %{p}b2 = select i1 %{p}odd, double %{p}sb, double %{p}b", f"  %{p}jn = add i64 {j}, 1",
+             f"  br label %L{p}h"]
+    lines += [f"  br label %L{p}h", f"L{p}h:",
+              f"  {j} = phi i64 [{scope.low}, %{before}], [%{p}jn, %{last}]",
+              f"  %{p}a = phi double [0.0, %{before}], [%{p}a2, %{last}]",
+              f"  %{p}b = phi double [0.0, %{before}], [%{p}b2, %{last}]",
+              f"  %{p}go = icmp sle i64 {j}, {scope.high}", f"  br i1 %{p}go, label %L{p}b, label %L{p}x",
+              *body, f"L{p}x:", f"  %{p}res = fadd double %{p}a, %{p}b"]
+    block[0] = f"L{p}x"
+    return f"%{p}res"

@@ -31,6 +31,7 @@ from typing import Any
 from symad.core import forksafe
 from symad.native import cache, codegen, elf, ir, remote
 from symad.runtime import background
+from symad.schedule.loop_nest import LoopNest
 from symad.schedule.schedule import Schedule
 
 _lock = threading.Lock()
@@ -309,6 +310,35 @@ def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2
         size = max(schedule.size, ir.QUICK_OPS + 1)
         engine, loaded = _engine(ir.map_ir(schedule, sources), opt, size, folder=_rows_folder(schedule))
         program = MapProgram(MAP(engine.get_function_address("map")), len(schedule.outputs), engine)
+        _remember(key, program, loaded, started)
+        return program
+
+    return _compiled_once(key, build)
+
+
+NEST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+
+
+class NestProgram:
+    """Machine code of a loop nest (:func:`symad.native.ir.nest_ir`): ``nest(w, bases, start, end,
+    out)``, which releases the GIL."""
+
+    def __init__(self, run: Callable[..., None], engine: Any):
+        self.nest = run
+        self.engine = engine  # owns the machine code
+
+
+def compile_nest(nest: LoopNest, opt: int = 2) -> NestProgram:
+    """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
+    key = f"{nest.key}-nest-O{opt}"
+    cached = _cached(key)
+    if cached is not None:
+        return cached
+
+    def build() -> NestProgram:
+        started = time.perf_counter()
+        engine, loaded = _engine(ir.nest_ir(nest), opt, ir.QUICK_OPS + 1, folder=cache.shared_dir())
+        program = NestProgram(NEST(engine.get_function_address("nest")), engine)
         _remember(key, program, loaded, started)
         return program
 

@@ -23,6 +23,7 @@ from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.runtime import batches
+from symad.schedule.loop_nest import NotCompiled, loop_nest
 from symad.schedule.schedule import Schedule
 
 Vectors = Mapping[str, tuple[np.ndarray, tuple[int, ...]]]
@@ -160,9 +161,41 @@ def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
         f.result()
 
 
-def compiled_loops(graph: Graph, program: ArrayProgram) -> dict[int, Callable[..., Any]]:
+class _Nest:
+    """A top-level binder with loops inside its body (or entries of several indices, or strides),
+    as one machine-code loop nest (:func:`symad.native.compile_nest`)."""
+
+    def __init__(self, graph: Graph, node: int, spans: Mapping[str, Any]):
+        self.nest = loop_nest(graph, node, spans)
+        self.program = native.compile_nest(self.nest)
+        _, self.low, self.high = graph.data[node]  # type: ignore[misc]
+        self.sums = graph.op[node] == "sum"
+
+    def __call__(self, caps: list[float], vectors: Vectors) -> Any:
+        w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
+        bases = np.array([vectors[name][0].__array_interface__["data"][0] for name in self.nest.vectors] or [0],
+                         dtype=np.uintp)
+        count = self.high - self.low + 1
+        blocks = -(-count // BLOCK)
+        out = np.zeros(blocks) if self.sums else np.empty(count)
+        run_nest = self.program.nest
+        wp, bp, op = (a.__array_interface__["data"][0] for a in (w, bases, out))
+        sums = self.sums
+
+        def run(b: int) -> None:
+            run_nest(wp, bp, b * BLOCK, min(count, (b + 1) * BLOCK), op + 8 * b if sums else op)
+
+        _share(blocks, count, run)
+        if not sums:
+            return out
+        return float(out.sum() if blocks > 1 else out[0])
+
+
+def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any] | None = None
+                   ) -> dict[int, Callable[..., Any]]:
     """Runners for ``program``'s top-level binders that compile (the others stay in NumPy):
-    ``runner(captures, vectors)`` gives the binder's value."""
+    ``runner(captures, vectors)`` gives the binder's value.  ``spans`` (the vectors' domains) let a
+    binder with loops inside compile as a loop nest."""
     if not native.available():
         return {}
     runners: dict[int, Callable[..., Any]] = {}
@@ -172,6 +205,12 @@ def compiled_loops(graph: Graph, program: ArrayProgram) -> dict[int, Callable[..
         try:
             loop = _Loop(graph, node)
         except (NotImplementedError, SymadError):  # a loop inside, or an entry it cannot read in place
+            if spans is None:
+                continue
+            try:
+                runners[node] = _Nest(graph, node, spans)
+            except NotCompiled:
+                pass
             continue
         runners[node] = _runner(loop, program)
     return runners

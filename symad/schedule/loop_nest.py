@@ -1,0 +1,148 @@
+"""What a compiled loop nest computes: a top-level ``sum``/``each`` with loops inside its body.
+
+:class:`LoopNest` is plain data for a code generator (:func:`symad.native.ir.nest_ir`): one
+:class:`Scope` per loop, each with the lowered steps of the nodes that depend on its index
+(a step may be a loop inside, run as its own scope), the entries it reads and where (an
+entry's element offset is affine in the indices: ``x[i + 1]``, ``A[i, j]``, ``A[j, i]``, each
+index clamped into its vector's range, as the NumPy evaluator reads past an end), and the
+captures it takes from the top level (the same in every row).
+
+A sum inside runs in the canonical order (:func:`symad.backends.arrays.blocked_sum`): two lanes
+from 0.0 by the parity of the offset, then lane one plus lane two; ranges of one block at most
+(:data:`INNER_MAX`), longer ones stay in NumPy.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from symad.core import binders
+from symad.core.dag import BINDERS, Graph
+from symad.schedule.lowering import Step, lower
+
+INNER_MAX = 8192  # a loop inside runs as one block of the canonical order (the NumPy evaluator's BLOCK)
+
+
+class NotCompiled(Exception):
+    """The nest has a part the loop code does not take (NumPy runs it)."""
+
+
+@dataclass
+class Entry:
+    """An entry read in a scope: ``vector`` (its slot), per dimension the affine index
+    ``(coefficients by level, constant)`` and the clamp range, and the dimensions' element strides."""
+
+    node: int
+    vector: int
+    indices: list[tuple[dict[int, int], int]]
+    bounds: list[tuple[int, int]]
+    strides: list[int]
+
+
+@dataclass
+class Scope:
+    """One loop: its level and range, and what its body computes per index."""
+
+    node: int
+    op: str
+    level: int
+    low: int
+    high: int
+    body: int
+    steps: list[Step]
+    consts: dict[int, float]
+    entries: list[Entry]
+    inner: dict[int, Scope] = field(default_factory=dict)  # a step's node -> the loop computing it
+    index_node: int | None = None  # the scope's own index leaf, if its body reads it
+
+
+@dataclass
+class LoopNest:
+    """A top-level binder's loop nest: its scopes, its captures (slots of ``w``) and vectors (slots
+    of ``bases``)."""
+
+    root: Scope
+    captures: list[int]
+    vectors: list[str]
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Structural: equal for equal nests whatever their graph (what compiled code is cached by)."""
+        parts: list[str] = []
+        todo = [self.root]
+        while todo:
+            scope = todo.pop()
+            parts.append(f"{scope.op}{scope.level}:{scope.low}..{scope.high}")
+            parts.extend(f"{op}{args}" for _, op, args in scope.steps)
+            parts.extend(f"{e.vector}{e.indices}{e.bounds}{e.strides}" for e in scope.entries)
+            parts.extend(f"{c!r}" for c in sorted(scope.consts.values(), key=float.hex))
+            todo.extend(scope.inner.values())
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def loop_nest(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]]]) -> LoopNest:
+    """The nest of top-level binder ``node``; ``spans`` are the vectors' domains (their shapes).
+    Raises :class:`NotCompiled` for what the loop code does not take."""
+    captures = list(graph.args[node][1:])
+    vectors: list[str] = []
+    root = _scope(graph, node, spans, vectors, set(captures))
+    return LoopNest(root, captures, vectors)
+
+
+def _scope(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]]], vectors: list[str],
+           outer: set[int]) -> Scope:
+    op = graph.op[node]
+    if op not in ("sum", "each"):
+        raise NotCompiled(op)
+    level, low, high = graph.data[node]  # type: ignore[misc]
+    body = graph.args[node][0]
+    nodes = _own_nodes(graph, body, level, outer)
+    op_of, args_of = graph.op, graph.args
+    entries = []
+    for n in nodes:
+        if op_of[n] == "item":
+            name = graph.data[args_of[n][0]]
+            if name not in vectors:
+                vectors.append(name)  # type: ignore[arg-type]
+            dims = spans[name]  # type: ignore[index]
+            forms = [binders.affine(graph, at) for at in args_of[n][1:]]
+            strides = [1] * len(dims)
+            for d in range(len(dims) - 2, -1, -1):
+                strides[d] = strides[d + 1] * (dims[d + 1][1] - dims[d + 1][0] + 1)
+            entries.append(Entry(n, vectors.index(name), forms, list(dims), strides))  # type: ignore[arg-type]
+    inner_loops = [n for n in nodes if op_of[n] in BINDERS]
+    order = [n for n in nodes if op_of[n] not in ("index", "item", "vector")]
+    steps, consts, variables = lower(graph, order)
+    if variables:
+        raise NotCompiled("a variable inside the body")  # captures cover them: not expected
+    own = [n for n in nodes if op_of[n] == "index"]
+    scope = Scope(node, op, level, low, high, body, steps, consts, entries, index_node=own[0] if own else None)
+    known = outer | set(nodes)
+    for inside in inner_loops:
+        _, lo, hi = graph.data[inside]  # type: ignore[misc]
+        if graph.op[inside] != "sum" or hi - lo + 1 > INNER_MAX:
+            raise NotCompiled("a loop inside that is not a sum of one block")
+        scope.inner[inside] = _scope(graph, inside, spans, vectors, known)
+    return scope
+
+
+def _own_nodes(graph: Graph, body: int, level: int, outer: set[int]) -> list[int]:
+    """The nodes of a scope: reachable from ``body`` without entering loops inside (their captures
+    are) or passing the nodes already known outside; constants included, in topological order."""
+    op_of, args_of = graph.op, graph.args
+    seen: set[int] = set()
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if n in seen or n in outer:
+            continue
+        seen.add(n)
+        args = args_of[n]
+        if op_of[n] in BINDERS:
+            stack.extend(args[1:])
+        elif op_of[n] != "item":
+            stack.extend(args)
+    return sorted(seen)
