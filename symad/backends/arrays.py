@@ -187,17 +187,6 @@ class ArrayProgram:
 def _body_nodes(graph: Graph, body: int, level: int) -> list[int]:
     """The nodes of a binder's body computed per index (they depend on its level), in topological
     order, and the constants they read; nested binders' bodies left to them."""
-    lv = binders.levels(graph)
-    op_of, args_of = graph.op, graph.args
-    seen: set[int] = set()
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        if lv[node] < level and op_of[node] != "const":
-            continue
-        seen.add(node)
-        args = args_of[node]
-        stack.extend(args[1:] if op_of[node] in BINDERS else args)
-    return sorted(seen)
+    lv, op_of = binders.levels(graph), graph.op
+    return [n for n in binders.scope_nodes(graph, body, lambda n: lv[n] >= level)
+            if lv[n] >= level or op_of[n] == "const"]

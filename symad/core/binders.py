@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from symad.core.dag import BINDERS, SCOPED, Graph
 from symad.core.errors import SymadError
@@ -58,6 +58,24 @@ def levels(graph: Graph) -> list[int]:
             args = args[1:]  # the body's own index is bound here
         known.append(max((known[a] for a in args), default=-1))
     return known
+
+
+def scope_nodes(graph: Graph, root: int, expand: Callable[[int], bool]) -> list[int]:
+    """The nodes ``root`` reaches in its own scope, in topological order: the walk enters a loop's
+    captures, never its body (the loop's own business), and the arguments of a node only where
+    ``expand(node)``; the nodes not expanded are in the list too (the scope's frontier)."""
+    op_of, args_of = graph.op, graph.args
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if expand(node):
+            args = args_of[node]
+            stack.extend(args[1:] if op_of[node] in BINDERS else args)
+    return sorted(seen)
 
 
 def has_scoped(graph: Graph, roots: Iterable[int]) -> bool:
@@ -118,23 +136,9 @@ def reduce(graph: Graph, op: str, level: int, low: int, high: int, body: int) ->
 def captures(graph: Graph, body: int, level: int) -> list[int]:
     """The largest parts of ``body`` that do not depend on indices of ``level`` or deeper,
     constants and vectors left out, in an order fixed by their structure."""
-    lv = levels(graph)
-    op_of, args_of = graph.op, graph.args
-    found: set[int] = set()
-    seen: set[int] = set()
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        op = op_of[node]
-        if lv[node] < level:
-            if op != "const" and op != "vector":
-                found.add(node)
-            continue
-        args = args_of[node]
-        stack.extend(args[1:] if op in BINDERS else args)  # a nested binder's captures cover its body
+    lv, op_of = levels(graph), graph.op
+    found = [n for n in scope_nodes(graph, body, lambda n: lv[n] >= level)
+             if lv[n] < level and op_of[n] != "const" and op_of[n] != "vector"]
     return sorted(found, key=lambda n: (graph.digest(n), n))
 
 
@@ -205,7 +209,7 @@ def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
     never captured by it (``sum(j, x[j]*y[i])`` with i -> j becomes ``sum(k, x[k]*y[j])``)."""
     op_of, args_of, data_of = graph.op, graph.args, graph.data
     done: dict[int, int] = {}
-    for node in _outside_bodies(graph, root, mapping):
+    for node in scope_nodes(graph, root, lambda n: n not in mapping):
         image = mapping.get(node)
         if image is not None:
             done[node] = image
@@ -231,24 +235,6 @@ def substitute(graph: Graph, root: int, mapping: Mapping[int, int]) -> int:
         else:
             done[node] = graph.build(op, data_of[node], new)
     return done[root]
-
-
-def _outside_bodies(graph: Graph, root: int, stop: Mapping[int, int]) -> list[int]:
-    """The nodes ``root`` needs in its own scope, in topological order: a loop's captures but not
-    its body; the walk stops at the nodes of ``stop``."""
-    op_of, args_of = graph.op, graph.args
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        if node in stop:
-            continue
-        args = args_of[node]
-        stack.extend(args[1:] if op_of[node] in BINDERS else args)
-    return sorted(seen)
 
 
 def items(graph: Graph, body: int, level: int) -> list[int]:

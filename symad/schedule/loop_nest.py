@@ -132,17 +132,6 @@ def _scope(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]
 def _own_nodes(graph: Graph, body: int, level: int, outer: set[int]) -> list[int]:
     """The nodes of a scope: reachable from ``body`` without entering loops inside (their captures
     are) or passing the nodes already known outside; constants included, in topological order."""
-    op_of, args_of = graph.op, graph.args
-    seen: set[int] = set()
-    stack = [body]
-    while stack:
-        n = stack.pop()
-        if n in seen or n in outer:
-            continue
-        seen.add(n)
-        args = args_of[n]
-        if op_of[n] in BINDERS:
-            stack.extend(args[1:])
-        elif op_of[n] != "item":
-            stack.extend(args)
-    return sorted(seen)
+    op_of = graph.op
+    return [n for n in binders.scope_nodes(graph, body, lambda n: n not in outer and op_of[n] != "item")
+            if n not in outer]
