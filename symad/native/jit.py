@@ -299,17 +299,22 @@ class MapProgram:
 
 def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> MapProgram:
     """Machine code of ``schedule`` at each row of columns (cached as :func:`compile`'s programs)."""
-    key = f"{schedule.key}-map{sources}-O{opt}"
+    return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: ir.map_ir(schedule, sources), opt,
+                      _rows_folder(schedule),
+                      lambda e: MapProgram(MAP(e.get_function_address("map")), len(schedule.outputs), e))
+
+
+def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any]) -> Any:
+    """A loop's machine code, compiled once (and cached): however short its body, a loop runs LLVM's
+    passes, which vectorise it (4 to 8 rows an instruction)."""
     cached = _cached(key)
     if cached is not None:
         return cached
 
-    def build() -> MapProgram:
+    def build() -> Any:
         started = time.perf_counter()
-        # however short its body, a loop runs LLVM's passes: they vectorise it (4 to 8 rows an instruction)
-        size = max(schedule.size, ir.QUICK_OPS + 1)
-        engine, loaded = _engine(ir.map_ir(schedule, sources), opt, size, folder=_rows_folder(schedule))
-        program = MapProgram(MAP(engine.get_function_address("map")), len(schedule.outputs), engine)
+        engine, loaded = _engine(text(), opt, ir.QUICK_OPS + 1, folder=folder)
+        program = wrap(engine)
         _remember(key, program, loaded, started)
         return program
 
@@ -330,19 +335,8 @@ class NestProgram:
 
 def compile_nest(nest: LoopNest, opt: int = 2) -> NestProgram:
     """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
-    key = f"{nest.key}-nest-O{opt}"
-    cached = _cached(key)
-    if cached is not None:
-        return cached
-
-    def build() -> NestProgram:
-        started = time.perf_counter()
-        engine, loaded = _engine(ir.nest_ir(nest), opt, ir.QUICK_OPS + 1, folder=cache.shared_dir())
-        program = NestProgram(NEST(engine.get_function_address("nest")), engine)
-        _remember(key, program, loaded, started)
-        return program
-
-    return _compiled_once(key, build)
+    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: ir.nest_ir(nest), opt, cache.shared_dir(),
+                      lambda e: NestProgram(NEST(e.get_function_address("nest")), e))
 
 
 def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
