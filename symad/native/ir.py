@@ -170,7 +170,8 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
 
     ``sources[k]`` says where input ``k`` comes from: ``("w", i)`` is ``w[i]``, the same in
     every row; ``("col", j)`` is row ``r`` of column ``j``, ``cols[j][r * strides[j]]`` (a
-    column is read in place, at any stride).  With ``idx`` (not null) the rows are
+    column is read in place, at any stride); ``("row", i)`` is the row's index, ``w[i] + r`` (an
+    index counted in the loop, not read).  With ``idx`` (not null) the rows are
     ``idx[start]`` … ``idx[end - 1]`` instead: a mini-batch.
 
     Rows go two at a time, their instructions interleaved (one row's chain of dependent
@@ -185,6 +186,8 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
         if kind == "w":
             shared[node] = f"%w{node}"
             _load(entry, shared[node], "%w", i)
+        elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
+            _load(entry, f"%w{node}s", "%w", i)
         else:
             entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a",
                       f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}", f"  %cs{i} = load i64, ptr %cs{i}a"]
@@ -193,7 +196,11 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
         """One row's lines (SSA names prefixed ``p``, the row index in ``r``) and its outputs."""
         names, lines = dict(shared), []
         for node, (kind, i) in zip(schedule.inputs, sources):
-            if kind == "col":
+            if kind == "row":
+                names[node] = f"%{p}v{node}"
+                lines += [f"  %{p}v{node}r = sitofp i64 {r} to double",
+                          f"  %{p}v{node} = fadd double %w{node}s, %{p}v{node}r"]
+            elif kind == "col":
                 names[node] = f"%{p}v{node}"
                 lines += [f"  %{p}o{node} = mul i64 {r}, %cs{i}",
                           f"  %{p}v{node}a = getelementptr double, ptr %cp{i}, i64 %{p}o{node}",
@@ -253,7 +260,8 @@ def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     """LLVM IR of ``map(w, cols, start, end, out, ld)``: the schedule's outputs at each row
     ``r`` of ``start`` … ``end - 1``, output ``k`` stored at ``out[k*ld + r]`` (an ``each``'s values).
 
-    ``sources`` as for :func:`rows_ir`, every column read at unit stride (``cols[j][r]``), so the
+    ``sources`` as for :func:`rows_ir` (and ``("row", i)``: the row's index, ``w[i]`` plus the row
+    number), every column read at unit stride (``cols[j][r]``), so the
     loop is a plain counted loop over contiguous arrays, the shape LLVM's vectorisers take."""
     declared: dict[str, int] = {}
     names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
@@ -263,6 +271,10 @@ def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
         if kind == "w":
             names[node] = f"%w{node}"
             _load(entry, names[node], "%w", i)
+        elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
+            _load(entry, f"%w{node}s", "%w", i)
+            names[node] = f"%v{node}"
+            body += [f"  %v{node}r = sitofp i64 %r to double", f"  %v{node} = fadd double %w{node}s, %v{node}r"]
         else:
             entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a"]
             names[node] = f"%v{node}"

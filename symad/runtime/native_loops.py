@@ -40,10 +40,13 @@ class _Loop:
         index = graph.index(self.level)
         self.items = binders.items(graph, body, self.level)
         self.caps = caps
-        inputs = [index, *self.items, *caps]
+        # the index, where the body reads it as a number, is counted by the loop (w's last slot holds
+        # the first row's), not read from a column (10^7 rows: 80 MB)
+        self.reads_index = index in graph.reachable([body], {*self.items, *caps})
+        inputs = [*self.items, *caps] + [index] * self.reads_index
         self.schedule = Schedule.build(graph, [body], inputs)
-        self.sources = [("col", 0), *(("col", k + 1) for k in range(len(self.items))),
-                        *(("w", k) for k in range(len(caps)))]
+        self.sources = ([("col", k) for k in range(len(self.items))] + [("w", k) for k in range(len(caps))]
+                        + [("row", len(caps))] * self.reads_index)
         self.shifts = []
         for item in self.items:
             if len(graph.args[item]) != 2:
@@ -52,11 +55,9 @@ class _Loop:
             if coef != {self.level: 1}:
                 raise NotImplementedError  # a stride other than 1: NumPy runs this loop
             self.shifts.append((graph.data[graph.args[item][0]], shift))
-        self.index = np.arange(self.low, self.high + 1, dtype=np.float64)
-        self.index_address = self.index.__array_interface__["data"][0]
         self.names = sorted({name for name, _ in self.shifts})
         self._clamped: dict[tuple[int, int, int], np.ndarray] = {}  # read-only: safe across threads
-        self.strides = np.ones(1 + len(self.items), dtype=np.int64)
+        self.strides = np.ones(max(1, len(self.items)), dtype=np.int64)
         compile_ = native.compile_rows if self.op == "sum" else native.compile_map
         self.program = compile_(self.schedule, self.sources)
 
@@ -67,9 +68,8 @@ class _Loop:
         a copy reading the nearest entry instead, kept alive in ``keep``: only a guarded term reads
         there, as in :mod:`symad.backends.arrays`."""
         count = high - low + 1
-        pointers = np.empty(1 + len(self.shifts), dtype=np.uintp)
-        pointers[0] = self.index_address + 8 * (low - self.low)
-        for k, (name, shift) in enumerate(self.shifts, 1):
+        pointers = np.empty(max(1, len(self.shifts)), dtype=np.uintp)
+        for k, (name, shift) in enumerate(self.shifts):
             array, (first,) = vectors[name]
             start = low + shift - first
             if start >= 0 and start + count <= len(array):
@@ -100,7 +100,7 @@ class _Loop:
         keep: list[np.ndarray] = []
         pointers = self._columns(self.low, self.high, vectors, self._bases(vectors), keep)
         strides = self.strides
-        w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
+        w = self._w(caps, self.low)
         count = self.high - self.low + 1
         blocks = -(-count // BLOCK)
         partial = np.zeros(blocks)
@@ -117,7 +117,6 @@ class _Loop:
         """The body at every index: the indices whose entries lie inside their vectors read them in
         place, the few at the edges read copies (see :meth:`_columns`)."""
         out = np.empty(self.high - self.low + 1)
-        w = np.array(caps, dtype=np.float64) if caps else np.zeros(1)
         low, high = self.interior(vectors)
         parts = [(low, high)] if low <= high else []
         if low > high:
@@ -128,8 +127,14 @@ class _Loop:
         base = out.__array_interface__["data"][0]
         bases = self._bases(vectors)
         for lo, hi in parts:
-            self._map(w, self._columns(lo, hi, vectors, bases, keep), base + 8 * (lo - self.low), hi - lo + 1)
+            self._map(self._w(caps, lo), self._columns(lo, hi, vectors, bases, keep), base + 8 * (lo - self.low),
+                      hi - lo + 1)
         return out
+
+    def _w(self, caps: list[float], low: int) -> np.ndarray:
+        """The values the same in every row: the captures, then the first row's index if it is read."""
+        values = [*caps, float(low)] if self.reads_index else caps
+        return np.array(values, dtype=np.float64) if values else np.zeros(1)
 
     def _map(self, w: np.ndarray, pointers: np.ndarray, base: int, count: int) -> None:
         run_map = self.program.map
