@@ -258,43 +258,61 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
 
 def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     """LLVM IR of ``map(w, cols, start, end, out, ld)``: the schedule's outputs at each row
-    ``r`` of ``start`` … ``end - 1``, output ``k`` stored at ``out[k*ld + r]`` (an ``each``'s values).
+    ``r`` of ``start`` … ``end - 1``, output ``k`` stored at ``out[k*ld + r]`` (an ``each``'s values),
+    and of ``edge(w, cols, lims, start, end, out, ld)``, the same with column ``j`` read at row
+    ``r`` clamped into ``lims[2j] … lims[2j+1]`` (the rows where an entry would read past an end of
+    its vector read the nearest entry, as the NumPy evaluator does: only a guarded term reads there).
 
     ``sources`` as for :func:`rows_ir` (and ``("row", i)``: the row's index, ``w[i]`` plus the row
-    number), every column read at unit stride (``cols[j][r]``), so the
-    loop is a plain counted loop over contiguous arrays, the shape LLVM's vectorisers take."""
+    number), every column read at unit stride (``cols[j][r]``), so ``map`` is a plain counted loop
+    over contiguous arrays, the shape LLVM's vectorisers take."""
     declared: dict[str, int] = {}
-    names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
-    entry: list[str] = []
-    body: list[str] = []
-    for node, (kind, i) in zip(schedule.inputs, sources):
-        if kind == "w":
-            names[node] = f"%w{node}"
-            _load(entry, names[node], "%w", i)
-        elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
-            _load(entry, f"%w{node}s", "%w", i)
-            names[node] = f"%v{node}"
-            body += [f"  %v{node}r = sitofp i64 %r to double", f"  %v{node} = fadd double %w{node}s, %v{node}r"]
-        else:
-            entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a"]
-            names[node] = f"%v{node}"
-            body += [f"  %v{node}a = getelementptr double, ptr %cp{i}, i64 %r",
-                     f"  %v{node} = load double, ptr %v{node}a"]
-    body += _steps(schedule, schedule.steps, names, "", declared)
-    for k, node in enumerate(schedule.outputs):
-        body += [f"  %oo{k} = mul i64 %ld, {k}",
-                 f"  %oi{k} = add i64 %oo{k}, %r",
-                 f"  %op{k} = getelementptr double, ptr %out, i64 %oi{k}",
-                 f"  store double {names[node]}, ptr %op{k}"]
-    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
-    return ("; the map loop, optimised whatever its size\n" + decls
-            + "\ndefine void @map(ptr noalias %w, ptr noalias %cols, i64 %start, i64 %end, ptr noalias %out,"
+    functions = []
+    for name, clamped in (("map", False), ("edge", True)):
+        names: dict[int, str] = {node: _hex(c) for node, c in schedule.consts.items()}
+        entry: list[str] = []
+        body: list[str] = []
+        for node, (kind, i) in zip(schedule.inputs, sources):
+            if kind == "w":
+                names[node] = f"%w{node}"
+                _load(entry, names[node], "%w", i)
+            elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
+                _load(entry, f"%w{node}s", "%w", i)
+                names[node] = f"%v{node}"
+                body += [f"  %v{node}r = sitofp i64 %r to double", f"  %v{node} = fadd double %w{node}s, %v{node}r"]
+            else:
+                entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a"]
+                at = "%r"
+                if clamped:
+                    entry += [f"  %lo{i}a = getelementptr i64, ptr %lims, i64 {2 * i}",
+                              f"  %lo{i} = load i64, ptr %lo{i}a",
+                              f"  %hi{i}a = getelementptr i64, ptr %lims, i64 {2 * i + 1}",
+                              f"  %hi{i} = load i64, ptr %hi{i}a"]
+                    body += [f"  %r{i}l = icmp slt i64 %r, %lo{i}", f"  %r{i}a = select i1 %r{i}l, i64 %lo{i}, i64 %r",
+                             f"  %r{i}h = icmp sgt i64 %r{i}a, %hi{i}",
+                             f"  %r{i}c = select i1 %r{i}h, i64 %hi{i}, i64 %r{i}a"]
+                    at = f"%r{i}c"
+                names[node] = f"%v{node}"
+                body += [f"  %v{node}a = getelementptr double, ptr %cp{i}, i64 {at}",
+                         f"  %v{node} = load double, ptr %v{node}a"]
+        body += _steps(schedule, schedule.steps, names, "", declared)
+        for k, node in enumerate(schedule.outputs):
+            body += [f"  %oo{k} = mul i64 %ld, {k}",
+                     f"  %oi{k} = add i64 %oo{k}, %r",
+                     f"  %op{k} = getelementptr double, ptr %out, i64 %oi{k}",
+                     f"  store double {names[node]}, ptr %op{k}"]
+        lims = " ptr noalias %lims," if clamped else ""
+        functions.append(
+            f"define void @{name}(ptr noalias %w, ptr noalias %cols,{lims} i64 %start, i64 %end, ptr noalias %out,"
             " i64 %ld) {\nentry:\n" + "\n".join(entry) + "\n"
             "  %any = icmp slt i64 %start, %end\n  br i1 %any, label %loop, label %done\n"
             "loop:\n  %r = phi i64 [%start, %entry], [%next, %loop]\n" + "\n".join(body) + "\n"
             "  %next = add i64 %r, 1\n  %more = icmp slt i64 %next, %end\n"
             "  br i1 %more, label %loop, label %done\n"
-            "done:\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+            "done:\n  ret void\n}\n")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+    return ("; the map loop and its edges, optimised whatever their size\n" + decls + "\n"
+            + "\n".join(functions) + "\nattributes #0 = { nobuiltin }\n")
 
 
 # ===================================================================== the interpreter

@@ -288,12 +288,19 @@ MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, c
                        ctypes.c_int64)
 
 
+EDGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                        ctypes.c_void_p, ctypes.c_int64)
+
+
 class MapProgram:
     """Machine code of a schedule's outputs at each row (:func:`symad.native.ir.map_ir`):
-    ``map(w, cols, start, end, out, ld)``, which releases the GIL."""
+    ``map(w, cols, start, end, out, ld)`` and ``edge(w, cols, lims, start, end, out, ld)``, which
+    release the GIL."""
 
-    def __init__(self, run: Callable[..., None], n_out: int, engine: Any):
-        self.map, self.n_out = run, n_out
+    def __init__(self, engine: Any, n_out: int):
+        self.map = MAP(engine.get_function_address("map"))
+        self.edge = EDGE(engine.get_function_address("edge"))
+        self.n_out = n_out
         self.engine = engine  # owns the machine code
 
 
@@ -301,7 +308,7 @@ def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2
     """Machine code of ``schedule`` at each row of columns (cached as :func:`compile`'s programs)."""
     return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: ir.map_ir(schedule, sources), opt,
                       _rows_folder(schedule),
-                      lambda e: MapProgram(MAP(e.get_function_address("map")), len(schedule.outputs), e))
+                      lambda e: MapProgram(e, len(schedule.outputs)))
 
 
 def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any]) -> Any:

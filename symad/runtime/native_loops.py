@@ -55,57 +55,37 @@ class _Loop:
             if coef != {self.level: 1}:
                 raise NotImplementedError  # a stride other than 1: NumPy runs this loop
             self.shifts.append((graph.data[graph.args[item][0]], shift))
-        self.names = sorted({name for name, _ in self.shifts})
-        self._clamped: dict[tuple[int, int, int], np.ndarray] = {}  # read-only: safe across threads
         self.strides = np.ones(max(1, len(self.items)), dtype=np.int64)
         compile_ = native.compile_rows if self.op == "sum" else native.compile_map
         self.program = compile_(self.schedule, self.sources)
 
-    def _columns(self, low: int, high: int, vectors: Vectors, bases: dict[str, int],
-                 keep: list[np.ndarray]) -> np.ndarray:
-        """The addresses of the columns of indices ``low..high``: the index, then each entry's vector
-        read in place (``bases``: each vector's address), or, where an entry would read past an end,
-        a copy reading the nearest entry instead, kept alive in ``keep``: only a guarded term reads
-        there, as in :mod:`symad.backends.arrays`."""
-        count = high - low + 1
+    def _columns(self, vectors: Vectors) -> tuple[np.ndarray, np.ndarray]:
+        """The addresses of the entries' columns at row 0 (index ``low``), each vector read in place,
+        and per column the rows at which it lies inside its vector (``lims[2k]``, ``lims[2k+1]``):
+        an address may point past an end, where only the clamped loop reads (see :meth:`each`)."""
         pointers = np.empty(max(1, len(self.shifts)), dtype=np.uintp)
+        lims = np.empty(2 * max(1, len(self.shifts)), dtype=np.int64)
         for k, (name, shift) in enumerate(self.shifts):
             array, (first,) = vectors[name]
-            start = low + shift - first
-            if start >= 0 and start + count <= len(array):
-                pointers[k] = bases[name] + 8 * start
-                continue
-            key = (start, count, len(array))
-            picks = self._clamped.get(key)
-            if picks is None:  # the same few edge indices at every call: found once
-                picks = self._clamped[key] = np.clip(np.arange(start, start + count), 0, len(array) - 1)
-            copy = array[picks]
-            keep.append(copy)
-            pointers[k] = copy.__array_interface__["data"][0]
-        return pointers
+            start = self.low + shift - first  # the entry at row 0, as an offset into the array
+            pointers[k] = (array.__array_interface__["data"][0] + 8 * start) % (1 << 64)
+            lims[2 * k], lims[2 * k + 1] = -start, len(array) - 1 - start
+        return pointers, lims
 
-    def interior(self, vectors: Vectors) -> tuple[int, int]:
-        """The indices at which every entry read lies inside its vector."""
-        low, high = self.low, self.high
-        for name, shift in self.shifts:
-            array, (first,) = vectors[name]
-            low = max(low, first - shift)
-            high = min(high, first + len(array) - 1 - shift)
-        return low, high
-
-    def _bases(self, vectors: Vectors) -> dict[str, int]:
-        return {name: vectors[name][0].__array_interface__["data"][0] for name in self.names}
+    def interior(self, lims: np.ndarray) -> tuple[int, int]:
+        """The rows at which every entry read lies inside its vector."""
+        if not self.shifts:
+            return 0, self.high - self.low
+        return max(0, int(lims[0::2].max())), min(self.high - self.low, int(lims[1::2].min()))
 
     def sum(self, caps: list[float], vectors: Vectors) -> float:
-        keep: list[np.ndarray] = []
-        pointers = self._columns(self.low, self.high, vectors, self._bases(vectors), keep)
-        strides = self.strides
+        pointers, _ = self._columns(vectors)  # a sum's entries lie inside their vectors (their spans)
         w = self._w(caps, self.low)
         count = self.high - self.low + 1
         blocks = -(-count // BLOCK)
         partial = np.zeros(blocks)
         rows = self.program.rows
-        wp, cp, sp, out = (a.__array_interface__["data"][0] for a in (w, pointers, strides, partial))
+        wp, cp, sp, out = (a.__array_interface__["data"][0] for a in (w, pointers, self.strides, partial))
 
         def run(b: int) -> None:
             rows(wp, cp, sp, None, b * BLOCK, min(count, (b + 1) * BLOCK), out + 8 * b)
@@ -114,37 +94,33 @@ class _Loop:
         return float(partial.sum() if blocks > 1 else partial[0])
 
     def each(self, caps: list[float], vectors: Vectors) -> np.ndarray:
-        """The body at every index: the indices whose entries lie inside their vectors read them in
-        place, the few at the edges read copies (see :meth:`_columns`)."""
-        out = np.empty(self.high - self.low + 1)
-        low, high = self.interior(vectors)
-        parts = [(low, high)] if low <= high else []
+        """The body at every index: the rows whose entries lie inside their vectors read them in place
+        (the vectorised loop), the few at the edges clamped (``edge``)."""
+        count = self.high - self.low + 1
+        out = np.empty(count)
+        pointers, lims = self._columns(vectors)
+        w = self._w(caps, self.low)
+        wp, cp, lp, op = (a.__array_interface__["data"][0] for a in (w, pointers, lims, out))
+        low, high = self.interior(lims)
+        program = self.program
         if low > high:
-            parts.append((self.low, self.high))
-        else:
-            parts += [(lo, hi) for lo, hi in ((self.low, low - 1), (high + 1, self.high)) if lo <= hi]
-        keep: list[np.ndarray] = []
-        base = out.__array_interface__["data"][0]
-        bases = self._bases(vectors)
-        for lo, hi in parts:
-            self._map(self._w(caps, lo), self._columns(lo, hi, vectors, bases, keep), base + 8 * (lo - self.low),
-                      hi - lo + 1)
+            program.edge(wp, cp, lp, 0, count, op, 0)
+            return out
+        program.edge(wp, cp, lp, 0, low, op, 0)
+        program.edge(wp, cp, lp, high + 1, count, op, 0)
+        run_map = program.map
+        blocks = -(-(high - low + 1) // BLOCK)
+
+        def run(b: int) -> None:
+            run_map(wp, cp, low + b * BLOCK, min(high + 1, low + (b + 1) * BLOCK), op, 0)
+
+        _share(blocks, high - low + 1, run)
         return out
 
     def _w(self, caps: list[float], low: int) -> np.ndarray:
         """The values the same in every row: the captures, then the first row's index if it is read."""
         values = [*caps, float(low)] if self.reads_index else caps
         return np.array(values, dtype=np.float64) if values else np.zeros(1)
-
-    def _map(self, w: np.ndarray, pointers: np.ndarray, base: int, count: int) -> None:
-        run_map = self.program.map
-        wp, cp = w.__array_interface__["data"][0], pointers.__array_interface__["data"][0]
-        blocks = -(-count // BLOCK)
-
-        def run(b: int) -> None:
-            run_map(wp, cp, b * BLOCK, min(count, (b + 1) * BLOCK), base, 0)
-
-        _share(blocks, count, run)
 
 
 def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
