@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyinstrument import Profiler
 
     import symad
-    from benchmarks import workloads
+    from benchmarks.peers import workloads
 
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks.profile",

@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
-    not (ROOT / "benchmarks" / "run.py").is_file(), reason="needs the source checkout's benchmarks/"
+    not (ROOT / "benchmarks" / "peers" / "suite.py").is_file(), reason="needs the source checkout's benchmarks/"
 )
 
 
@@ -21,7 +21,7 @@ def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "benchmarks.run",
+        "benchmarks.peers",
         "--quick",
         "--jobs",
         "2",
@@ -32,7 +32,7 @@ def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
     ]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    data = json.loads((tmp_path / "benchmarks.json").read_text())
+    data = json.loads((tmp_path / "peers.json").read_text())
     symad = [m for m in data["measurements"] if m["peer"] == "symad"]
     assert {m["workload"] for m in symad} == {"seed", "rosenbrock", "normalise", "rosenbrock2d_batch"}
     for m in data["measurements"]:
@@ -46,7 +46,7 @@ def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
         ("scaling", "ok"),
         ("scaling_sum", "ok"),
     ]
-    page = (tmp_path / "benchmarks.md").read_text()
+    page = (tmp_path / "peers.md").read_text()
     for heading in (
         "## Targets",
         "## Value and gradient at one new point",
@@ -60,7 +60,7 @@ def test_quick_symad_only_run_writes_the_report(tmp_path: Path) -> None:
 def test_translator_folds_postfix_like_symad() -> None:
     sys.path.insert(0, str(ROOT))
     import symad
-    from benchmarks.translate import fold, numpy_dialect
+    from benchmarks.peers.translate import fold, numpy_dialect
 
     text = "-x^2 + log(x, 2) + pi*atan2(y, x) - +y/max(x, y) + 2^3^2 + step(x-1)"
     point = {"x": 1.5, "y": 0.25}
@@ -69,12 +69,12 @@ def test_translator_folds_postfix_like_symad() -> None:
 
 
 def test_quick_branches_run_prints_every_pair() -> None:
-    """benchmarks/branches.py (the cost of branches and stable functions) runs and reports each pair."""
+    """benchmarks/branches/ (the cost of branches and stable functions) runs and reports each pair."""
     pytest.importorskip("llvmlite")
     done = subprocess.run([sys.executable, "-m", "benchmarks.branches", "--quick"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    from benchmarks.branches import PAIRS
+    from benchmarks.branches.suite import PAIRS
 
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "x1" in line]
     tables = done.stdout.count("**Compiled for")  # this machine's code, and with AVX-512 also AVX2's
@@ -84,10 +84,10 @@ def test_quick_branches_run_prints_every_pair() -> None:
 
 @pytest.mark.slow
 def test_quick_scaling_run_measures_every_row(tmp_path: Path) -> None:
-    """benchmarks/scaling.py --quick: every build and command row succeeds and the page is written."""
-    from benchmarks import scaling
+    """benchmarks/scaling/ --quick: every build and command row succeeds and the page is written."""
+    from benchmarks.scaling import suite as scaling
 
-    result = scaling.main(["--quick", "--out", str(tmp_path / "scaling")])
+    result = scaling.main(["--quick", "--out-dir", str(tmp_path)])
     assert all(r["ok"] for r in result["build"] + result["commands"]), result
     page = (tmp_path / "scaling.md").read_text()
     assert "| sum | 10,000 |" in page and "## `symad hessian" in page and "KiB" in page

@@ -2,7 +2,7 @@
 
 ``compile()`` rebuilt a set per variable: 8,000 variables took 7.4 s and 10^5 never finished.
 The timeouts are generous guards against the quadratic paths, not measurements; the
-build-time curve up to 10^6 variables is benchmarks/scaling.py's.
+build-time curve up to 10^6 variables is benchmarks/scaling/'s.
 """
 
 import subprocess

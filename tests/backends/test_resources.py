@@ -2,7 +2,7 @@
 nothing behind: a bounded number of compile threads, dropped objects freed, a bounded disk
 cache, and an exit that waits for no queued work.  They piled up: after 20 s, 5,133 compile
 threads, ~22 KB per dropped objective, 7,246 cache files never evicted, 54 s to exit, and
-"can't start new thread" as a traceback.  The full 20 s probe: benchmarks/resources.py."""
+"can't start new thread" as a traceback.  The full 20 s probe: python -m benchmarks.resources."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ take bounded time and memory.
 The heavy cases run the installed ``symad`` command in a subprocess and read its peak
 memory (``tests/support/measure.py``); together they stay under a minute.  Longer runs (a 10 MB
 input with the limit raised, 10^6-node derivatives) are measured by
-``benchmarks/huge_inputs.py``; their numbers are in ``docs/reference/limits.md``.
+``python -m benchmarks.huge_inputs``; their numbers are in ``benchmarks/huge_inputs/huge_inputs.md``.
 """
 
 from __future__ import annotations

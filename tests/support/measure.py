@@ -1,6 +1,6 @@
 """Run the checkout's ``symad`` command and measure its wall time and peak memory.
 
-Used by ``tests/core/test_limits.py`` and ``benchmarks/huge_inputs.py``.  Peak
+Used by ``tests/core/test_limits.py`` and ``benchmarks/huge_inputs/``.  Peak
 memory is the child's own maximum resident set size, read with ``os.wait4``
 (the ``rusage`` of exactly that process, unlike ``RUSAGE_CHILDREN``, which
 is the maximum over every child so far).

@@ -1,0 +1,7 @@
+"""``python -m benchmarks.peers``: :mod:`benchmarks.peers.suite`."""
+
+import sys
+
+from benchmarks.peers.suite import main
+
+sys.exit(main())

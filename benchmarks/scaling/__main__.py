@@ -1,0 +1,5 @@
+"""``python -m benchmarks.scaling``: :mod:`benchmarks.scaling.suite`."""
+
+from benchmarks.scaling.suite import main
+
+main()
