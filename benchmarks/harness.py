@@ -5,8 +5,9 @@ one JSON object per line as each phase ends (:func:`emit`), and :func:`run_worke
 lines and enforces a time limit per phase, so a worker killed at its limit still reports what
 it finished.  Configurations are measured in turn (:func:`in_turn`), so a burst of load on a
 shared machine falls on all alike.  Each report records where and when it was measured
-(:func:`provenance`), and renders its tables with the one format of :func:`table`,
-:func:`fmt_time`, :func:`fmt_mem` and :func:`fmt_ratio`.  Standard library only: a worker
+(:func:`machine`, :func:`revision`, :func:`load`, :func:`now`), renders its tables in one format
+(:func:`table`, :func:`fmt_time`, :func:`fmt_mem`, :func:`fmt_ratio`) and is written, or written
+again from its figures, by :func:`write` and :func:`rerender`.  Standard library only: a worker
 imports this before it times anything.
 """
 
@@ -29,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "benchmarks"
 IMPORT_ALLOWANCE_S = 120.0  # importing JAX or PyTorch on a loaded machine is slow; not part of any figure
 TIMING_POINTS = 32  # distinct points cycled through by the per-point timing loops
 
@@ -263,12 +263,6 @@ def load() -> list[float]:
 def now() -> str:
     """The date and time, UTC, as the reports print it."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def provenance() -> dict[str, Any]:
-    """Where and when a run is measured: date, machine, Python, commit, load before."""
-    return {"date": now(), "machine": machine(), "python": platform.python_version(), "revision": revision(),
-            "load_before": load()}
 
 
 def command_line(prog: str, argv: Sequence[str]) -> str:

@@ -216,6 +216,15 @@ PERNODE_TIERS = [
 
 
 def render(data: dict[str, Any]) -> str:
+    """The page."""
+    targets_table = table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], targets(data))
+    return "".join([_header(data), "\n## Targets (issue #15)\n\n", targets_table, _solve(data), _calls(data),
+                    _per_node(data), _steady(data), _command_line(data), _tiny(data), _not_measured(data),
+                    _method(data)])
+
+
+def _header(data: dict[str, Any]) -> str:
+    """The title, where and when each section was measured."""
     meta = data["meta"]
     out: list[str] = []
     add = out.append
@@ -246,9 +255,14 @@ def render(data: dict[str, Any]) -> str:
     add("- versions: " + ", ".join(f"{k} {v}" for k, v in meta.get("versions", {}).items()) + "\n")
     if meta.get("quick"):
         add("- **quick run**: small sizes, one process each, a smoke test of the harness, not a measurement.\n")
-    add("\n## Targets (issue #15)\n\n")
-    add(table(["target", "workload", "symad vs best", "ratio", "verdict", "notes"], targets(data)))
+    return "".join(out)
 
+
+def _solve(data: dict[str, Any]) -> str:
+    """Time to solution: a table per workload."""
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
     solve = data.get("solve", [])
     if solve:
         add("\n## Time to solution\n\n")
@@ -264,6 +278,14 @@ def render(data: dict[str, Any]) -> str:
             "process took to end after printing its result. Each cell: total, then (import + build + "
             "solve); iterations, evaluations and the final f show that every peer solved the same problem.\n\n")
         add(solve_table(data))
+    return "".join(out)
+
+
+def _calls(data: dict[str, Any]) -> str:
+    """The build and the first calls."""
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
     calls = data.get("calls", [])
     if calls:
         n = next((m["samples"][0].get("calls") for m in calls if m.get("samples")), 1000)
@@ -274,6 +296,13 @@ def render(data: dict[str, Any]) -> str:
             "symad's total over the peer's. Below the table, symad's time to its 1st, 2nd, 10th, 100th "
             "and last call.\n\n")
         add(calls_table(data))
+    return "".join(out)
+
+
+def _per_node(data: dict[str, Any]) -> str:
+    """The tiers per node or instruction, beside CasADi's SX virtual machine."""
+    out: list[str] = []
+    add = out.append
     per = pernode_table_rows(data)
     if per:
         add("\n## Per node: the tiers next to CasADi's SX virtual machine\n\n")
@@ -289,6 +318,14 @@ def render(data: dict[str, Any]) -> str:
             "included; *marginal* is the difference between the two sizes over the difference in "
             "counts, which leaves it out.\n\n")
         add(pernode_table(per))
+    return "".join(out)
+
+
+def _steady(data: dict[str, Any]) -> str:
+    """The steady state against the committed figures and the committed code."""
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
     steady = data.get("steady") or {}
     if steady.get("rows"):
         add("\n## Steady state against the committed figures\n\n")
@@ -321,6 +358,13 @@ def render(data: dict[str, Any]) -> str:
         add(table(header, rows))
     elif steady.get("error"):
         add(f"\nSteady state not compared: {steady['error']}\n")
+    return "".join(out)
+
+
+def _command_line(data: dict[str, Any]) -> str:
+    """The command line against importing Lark."""
+    out: list[str] = []
+    add = out.append
     cli = data.get("cli") or {}
     if cli.get("median_s"):
         add("\n## Command line\n\n")
@@ -332,6 +376,14 @@ def render(data: dict[str, Any]) -> str:
         rows = [[f"`{cli['commands'][k]}`", fmt_s(cli["median_s"][k]),
                  ", ".join(fmt_s(x) for x in cli["samples"][k])] for k in ("symad", "lark")]
         add(table(["command", "median", "runs"], rows))
+    return "".join(out)
+
+
+def _tiny(data: dict[str, Any]) -> str:
+    """The seed per point, in each call form."""
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
     if data.get("tiny"):
         add("\n## Tiny expressions\n\n")
         add("The seed `(x+y)+x*(x+y)`: one value and gradient at a new point, after warm-up (symad after "
@@ -355,6 +407,13 @@ def render(data: dict[str, Any]) -> str:
         if floats:
             add("\n*On floats*: symad's `f.float_function()` (value and partials from floats, as a tuple), "
                 "called with two floats, beside SymPy's function on floats.\n")
+    return "".join(out)
+
+
+def _not_measured(data: dict[str, Any]) -> str:
+    """What failed or timed out, and the peers not installed."""
+    out: list[str] = []
+    add = out.append
     problems = [m for sec in ("solve", "calls", "pernode", "tiny") for m in data.get(sec, [])
                 if m.get("status") not in ("ok", "unavailable")]
     if problems:
@@ -369,6 +428,14 @@ def render(data: dict[str, Any]) -> str:
                           if m.get("status") == "unavailable"})
     if unavailable:
         add("\nNot installed here (`pip install '.[bench]'`), so not measured: " + ", ".join(unavailable) + ".\n")
+    return "".join(out)
+
+
+def _method(data: dict[str, Any]) -> str:
+    """How the figures are measured."""
+    meta = data["meta"]
+    out: list[str] = []
+    add = out.append
     add("\n## Method\n\n")
     add("- Every measurement runs in a fresh process (`benchmarks/first_call/worker.py`, driven by "
         "`benchmarks/harness.py`'s `run_worker`: JSON lines per phase, a time limit per phase "

@@ -405,6 +405,14 @@ def scaling_exponent(points: list[M]) -> tuple[float | None, int, int, str]:
 def render(data: Data) -> str:
     """The page."""
     r = Results(data)
+    targets_table = table(["target", "workload", "symad vs best", "ratio", "verdict", "reason (unmet), notes"],
+                          targets(r))
+    return "".join([_header(r), "\n## Targets (issue #8)\n\n", targets_table, _per_point(r), _batch(r), _build(r),
+                    _sizes(r), _scaling(r), _not_measured(r), _method(r)])
+
+
+def _header(r: Results) -> str:
+    """The title, where and when the figures were measured, and how to read them."""
     meta = r.meta
     out: list[str] = []
     add = out.append
@@ -443,10 +451,14 @@ def render(data: Data) -> str:
         "that build a reusable function (SymPy, SymEngine, CasADi, JAX): eager PyTorch and HIPS "
         "autograd re-record their tape at every call, so their *build* is one parse and one call.\n"
     )
+    return "".join(out)
 
-    add("\n## Targets (issue #8)\n\n")
-    add(table(["target", "workload", "symad vs best", "ratio", "verdict", "reason (unmet), notes"], targets(r)))
 
+def _per_point(r: Results) -> str:
+    """Value and gradient at one point, the value alone, and the gradient's cost."""
+    meta = r.meta
+    out: list[str] = []
+    add = out.append
     if r.point_keys:
         add("\n## Value and gradient at one new point\n\n")
         add(
@@ -459,6 +471,14 @@ def render(data: Data) -> str:
         add(figure_table(r, r.point_keys, "v"))
         add("\n### Cost of the gradient: time(value and gradient) / time(value)\n\n")
         add(figure_table(r, r.keys, "vg/v"))
+    return "".join(out)
+
+
+def _batch(r: Results) -> str:
+    """The batch workloads: a table each."""
+    meta = r.meta
+    out: list[str] = []
+    add = out.append
     if r.batch_keys:
         add("\n## Batch: Rosenbrock 2-D, value and gradient at every point in one call\n\n")
         add(
@@ -484,6 +504,13 @@ def render(data: Data) -> str:
                 )
             add(f"**{title(key)}**\n\n")
             add(table(["", "value+gradient", "value", "vg/v", "peak memory", "build (to first batch)"], rows))
+    return "".join(out)
+
+
+def _build(r: Results) -> str:
+    """Text to the first value and gradient: time and peak memory."""
+    out: list[str] = []
+    add = out.append
     add("\n## Build: text to the first value and gradient\n\n")
     add(
         "Wall time from the expression text to the first result of the value-and-gradient callable "
@@ -518,6 +545,13 @@ def render(data: Data) -> str:
             "interpreted, result): " + "; ".join(f"{title(k)} {fmt_mem(v)}" for k, v in peaks if v is not None)
             + ".\n"
         )
+    return "".join(out)
+
+
+def _sizes(r: Results) -> str:
+    """Each workload's text, tree, DAG and gradient sizes, and CasADi's instruction counts."""
+    out: list[str] = []
+    add = out.append
     add("\n## Sizes\n\n")
     rows = []
     for key in r.keys:
@@ -550,6 +584,14 @@ def render(data: Data) -> str:
             rows,
         )
     )
+    return "".join(out)
+
+
+def _scaling(r: Results) -> str:
+    """symad's build time by size, and its growth exponent."""
+    data = r.data
+    out: list[str] = []
+    add = out.append
     scaling = data.get("scaling", [])
     if scaling:
         add("\n## Scaling of symad's build\n\n")
@@ -582,6 +624,14 @@ def render(data: Data) -> str:
             if exp is not None:
                 add(f"\n{SCALING_TITLES.get(family, family)}: build time grows as nodes^{exp:.2f} "
                     f"from {lo:,} to {hi:,} nodes (1.00 is linear).\n")  # fmt: skip
+    return "".join(out)
+
+
+def _not_measured(r: Results) -> str:
+    """What failed, timed out or differed, and why."""
+    data = r.data
+    out: list[str] = []
+    add = out.append
     problems = [m for m in data["measurements"] if m.get("status") not in ("ok",)]
     if problems:
         add("\n## Not measured\n\n")
@@ -596,6 +646,13 @@ def render(data: Data) -> str:
                 why = f"largest relative difference from symad {m.get('max_rel_err'):.3g}"
             rows.append([title(m["key"]), m["label"], m["status"], str(why).replace("|", "\\|")[:220]])
         add(table(["workload", "peer", "status", "why"], rows))
+    return "".join(out)
+
+
+def _method(r: Results) -> str:
+    """How the figures are measured."""
+    out: list[str] = []
+    add = out.append
     add("\n## Method\n\n")
     add(
         "- Each measurement (one peer, one workload, one size) runs in its own fresh process "
