@@ -3,15 +3,18 @@ compilation, evaluation and pickling; and ``parse`` and ``var`` that make one.""
 
 from __future__ import annotations
 
+import importlib
 import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from symad import functions
 from symad.ad.forward import jvp
+from symad.ad.gather import indexed_gradient
 from symad.ad.reverse import gradient
-from symad.core import document
-from symad.core.dag import Graph
+from symad.core import binders, document
+from symad.core.dag import Graph, natural_key
+from symad.core.errors import VariableError
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
 from symad.core.ops import OPS
@@ -94,11 +97,27 @@ class Expr(Term):
 
     # ------------------------------------------------------------------ derivatives
     def grad(self, wrt: list[str] | None = None) -> dict[str, Expr]:
-        """Every partial derivative (reverse mode, one sweep): ``{name: ∂self/∂name}``."""
+        """Every partial derivative (reverse mode, one sweep): ``{name: ∂self/∂name}``.  With sums
+        kept as loops, a vector's partial is one ``each(k = ..., ...)`` expression, still indexed."""
+        g = self.graph
+        if g.scoped and binders.has_scoped(g, [self.id]):
+            return self._indexed_grad(wrt)
         names = list(self.variables) if wrt is None else checked_all(wrt, "wrt")
-        nodes = [self.graph.var(str(n)) for n in names]
-        partials = gradient(self.graph, self.id, nodes)
-        return {n: Expr(self.graph, partials[v]) for n, v in zip(names, nodes)}
+        nodes = [g.var(str(n)) for n in names]
+        partials = gradient(g, self.id, nodes)
+        return {n: Expr(g, partials[v]) for n, v in zip(names, nodes)}
+
+    def _indexed_grad(self, wrt: list[str] | None) -> dict[str, Expr]:
+        g = self.graph
+        scalars, vectors = indexed_gradient(g, self.id)
+        by_name = {g.data[v]: Expr(g, d) for v, d in scalars.items()}
+        by_name.update((name, Expr(g, p.node)) for name, p in vectors.items())
+        names = sorted(by_name, key=natural_key) if wrt is None else checked_all(wrt, "wrt")
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise VariableError(f"{unknown[0]} is not a variable or vector of the expression "
+                                f"(it has {', '.join(sorted(by_name, key=natural_key))})", tuple(unknown))
+        return {n: by_name[n] for n in names}
 
     def diff(self, var: str) -> Expr:
         """The partial derivative with respect to one variable."""
@@ -120,6 +139,9 @@ class Expr(Term):
         # NumPy and the backends (tests/test_architecture.py lists this import).
         from symad.function import Function
 
+        if self.graph.scoped and binders.has_scoped(self.graph, [self.id]):  # a loop: whole vectors
+            indexed = importlib.import_module("symad.indexed_function")
+            return indexed.IndexedFunction(self, wrt=wrt or variables, backend=backend)
         return Function(self, variables=variables, backend=backend, background=background, wrt=wrt)
 
     def evaluate(self, point: Any = None, /, **kwargs: Any) -> Any:

@@ -22,7 +22,7 @@ from symad.core.ops import CONSTANTS, FUNCTIONS
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _BRACED = re.compile(r"([A-Za-z_][A-Za-z_0-9]*?)_?\{(-?\d+)\}")  # LaTeX's and SymPy's x_{1}
-KEYWORDS = frozenset({"if", "then", "else", "and", "or", "not", "sum", "prod"})
+KEYWORDS = frozenset({"if", "then", "else", "and", "or", "not", "sum", "prod", "each"})
 
 
 class _Reserved(Set):

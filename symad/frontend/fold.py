@@ -227,7 +227,8 @@ class Folder:
         reduction, index = opened.text.split()
         terms = (high - low + 1) * self._inner_terms(body)
         limit = binders.UNROLL_INSIDE_LOOP if self.loops else binders.UNROLL_MAX_TERMS
-        if reduction == "sum" and (terms > limit or terms * len(body) > binders.UNROLL_MAX_STEPS):
+        long = terms > limit or terms * len(body) > binders.UNROLL_MAX_STEPS
+        if reduction == "each" or (reduction == "sum" and long):  # an each is a vector: always one node
             if self.loops >= binders.MAX_NESTING:
                 raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
                                  f"{binders.MAX_NESTING} deep", opened)
@@ -324,6 +325,7 @@ class Folder:
             raise ParseError("malformed postfix", self.text, 1, 1)
         if self.vectors:
             self._entries_as_items()
+        self._each_only_as_output()
         if self.indexed:
             both = sorted(self.indexed.intersection(self.graph.variables(self.stack)))
             if both:
@@ -342,6 +344,19 @@ class Folder:
                     mapping[node] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
         if mapping:
             self.stack = [binders.substitute(graph, r, mapping) for r in self.stack]
+
+
+    def _each_only_as_output(self) -> None:
+        """An ``each`` is a vector of values: it may be a whole output, not a part of an expression."""
+        graph = self.graph
+        if not graph.scoped:
+            return
+        roots = set(self.stack)
+        for node in graph.reachable(self.stack):
+            if graph.op[node] == "each" and node not in roots:
+                raise ParseError("each(...) is a vector of values: it can only be a whole output "
+                                 "(each(i = 1..n, ...); other outputs after ';'), not part of an expression",
+                                 self.text, 1, 1)
 
 
 def fold(tokens: Iterable[Token], graph: Graph, text: str = "") -> int:

@@ -272,13 +272,13 @@ def _index(children: list, emit: Emit, run: _Run) -> None:
     emit(Token("index", word, len(children[2]), pos))
 
 
-_RANGES = ("sum", "prod")
+_RANGES = ("sum", "prod", "each")
 
 
 def _range(children: list, emit: Emit, run: _Run) -> str:
     (word, pos), _, (index, ipos), *_ = children
     if word not in _RANGES:
-        raise run.error(ParseError, f"only sum and prod run an index over a range, not {word}", pos)
+        raise run.error(ParseError, f"only sum, prod and each run an index over a range, not {word}", pos)
     _not_a_function(index, ipos, run)
     _not_a_range(index, ipos, run)
     if index in CONSTANTS:

@@ -85,7 +85,7 @@ def test_a_huge_range_is_refused_at_once() -> None:
     ("i = 2; sum(i = 1..3, x[i])", "the index i is already a name here"),
     ("pi[1]", "pi is a number or an expression, not an indexed variable"),
     ("a = 2; a[1]", "a is a number or an expression"),
-    ("mean(i = 1..2, x)", "only sum and prod run an index over a range"),
+    ("mean(i = 1..2, x)", "only sum, prod and each run an index over a range"),
 ])
 def test_bad_sums_and_indices_are_named(text: str, message: str) -> None:
     with pytest.raises(ParseError, match=message.replace("^", r"\^").replace("(", r"\(").replace("+", r"\+")):
