@@ -27,7 +27,7 @@ from symad.ad.gather import indexed_gradient
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders, names
 from symad.core.dag import Graph, natural_key
-from symad.core.errors import PointError, VariableError
+from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
 from symad.runtime.native_loops import compiled_loops
@@ -41,6 +41,9 @@ class IndexedFunction:
         self.expr = expr
         graph, root = expr.graph, _entries_of_vectors(expr.graph, expr.id, wrt or ())
         self.graph, self.root = graph, root
+        if graph.op[root] == "each":
+            raise SymadError("each(...) is a vector of values: its Jacobian is not supported yet "
+                             "(compile a scalar expression, such as a sum)")
         self.spans = binders.index_span(graph, [root])
         scalars = [n for n in graph.reachable([root]) if graph.op[n] == "var"]
         names = sorted([*(graph.data[n] for n in scalars), *self.spans], key=natural_key)  # type: ignore[misc]

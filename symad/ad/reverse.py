@@ -191,8 +191,7 @@ def scoped_partials(graph: Graph, node: int, ks: Ks) -> list[int | float]:
     if op not in BINDERS:
         return [0.0 for _ in ks]
     if op != "sum":
-        raise SymadError(f"derivatives of {op}(...) over more than {binders.UNROLL_MAX_TERMS:,} terms "
-                         "are not supported yet")
+        raise SymadError(f"derivatives through {op}(...) kept as a loop are not supported yet")
     level, low, high = graph.data[node]  # type: ignore[misc]
     inner = body_adjoints(graph, node)
     args = graph.args[node]
