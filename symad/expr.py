@@ -13,7 +13,7 @@ from symad.ad.forward import jvp
 from symad.ad.gather import indexed_gradient
 from symad.ad.reverse import gradient
 from symad.core import binders, document
-from symad.core.dag import Graph, natural_key
+from symad.core.dag import SCOPED, Graph, natural_key
 from symad.core.errors import VariableError
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
@@ -159,7 +159,7 @@ class Expr(Term):
             "dag_nodes": len(forward),
             "gradient_nodes": len(both) - len(forward),
             "depth": g.depth(self.id),
-            "variables": list(self.variables),
+            "variables": [*self.variables, *_vector_ranges(g, self.id)],
             "ops": _op_counts(g, forward),
         }
 
@@ -172,7 +172,16 @@ def _op_counts(g: Graph, nodes: list[int]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for n in nodes:
         counts[g.op[n]] = counts.get(g.op[n], 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: list(OPS).index(kv[0])))
+    order = [*OPS, *sorted(SCOPED)]  # the op table's order, then the nodes of loops
+    return dict(sorted(counts.items(), key=lambda kv: order.index(kv[0])))
+
+
+def _vector_ranges(g: Graph, root: int) -> list[str]:
+    """``x[1..n]`` for each vector of an expression with loops (its domain)."""
+    if not g.scoped:
+        return []
+    spans = binders.index_span(g, [root])
+    return [f"{name}[{', '.join(f'{lo}..{hi}' for lo, hi in dims)}]" for name, dims in sorted(spans.items())]
 
 
 def parse(text: str, graph: Graph | None = None) -> Expr:

@@ -11,7 +11,7 @@ from symad.core import binders
 from symad.core.errors import SymadError
 from symad.expr import Expr
 
-COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph")  # the others say they do not take loops yet
+COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats")  # the others say they do not take loops yet
 
 
 def has_loops(expr: Expr | list[Expr] | None) -> bool:
