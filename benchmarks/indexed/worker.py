@@ -78,7 +78,9 @@ def peak_mib() -> float:
 def rosen_symad(n: int) -> VG:
     import symad
 
-    return symad.compile(rosenbrock_text(n)).value_and_grad
+    f = symad.compile(rosenbrock_text(n))
+    emit(phase="info", form="loop" if isinstance(f, symad.IndexedFunction) else "written out")
+    return f.value_and_grad
 
 
 def rosen_numpy(n: int) -> VG:
