@@ -35,7 +35,7 @@ from symad.core.errors import NameRuleError, SymadError
 from symad.core.name_rule import checked
 from symad.core.ops import OPS
 from symad.core.printing import to_infix
-from symad.core.term import Term, as_node, unwrapped
+from symad.core.term import Arithmetic, Term, as_node, unwrapped
 from symad.core.unrolling import entries_as_items, lowered, rebuilt, settled, summed
 
 
@@ -71,7 +71,7 @@ _NO_ORDER = ("expressions have no order: NumPy's {name} compares the entries; fo
              "and symad.max(x, y) for the larger entry by entry")
 
 
-class Vector:
+class Vector(Arithmetic):
     """A symbolic vector: ``body`` (a node of ``graph``, an expression of ``index(0)``) at the
     positions ``1..length``.  Entries, sums and dot products are expressions of class ``kind``.
     Sums inside the body (``A @ x``) are loop nodes until the vector is summed or indexed, when
@@ -189,16 +189,6 @@ class Vector:
                 raise
             return NotImplemented
 
-    def __add__(self, o: Any) -> Any: return self._binary("add", o)
-    def __radd__(self, o: Any) -> Any: return self._binary("add", o, True)
-    def __sub__(self, o: Any) -> Any: return self._binary("sub", o)
-    def __rsub__(self, o: Any) -> Any: return self._binary("sub", o, True)
-    def __mul__(self, o: Any) -> Any: return self._binary("mul", o)
-    def __rmul__(self, o: Any) -> Any: return self._binary("mul", o, True)
-    def __truediv__(self, o: Any) -> Any: return self._binary("div", o)
-    def __rtruediv__(self, o: Any) -> Any: return self._binary("div", o, True)
-    def __pow__(self, o: Any) -> Any: return self._binary("pow", o)
-    def __rpow__(self, o: Any) -> Any: return self._binary("pow", o, True)
     def __neg__(self) -> Vector: return self.elementwise("neg", self)
     def __pos__(self) -> Vector: return self
     def __abs__(self) -> Vector: return self.elementwise("abs", self)

@@ -69,7 +69,28 @@ def _home(*values: Any) -> Graph:
     return max(graphs.values(), key=len)
 
 
-class Term:
+class Arithmetic:
+    """The arithmetic operators, each ``self._binary(op, other, reflected)``: one table for the
+    terms of expressions and the symbolic vectors (:mod:`symad.symbolic_array`)."""
+
+    __slots__ = ()
+
+    def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:
+        raise NotImplementedError
+
+    def __add__(self, o: Any) -> Any: return self._binary("add", o)
+    def __radd__(self, o: Any) -> Any: return self._binary("add", o, True)
+    def __sub__(self, o: Any) -> Any: return self._binary("sub", o)
+    def __rsub__(self, o: Any) -> Any: return self._binary("sub", o, True)
+    def __mul__(self, o: Any) -> Any: return self._binary("mul", o)
+    def __rmul__(self, o: Any) -> Any: return self._binary("mul", o, True)
+    def __truediv__(self, o: Any) -> Any: return self._binary("div", o)
+    def __rtruediv__(self, o: Any) -> Any: return self._binary("div", o, True)
+    def __pow__(self, o: Any) -> Any: return self._binary("pow", o)
+    def __rpow__(self, o: Any) -> Any: return self._binary("pow", o, True)
+
+
+class Term(Arithmetic):
     """Node ``id`` of ``graph``.  Equal terms are the same node; terms of different
     graphs combine (in the larger graph) and compare structurally."""
 
@@ -98,16 +119,6 @@ class Term:
             return NotImplemented
         return type(self)(g, g.make(op, o, self.id) if reflected else g.make(op, self.id, o))
 
-    def __add__(self, o: Any) -> Any: return self._binary("add", o)
-    def __radd__(self, o: Any) -> Any: return self._binary("add", o, True)
-    def __sub__(self, o: Any) -> Any: return self._binary("sub", o)
-    def __rsub__(self, o: Any) -> Any: return self._binary("sub", o, True)
-    def __mul__(self, o: Any) -> Any: return self._binary("mul", o)
-    def __rmul__(self, o: Any) -> Any: return self._binary("mul", o, True)
-    def __truediv__(self, o: Any) -> Any: return self._binary("div", o)
-    def __rtruediv__(self, o: Any) -> Any: return self._binary("div", o, True)
-    def __pow__(self, o: Any) -> Any: return self._binary("pow", o)
-    def __rpow__(self, o: Any) -> Any: return self._binary("pow", o, True)
     def __neg__(self) -> Any: return self.apply("neg")
     def __pos__(self) -> Any: return self
 
