@@ -60,8 +60,11 @@ def diff_text(n: int) -> str:
     return f"sum(i=1..{n}, 100*(x[i+1]-x[i]^2)^2 + (1-x[i])^2)"
 
 
-def missing(peer: str) -> str | None:
-    """Why ``peer`` cannot run here (None: it can)."""
+def missing(peer: str, wanted: set[str] | None = None) -> str | None:
+    """Why ``peer`` cannot run here (None: it can); ``wanted``: the peers asked for, by name or family
+    (``casadi`` for both of CasADi's; None: all)."""
+    if wanted is not None and peer != "symad" and not {peer, peer.split("_")[0]} & wanted:
+        return "not asked for"
     module = NEEDS.get(peer)
     if module and importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
@@ -86,6 +89,7 @@ def versions() -> dict[str, str]:
 class Suite:
     def __init__(self, args: argparse.Namespace):
         self.args = args
+        self.wanted = set(args.peers.split(",")) if args.peers else None
         self.repeats = 1 if args.quick else args.repeats
         self.env = harness.bytecode_env(dict(os.environ))
         self.env.pop("SYMAD_CACHE_DIR", None)
@@ -114,7 +118,7 @@ class Suite:
         for n in QUICK_SIZES if self.args.quick else SIZES:
             runs, skipped = {}, {}
             for peer in ROSEN_PEERS:
-                why = missing(peer) or (f"not run past n = {LARGEST[peer]:,} (memory)"
+                why = missing(peer, self.wanted) or (f"not run past n = {LARGEST[peer]:,} (memory)"
                                         if n > LARGEST.get(peer, n) else None)
                 if why:
                     skipped[peer] = {"status": "skipped", "error": why}
@@ -124,12 +128,12 @@ class Suite:
         return out
 
     def xax(self) -> dict[str, dict[str, Any]]:
-        runs = {peer: ["--peer", peer] for peer in XAX_PEERS if not missing(peer)}
+        runs = {peer: ["--peer", peer] for peer in XAX_PEERS if not missing(peer, self.wanted)}
         return self.measure("xax", runs, "time")
 
     def solve(self) -> dict[str, dict[str, Any]]:
         n = QUICK_SOLVE_N if self.args.quick else SOLVE_N
-        runs = {peer: ["--peer", peer, "--n", str(n)] for peer in SOLVE_PEERS if not missing(peer)}
+        runs = {peer: ["--peer", peer, "--n", str(n)] for peer in SOLVE_PEERS if not missing(peer, self.wanted)}
         return self.measure("solve", runs, "solve")
 
     def command_line(self) -> dict[str, Any]:
@@ -193,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="n up to 10^5, one process each (writes only with --out-dir)")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per figure, median shown (3)")
+    ap.add_argument("--peers", help="comma-separated peers beside symad, by name or family (jax, numpy, c, casadi; "
+                    "default: every one installed): " + ", ".join(sorted(set(ROSEN_PEERS + XAX_PEERS) - {"symad"})))
     ap.add_argument("--out-dir", type=Path, help="where indexed.md/.json go (default: this folder; none with --quick)")
     args = ap.parse_args(argv)
     suite = Suite(args)
