@@ -147,7 +147,8 @@ def _rosenbrock(data: dict[str, Any]) -> str:
            "NumPy with the gradient written by hand; hand-written C (`benchmarks/peers/c/rosenbrock.c`, "
            "`gcc -O3 -march=native`, through ctypes); CasADi SX of the same vectorised form (written out, n "
            "scalar nodes) and CasADi `map` of one SX term over the n - 1 pairs, each with `Function.buffer`, "
-           "CasADi's fastest call. \"not run\": past the size the peer's memory allows.\n\n",
+           "CasADi's fastest call. \"not run\": not installed, not asked for, or past the size the peer's memory "
+           "allows (the figures say which).\n\n",
            "**Text → first value and gradient**: from the worker's start (Python's start-up aside) through the "
            "imports, the build (C: gcc; JAX: trace and XLA compile at the first call) and the first call, at "
            "x = 1 + 0.1 sin(k). A ratio below 1 means symad reaches its first gradient sooner than the peer.\n\n",
