@@ -108,7 +108,7 @@ def test_a_mismatch_of_symad_stops_the_suite_before_anything_is_written(tmp_path
 
     data = _data(symad_call=1.0)
     data["rosenbrock"]["10000"]["symad"].update(check="mismatch", grad_rel_diff=1e-3)
-    monkeypatch.setattr(suite.Suite, "__init__", lambda self, args: setattr(self, "repeats", 1))
+    monkeypatch.setattr(suite.Suite, "__init__", lambda self, args: self.__dict__.update(repeats=1, solve_repeats=1))
     for part in ("rosenbrock", "xax", "solve"):
         monkeypatch.setattr(suite.Suite, part, lambda self, part=part: data[part])
     monkeypatch.setattr(suite.Suite, "command_line", lambda self: data["command_line"])

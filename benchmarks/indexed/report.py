@@ -209,8 +209,10 @@ def _solve(data: dict[str, Any]) -> str:
     out = [f"\n## 4. scipy L-BFGS-B on Rosenbrock, n = {size(n)}, text → optimum\n\n",
            "`minimize(f, x0, jac=True, method=\"L-BFGS-B\", options={\"gtol\": 1e-8, \"maxiter\": 10000, "
            "\"maxfun\": 100000})` from x0 = 1 + 0.1 sin(k) for every peer, timed from the worker's start (imports, "
-           "build, solve). A ratio above 1 means symad reached the optimum later than the peer; L-BFGS-B's own "
-           f"work on {size(n)} numbers a step is the same for all.\n\n"]
+           "build, solve), with one BLAS thread (SciPy's L-BFGS-B only waits for a pool of them). A ratio above 1 "
+           f"means symad reached the optimum later than the peer; L-BFGS-B's own work on {size(n)} numbers a step "
+           f"is the same for all. Median of {data['meta'].get('solve_repeats', data['meta']['repeats'])} "
+           "process(es).\n\n"]
     sol = data["solve"]
     sym = sol.get("symad", {})
     rows = []

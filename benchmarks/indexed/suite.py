@@ -11,12 +11,14 @@
    symad result that differs beyond rounding stops the suite (exit 1, nothing written).
 2. ``x'Ax`` with a 2,000 x 2,000 data matrix, symad's ``compile(text, wrt=["x"])`` beside NumPy and JAX.
 3. ``symad diff`` of the 10^6-term Rosenbrock, the command's wall time.
-4. scipy L-BFGS-B on Rosenbrock, n = 10^5, from text to the optimum, symad beside JAX and NumPy.
+4. scipy L-BFGS-B on Rosenbrock, n = 10^5, from text to the optimum, symad beside JAX and NumPy
+   (with one BLAS thread: L-BFGS-B's vector work only waits for a pool of them).
 
 Every figure is the median of ``--repeats`` fresh processes (``worker.py``, through
 :func:`benchmarks.harness.run_worker`), configurations taken in turn; a process that took longer
 than :data:`ONE_IS_ENOUGH_S` is not repeated.  Workers use the machine's cores, as each library
-does by default, and symad's default caches (nothing compiled is kept between processes).
+does by default (the solve aside), and symad's default caches (nothing compiled is kept between
+processes).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ ROSEN_PEERS = ("symad", "jax", "numpy", "c", "casadi_sx", "casadi_map")
 XAX_PEERS = ("symad", "numpy", "numpy_matvec", "jax")
 SOLVE_PEERS = ("symad", "jax", "numpy")
 SOLVE_N, QUICK_SOLVE_N = 10**5, 10**4
+SOLVE_REPEATS = 5  # a solve takes a second: more processes for the median cost little
 # CasADi SX writes out every term: 1.8 GB and 12 s at 10^6 on this machine, so about 18 GB at 10^7.
 LARGEST = {"casadi_sx": 10**6}
 NEEDS = {"jax": "jax", "casadi_sx": "casadi", "casadi_map": "casadi"}
@@ -91,17 +94,20 @@ class Suite:
         self.args = args
         self.wanted = set(args.peers.split(",")) if args.peers else None
         self.repeats = 1 if args.quick else args.repeats
+        self.solve_repeats = 1 if args.quick else max(args.repeats, SOLVE_REPEATS)
         self.env = harness.bytecode_env(dict(os.environ))
         self.env.pop("SYMAD_CACHE_DIR", None)
         self.timing = ["--min-time", "0.05", "--repeats", "3"] if args.quick else \
             ["--min-time", "0.2", "--repeats", "5"]
 
-    def measure(self, task: str, runs: dict[str, list[str]], last_phase: str) -> dict[str, dict[str, Any]]:
+    def measure(self, task: str, runs: dict[str, list[str]], last_phase: str, repeats: int | None = None,
+                env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
         """Each configuration (name → worker arguments) in turn, ``repeats`` times; summarised."""
 
         def sample(name: str) -> dict[str, Any]:
             t0 = time.perf_counter()
-            r = harness.run_worker(WORKER, ["--task", task, *runs[name], *self.timing], TIMEOUT_S, last_phase, self.env)
+            r = harness.run_worker(WORKER, ["--task", task, *runs[name], *self.timing], TIMEOUT_S, last_phase,
+                                   env or self.env)
             r["wall_s"] = time.perf_counter() - t0
             print(f"{task:5} {name:24} {r.get('status'):9} {r['wall_s']:6.1f} s {r.get('error', '')[:100]}",
                   file=sys.stderr, flush=True)
@@ -110,7 +116,7 @@ class Suite:
         def enough(_name: str, samples: list[dict[str, Any]]) -> bool:
             return samples[-1].get("status") != "ok" or samples[-1]["wall_s"] > ONE_IS_ENOUGH_S
 
-        samples = harness.in_turn(runs, self.repeats, sample, enough)
+        samples = harness.in_turn(runs, repeats or self.repeats, sample, enough)
         return {name: summarise(s) for name, s in samples.items()}
 
     def rosenbrock(self) -> dict[str, dict[str, Any]]:
@@ -134,7 +140,10 @@ class Suite:
     def solve(self) -> dict[str, dict[str, Any]]:
         n = QUICK_SOLVE_N if self.args.quick else SOLVE_N
         runs = {peer: ["--peer", peer, "--n", str(n)] for peer in SOLVE_PEERS if not missing(peer, self.wanted)}
-        return self.measure("solve", runs, "solve")
+        # One BLAS thread, as benchmarks/first_call does: L-BFGS-B's small vector work only waits for a thread
+        # pool, and on a shared machine that wait, not the objective, set the solve's time.
+        env = {**self.env, **{var: "1" for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
+        return self.measure("solve", runs, "solve", self.solve_repeats, env)
 
     def command_line(self) -> dict[str, Any]:
         """``symad diff`` of the 10^6-term sum: wall time of the installed command (or ``python -m symad``)."""
@@ -210,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     data: dict[str, Any] = {"meta": meta, "rosenbrock": suite.rosenbrock(), "xax": suite.xax(),
                             "command_line": suite.command_line(), "solve": suite.solve()}
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
-    meta["solve_n"] = QUICK_SOLVE_N if args.quick else SOLVE_N
+    meta["solve_n"], meta["solve_repeats"] = QUICK_SOLVE_N if args.quick else SOLVE_N, suite.solve_repeats
     wrong = mismatches(data)
     if wrong:
         print("symad's values or gradients differ from NumPy by hand beyond rounding:\n  " + "\n  ".join(wrong),
