@@ -41,6 +41,8 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     """
     roots = list(roots)
     args_of, op_of, digest = graph.args, graph.op, graph.digests(roots)
+    height = _heights(graph, roots)
+    names = {n: graph.data[n] for n in height if op_of[n] == "var"}  # variables in name order: x before y
     seen = bytearray(len(args_of))
     out: list[int] = []
     add = out.append
@@ -59,7 +61,10 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
             args = args_of[node]
             if len(args) == 2:
                 a, b = args
-                if op_of[node] in _COMMUTATIVE and a != b and digest[b] < digest[a]:
+                # the taller argument first (a chain of sums runs down its spine, as it was written,
+                # keeping each term's adjoints next to its values), then by structure
+                if op_of[node] in _COMMUTATIVE and a != b and _first(b, height, names, digest) < \
+                        _first(a, height, names, digest):
                     a, b = b, a
                 if not seen[b]:
                     push(b)
@@ -70,6 +75,21 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
                     if not seen[a]:
                         push(a)
     return out
+
+
+def _first(node: int, height: Mapping[int, int], names: Mapping[int, Any], digest: Mapping[int, int]) -> tuple:
+    """A commutative node's argument visited first: the taller, then a variable by name, then by structure."""
+    return (-height[node], names.get(node, ""), digest[node])
+
+
+def _heights(graph: Graph, roots: list[int]) -> dict[int, int]:
+    """Each node's height (the longest path down to a leaf): structural, as a digest is."""
+    args_of = graph.args
+    height: dict[int, int] = {}
+    for node in graph.reachable(roots):  # children first
+        args = args_of[node]
+        height[node] = 1 + max([height[a] for a in args]) if args else 0
+    return height
 
 
 def active(graph: Graph, order: list[int], sources: Collection[int] | None = None,
