@@ -48,6 +48,7 @@ SIZES = (10**3, 10**4, 10**5, 10**6, 10**7)
 QUICK_SIZES = (10**3, 10**4, 10**5)
 ROSEN_PEERS = ("symad", "jax", "numpy", "c", "casadi_sx", "casadi_map")
 XAX_PEERS = ("symad", "numpy", "numpy_matvec", "jax")
+ONE_THREAD = "_1t"  # a configuration's suffix: run with one BLAS thread
 SOLVE_PEERS = ("symad", "jax", "numpy")
 SOLVE_N, QUICK_SOLVE_N = 10**5, 10**4
 SOLVE_REPEATS = 5  # a solve takes a second: more processes for the median cost little
@@ -101,13 +102,14 @@ class Suite:
             ["--min-time", "0.2", "--repeats", "5"]
 
     def measure(self, task: str, runs: dict[str, list[str]], last_phase: str, repeats: int | None = None,
-                env: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
-        """Each configuration (name → worker arguments) in turn, ``repeats`` times; summarised."""
+                envs: dict[str, dict[str, str]] | None = None) -> dict[str, dict[str, Any]]:
+        """Each configuration (name → worker arguments; its environment in ``envs``, else the suite's) in
+        turn, ``repeats`` times; summarised."""
 
         def sample(name: str) -> dict[str, Any]:
             t0 = time.perf_counter()
             r = harness.run_worker(WORKER, ["--task", task, *runs[name], *self.timing], TIMEOUT_S, last_phase,
-                                   env or self.env)
+                                   (envs or {}).get(name, self.env))
             r["wall_s"] = time.perf_counter() - t0
             print(f"{task:5} {name:24} {r.get('status'):9} {r['wall_s']:6.1f} s {r.get('error', '')[:100]}",
                   file=sys.stderr, flush=True)
@@ -133,17 +135,26 @@ class Suite:
             out[str(n)] = {**self.measure("rosen", runs, "time"), **skipped}
         return out
 
+    def one_blas_thread(self) -> dict[str, str]:
+        return {**self.env, **{var: "1" for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
+
     def xax(self) -> dict[str, dict[str, Any]]:
-        runs = {peer: ["--peer", peer] for peer in XAX_PEERS if not missing(peer, self.wanted)}
-        return self.measure("xax", runs, "time")
+        """NumPy's forms twice: with BLAS's threads (its default) and with one, which on a shared machine
+        is often the faster (a pool of threads waiting for a core costs more than it shares)."""
+        runs, envs = {}, {}
+        for peer in XAX_PEERS:
+            if not missing(peer, self.wanted):
+                runs[peer] = ["--peer", peer]
+                if peer.startswith("numpy"):
+                    runs[peer + ONE_THREAD], envs[peer + ONE_THREAD] = ["--peer", peer], self.one_blas_thread()
+        return self.measure("xax", runs, "time", envs=envs)
 
     def solve(self) -> dict[str, dict[str, Any]]:
         n = QUICK_SOLVE_N if self.args.quick else SOLVE_N
         runs = {peer: ["--peer", peer, "--n", str(n)] for peer in SOLVE_PEERS if not missing(peer, self.wanted)}
         # One BLAS thread, as benchmarks/first_call does: L-BFGS-B's small vector work only waits for a thread
         # pool, and on a shared machine that wait, not the objective, set the solve's time.
-        env = {**self.env, **{var: "1" for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}}
-        return self.measure("solve", runs, "solve", self.solve_repeats, env)
+        return self.measure("solve", runs, "solve", self.solve_repeats, dict.fromkeys(runs, self.one_blas_thread()))
 
     def command_line(self) -> dict[str, Any]:
         """``symad diff`` of the 10^6-term sum: wall time of the installed command (or ``python -m symad``)."""
