@@ -160,7 +160,8 @@ def _rosenbrock(data: dict[str, Any]) -> str:
            _rosen_table(data, "first_s", fmt_time, ("jax", "c")),
            "\n**A warm call**: value and gradient at a new point each call (JAX on its own arrays, waiting for "
            "the result), the median of timing loops. A ratio below 1 means symad's call is the faster; symad / "
-           "C is the distance from the hand-written floor.\n\n",
+           "C is the distance from the hand-written floor. symad shares a long loop among the machine's cores "
+           "(JAX's XLA code may too); the C and NumPy run on one.\n\n",
            _rosen_table(data, "call_s", fmt_time, ("jax", "c", "numpy")),
            "\n**Peak memory at the first gradient**: the process's maximum resident set (ru_maxrss), the "
            "interpreter and the imports included. A ratio below 1 means symad's process held less than the "
