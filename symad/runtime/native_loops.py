@@ -12,6 +12,7 @@ same ops and so the same bits.  Compile time and memory depend on the body, not 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -56,21 +57,39 @@ class _Loop:
                 raise NotImplementedError  # a stride other than 1: NumPy runs this loop
             self.shifts.append((graph.data[graph.args[item][0]], shift))
         self.strides = np.ones(max(1, len(self.items)), dtype=np.int64)
+        self.strides_at = self.strides.__array_interface__["data"][0]
+        self._lock = threading.Lock()  # who uses the kept buffers
+        self._kept = _Buffers(len(self.shifts), len(caps) + self.reads_index, self.high - self.low + 1)
         compile_ = native.compile_rows if self.op == "sum" else native.compile_map
         self.program = compile_(self.schedule, self.sources)
 
-    def _columns(self, vectors: Vectors) -> tuple[np.ndarray, np.ndarray]:
+    def _buffers(self) -> _Buffers:
+        """This loop's small arrays (column addresses, their limits, the values the same in every
+        row, the blocks' sums) and their addresses: kept and reused a call, or fresh while another
+        thread uses them (a call allocates nothing else but its result)."""
+        if self._lock.acquire(blocking=False):
+            return self._kept
+        return _Buffers(len(self.shifts), len(self.caps) + self.reads_index, self.high - self.low + 1)
+
+    def _release(self, buffers: _Buffers) -> None:
+        if buffers is self._kept:
+            self._lock.release()
+
+    def _columns(self, vectors: Vectors, buffers: _Buffers) -> None:
         """The addresses of the entries' columns at row 0 (index ``low``), each vector read in place,
         and per column the rows at which it lies inside its vector (``lims[2k]``, ``lims[2k+1]``):
         an address may point past an end, where only the clamped loop reads (see :meth:`each`)."""
-        pointers = np.empty(max(1, len(self.shifts)), dtype=np.uintp)
-        lims = np.empty(2 * max(1, len(self.shifts)), dtype=np.int64)
+        pointers, lims = buffers.pointers, buffers.lims
+        bases: dict[str, int] = {}
         for k, (name, shift) in enumerate(self.shifts):
             array, (first,) = vectors[name]
+            base = bases.get(name)
+            if base is None:
+                base = bases[name] = array.__array_interface__["data"][0]
             start = self.low + shift - first  # the entry at row 0, as an offset into the array
-            pointers[k] = (array.__array_interface__["data"][0] + 8 * start) % (1 << 64)
-            lims[2 * k], lims[2 * k + 1] = -start, len(array) - 1 - start
-        return pointers, lims
+            pointers[k] = (base + 8 * start) % (1 << 64)
+            lims[2 * k] = -start
+            lims[2 * k + 1] = len(array) - 1 - start
 
     def interior(self, lims: np.ndarray) -> tuple[int, int]:
         """The rows at which every entry read lies inside its vector."""
@@ -79,48 +98,79 @@ class _Loop:
         return max(0, int(lims[0::2].max())), min(self.high - self.low, int(lims[1::2].min()))
 
     def sum(self, caps: list[float], vectors: Vectors) -> float:
-        pointers, _ = self._columns(vectors)  # a sum's entries lie inside their vectors (their spans)
-        w = self._w(caps, self.low)
-        count = self.high - self.low + 1
-        blocks = -(-count // BLOCK)
-        partial = np.zeros(blocks)
-        rows = self.program.rows
-        wp, cp, sp, out = (a.__array_interface__["data"][0] for a in (w, pointers, self.strides, partial))
+        buffers = self._buffers()
+        try:
+            self._columns(vectors, buffers)  # a sum's entries lie inside their vectors (their spans)
+            self._w(caps, self.low, buffers.w)
+            count = self.high - self.low + 1
+            blocks = -(-count // BLOCK)
+            partial = buffers.partial
+            rows = self.program.rows
+            wp, cp, sp, out = buffers.w_at, buffers.pointers_at, self.strides_at, buffers.partial_at
+            if blocks == 1:
+                rows(wp, cp, sp, None, 0, count, out)
+                return float(partial[0])
 
-        def run(b: int) -> None:
-            rows(wp, cp, sp, None, b * BLOCK, min(count, (b + 1) * BLOCK), out + 8 * b)
+            def run(b: int) -> None:
+                rows(wp, cp, sp, None, b * BLOCK, min(count, (b + 1) * BLOCK), out + 8 * b)
 
-        _share(blocks, count, run)
-        return float(partial.sum() if blocks > 1 else partial[0])
+            _share(blocks, count, run)
+            return float(partial.sum())
+        finally:
+            self._release(buffers)
 
     def each(self, caps: list[float], vectors: Vectors) -> np.ndarray:
         """The body at every index: the rows whose entries lie inside their vectors read them in place
         (the vectorised loop), the few at the edges clamped (``edge``)."""
         count = self.high - self.low + 1
         out = np.empty(count)
-        pointers, lims = self._columns(vectors)
-        w = self._w(caps, self.low)
-        wp, cp, lp, op = (a.__array_interface__["data"][0] for a in (w, pointers, lims, out))
-        low, high = self.interior(lims)
-        program = self.program
-        if low > high:
-            program.edge(wp, cp, lp, 0, count, op, 0)
+        buffers = self._buffers()
+        try:
+            self._columns(vectors, buffers)
+            self._w(caps, self.low, buffers.w)
+            wp, cp, lp = buffers.w_at, buffers.pointers_at, buffers.lims_at
+            op = out.__array_interface__["data"][0]
+            low, high = self.interior(buffers.lims)
+            program = self.program
+            if low > high:
+                program.edge(wp, cp, lp, 0, count, op, 0)
+                return out
+            if low:
+                program.edge(wp, cp, lp, 0, low, op, 0)
+            if high + 1 < count:
+                program.edge(wp, cp, lp, high + 1, count, op, 0)
+            run_map = program.map
+            if high - low + 1 <= BLOCK:
+                run_map(wp, cp, low, high + 1, op, 0)
+                return out
+            blocks = -(-(high - low + 1) // BLOCK)
+
+            def run(b: int) -> None:
+                run_map(wp, cp, low + b * BLOCK, min(high + 1, low + (b + 1) * BLOCK), op, 0)
+
+            _share(blocks, high - low + 1, run)
             return out
-        program.edge(wp, cp, lp, 0, low, op, 0)
-        program.edge(wp, cp, lp, high + 1, count, op, 0)
-        run_map = program.map
-        blocks = -(-(high - low + 1) // BLOCK)
+        finally:
+            self._release(buffers)
 
-        def run(b: int) -> None:
-            run_map(wp, cp, low + b * BLOCK, min(high + 1, low + (b + 1) * BLOCK), op, 0)
-
-        _share(blocks, high - low + 1, run)
-        return out
-
-    def _w(self, caps: list[float], low: int) -> np.ndarray:
+    def _w(self, caps: list[float], low: int, w: np.ndarray) -> None:
         """The values the same in every row: the captures, then the first row's index if it is read."""
-        values = [*caps, float(low)] if self.reads_index else caps
-        return np.array(values, dtype=np.float64) if values else np.zeros(1)
+        for k, c in enumerate(caps):
+            w[k] = c
+        if self.reads_index:
+            w[len(caps)] = low
+
+
+class _Buffers:
+    """A loop's small arrays for one call, and their addresses."""
+
+    def __init__(self, columns: int, values: int, count: int):
+        self.pointers = np.empty(max(1, columns), dtype=np.uintp)
+        self.lims = np.empty(2 * max(1, columns), dtype=np.int64)
+        self.w = np.zeros(max(1, values))
+        self.partial = np.zeros(max(1, -(-count // BLOCK)))
+        self.pointers_at, self.lims_at, self.w_at, self.partial_at = (
+            a.__array_interface__["data"][0] for a in (self.pointers, self.lims, self.w, self.partial))
 
 
 def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
