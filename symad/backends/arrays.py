@@ -88,6 +88,7 @@ class ArrayProgram:
             inside = _body_nodes(graph, body, level)
             self.loops[node] = (_Scope(graph, inside, caps),
                                 [n for n in inside if op_of[n] == "item"])
+        self.top_numeric = any(fn is not None for _, _, _, fn in self.top.steps)  # steps other than loops
         self.depth = 1 + max((graph.data[n][0] for n in self.loops), default=0)  # type: ignore[index]
         # compiled code for some binders (:mod:`symad.runtime.native_loops`): node -> runner(captures, vectors)
         self.runners: dict[int, Any] = {}
@@ -97,7 +98,10 @@ class ArrayProgram:
         values: dict[int, Any] = dict(scalars)
         for node in self.top_items:
             values[node] = self._items(node, None, vectors)
-        with np.errstate(all="ignore"):
+        if self.top_numeric or len(self.runners) < len(self.loops):
+            with np.errstate(all="ignore"):  # NumPy's steps: 1/0 is inf, quietly, as compiled code has it
+                self._run_scope(self.top, values, vectors, {})
+        else:  # only compiled loops: nothing NumPy would warn about
             self._run_scope(self.top, values, vectors, {})
         return [values[r] for r in self.roots]
 

@@ -81,6 +81,7 @@ class _Loop:
         an address may point past an end, where only the clamped loop reads (see :meth:`each`)."""
         pointers, lims = buffers.pointers, buffers.lims
         bases: dict[str, int] = {}
+        low, high = 0, self.high - self.low  # the rows at which every entry lies inside its vector
         for k, (name, shift) in enumerate(self.shifts):
             array, (first,) = vectors[name]
             base = bases.get(name)
@@ -89,13 +90,9 @@ class _Loop:
             start = self.low + shift - first  # the entry at row 0, as an offset into the array
             pointers[k] = (base + 8 * start) % (1 << 64)
             lims[2 * k] = -start
-            lims[2 * k + 1] = len(array) - 1 - start
-
-    def interior(self, lims: np.ndarray) -> tuple[int, int]:
-        """The rows at which every entry read lies inside its vector."""
-        if not self.shifts:
-            return 0, self.high - self.low
-        return max(0, int(lims[0::2].max())), min(self.high - self.low, int(lims[1::2].min()))
+            lims[2 * k + 1] = last = len(array) - 1 - start
+            low, high = max(low, -start), min(high, last)
+        buffers.interior = (low, high)
 
     def sum(self, caps: list[float], vectors: Vectors) -> float:
         buffers = self._buffers()
@@ -130,7 +127,7 @@ class _Loop:
             self._w(caps, self.low, buffers.w)
             wp, cp, lp = buffers.w_at, buffers.pointers_at, buffers.lims_at
             op = out.__array_interface__["data"][0]
-            low, high = self.interior(buffers.lims)
+            low, high = buffers.interior  # the rows at which every entry lies inside its vector
             program = self.program
             if low > high:
                 program.edge(wp, cp, lp, 0, count, op, 0)
@@ -169,6 +166,7 @@ class _Buffers:
         self.lims = np.empty(2 * max(1, columns), dtype=np.int64)
         self.w = np.zeros(max(1, values))
         self.partial = np.zeros(max(1, -(-count // BLOCK)))
+        self.interior = (0, count - 1)
         self.pointers_at, self.lims_at, self.w_at, self.partial_at = (
             a.__array_interface__["data"][0] for a in (self.pointers, self.lims, self.w, self.partial))
 
