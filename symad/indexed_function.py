@@ -67,6 +67,8 @@ class IndexedFunction:
         self._outputs, self._backend = outputs, backend
         self._program = self._compiled(outputs)
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
+        one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
+        self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
         self.size = sum(self._length(n) for n in self.wrt)
 
     def _compiled(self, roots: list[int]) -> ArrayProgram:
@@ -131,9 +133,13 @@ class IndexedFunction:
     def value_and_grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /,
                        **kwargs: Any) -> tuple[float, np.ndarray]:
         """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
-        given = self._named(point, data, kwargs)
-        scalars, vectors = self._inputs(given)
-        value, *partials = self._program.run(scalars, vectors)
+        if (self._one_vector is not None and data is None and not kwargs and type(point) is np.ndarray
+                and point.dtype == np.float64 and point.shape == (self.size,) and point.flags.c_contiguous):
+            # what an optimizer passes, a flat float64 array over one vector: read as it is
+            value, *partials = self._program.run({}, {self._one_vector: (point, self._one_first)})
+        else:
+            scalars, vectors = self._inputs(self._named(point, data, kwargs))
+            value, *partials = self._program.run(scalars, vectors)
         if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
             return float(value), partials[0]
         return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
