@@ -12,6 +12,8 @@ import importlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from symad.core import lazy
+
 __version__ = "0.1.0"
 
 # Names are imported on first use (PEP 562): `import symad` costs nothing, so the command
@@ -60,21 +62,7 @@ if TYPE_CHECKING:
     from symad.vector_function import VectorFunction
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        functions = importlib.import_module(".functions", __name__).NAMES
-        if name in functions:  # symad.sin, symad.where, symad.lt, ...: the language's functions
-            globals()[name] = functions[name]
-            return functions[name]
-        raise AttributeError(f"module 'symad' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS, *importlib.import_module(".functions", __name__).NAMES})
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS, lambda: importlib.import_module(".functions", __name__).NAMES)
 
 
 def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None = None,  # noqa: A001

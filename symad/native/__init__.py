@@ -13,8 +13,9 @@ outside this package imports those modules: they are reached through the names b
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from symad.core import lazy
 
 # Each name's module, imported on first use (PEP 562): the compile worker process, which runs
 # ``python -m symad.native.worker`` and needs LLVM's passes alone, starts without the op table.
@@ -48,17 +49,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'symad.native' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 __all__ = [
