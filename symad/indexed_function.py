@@ -30,7 +30,7 @@ from symad.core.dag import Graph, natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
-from symad.runtime.native_loops import compiled_loops
+from symad.runtime.native_loops import compiled_loops, whole_program
 
 
 class IndexedFunction:
@@ -66,6 +66,9 @@ class IndexedFunction:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._outputs, self._backend = outputs, backend
         self._program = self._compiled(outputs)
+        # small enough: value and gradient in one call of one machine-code function
+        self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
+        self._run = self._whole.run if self._whole is not None else self._program.run
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
@@ -136,10 +139,10 @@ class IndexedFunction:
         if (self._one_vector is not None and data is None and not kwargs and type(point) is np.ndarray
                 and point.dtype == np.float64 and point.shape == (self.size,) and point.flags.c_contiguous):
             # what an optimizer passes, a flat float64 array over one vector: read as it is
-            value, *partials = self._program.run({}, {self._one_vector: (point, self._one_first)})
+            value, *partials = self._run({}, {self._one_vector: (point, self._one_first)})
         else:
             scalars, vectors = self._inputs(self._named(point, data, kwargs))
-            value, *partials = self._program.run(scalars, vectors)
+            value, *partials = self._run(scalars, vectors)
         if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
             return float(value), partials[0]
         return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)

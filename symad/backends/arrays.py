@@ -19,9 +19,8 @@ import numpy as np
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.core.errors import PointError, SymadError
+from symad.schedule.loop_nest import BLOCK
 from symad.schedule.lowering import PRIMITIVES, lower
-
-BLOCK = 8192  # terms a block: the same as the data-sum loop's rows a block
 
 
 def blocked_sum(terms: np.ndarray) -> Any:

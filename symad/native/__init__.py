@@ -24,7 +24,7 @@ _EXPORTS = {
     "COPY": "ir", "interpreter_opcodes": "ir",
     "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "NestProgram": "jit", "RowsProgram": "jit",
     "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
-    "compile_rows": "jit", "compile_stats": "jit",
+    "compile_program": "jit", "LoopProgramCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
     "interpreter": "jit", "rows_if_cached": "jit",
 }
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from symad.native.ir import COPY, interpreter_opcodes
     from symad.native.jit import (
         CACHE_PROGRAMS,
+        LoopProgramCode,
         MapProgram,
         NativeProgram,
         NestProgram,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         compile,
         compile_map,
         compile_nest,
+        compile_program,
         compile_rows,
         compile_stats,
         interpreter,
@@ -53,7 +55,8 @@ __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 __all__ = [
-    "CACHE_PROGRAMS", "COPY", "MapProgram", "NativeProgram", "NestProgram", "RowsProgram", "available", "cache_dir",
-    "clear_cache", "compile", "compile_map", "compile_nest", "compile_rows", "compile_stats", "interpreter",
-    "interpreter_opcodes", "rows_if_cached", "set_cache_dir", "set_cache_max_mb",
+    "CACHE_PROGRAMS", "COPY", "LoopProgramCode", "MapProgram", "NativeProgram", "NestProgram", "RowsProgram",
+    "available", "cache_dir", "clear_cache", "compile", "compile_map", "compile_nest", "compile_program",
+    "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached", "set_cache_dir",
+    "set_cache_max_mb",
 ]

@@ -31,7 +31,7 @@ from typing import Any
 from symad.core import forksafe
 from symad.native import cache, codegen, elf, ir, remote
 from symad.runtime import background
-from symad.schedule.loop_nest import LoopNest
+from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
 
 _lock = threading.Lock()
@@ -344,6 +344,24 @@ def compile_nest(nest: LoopNest, opt: int = 2) -> NestProgram:
     """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
     return _loop_code(f"{nest.key}-nest-O{opt}", lambda: ir.nest_ir(nest), opt, cache.shared_dir(),
                       lambda e: NestProgram(NEST(e.get_function_address("nest")), e))
+
+
+PROG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class LoopProgramCode:
+    """Machine code of a whole program with loops (:func:`symad.native.ir.program_ir`):
+    ``prog(w, bases, outs)``, which releases the GIL."""
+
+    def __init__(self, run: Callable[..., None], engine: Any):
+        self.prog = run
+        self.engine = engine  # owns the machine code
+
+
+def compile_program(program: LoopProgram, opt: int = 2) -> LoopProgramCode:
+    """Machine code of a whole program with loops (cached as :func:`compile`'s programs)."""
+    return _loop_code(f"{program.key}-prog-O{opt}", lambda: ir.program_ir(program), opt, cache.shared_dir(),
+                      lambda e: LoopProgramCode(PROG(e.get_function_address("prog")), e))
 
 
 def _remember(key: str, program: Any, loaded: bool, started: float) -> None:

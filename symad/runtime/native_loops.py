@@ -24,7 +24,7 @@ from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.runtime import batches
-from symad.schedule.loop_nest import NotCompiled, loop_nest
+from symad.schedule.loop_nest import NotCompiled, loop_nest, loop_program
 from symad.schedule.schedule import Schedule
 
 Vectors = Mapping[str, tuple[np.ndarray, tuple[int, ...]]]
@@ -247,3 +247,70 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
 
 def _runner(loop: _Loop, program: ArrayProgram) -> Callable[..., Any]:
     return loop.sum if loop.op == "sum" else loop.each
+
+
+# Up to this many rows in all its loops, a function's value and gradient run as one call of one
+# machine-code function (no thread, no call a loop: what costs most at these sizes); beyond, each
+# loop runs on its own, its blocks shared among the cores.
+WHOLE_MAX_ROWS = 250_000
+
+
+class WholeProgram:
+    """Every output of a program with loops in one call of machine code (:func:`symad.native.compile_program`)."""
+
+    def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any]):
+        self.program = loop_program(graph, roots, spans)
+        self.code = native.compile_program(self.program)
+        self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
+                        for r, kind in zip(roots, self.program.kinds)]
+        self._lock = threading.Lock()
+        self._kept = self._buffers()
+
+    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]:
+        w = np.zeros(max(1, len(self.program.variables)))
+        bases = np.zeros(max(1, len(self.program.vectors)), dtype=np.uintp)
+        outs = np.zeros(len(self.lengths), dtype=np.uintp)
+        numbers = np.zeros(len(self.lengths))
+        at = tuple(a.__array_interface__["data"][0] for a in (w, bases, outs))
+        return w, bases, outs, numbers, at  # type: ignore[return-value]
+
+    def run(self, scalars: Mapping[int, float], vectors: Vectors) -> list[Any]:
+        """The outputs: numbers, and arrays for ``each`` outputs."""
+        kept = self._lock.acquire(blocking=False)
+        w, bases, outs, numbers, (wp, bp, op) = self._kept if kept else self._buffers()
+        try:
+            for k, node in enumerate(self.program.variables):
+                w[k] = scalars[node]
+            for v, name in enumerate(self.program.vectors):
+                bases[v] = vectors[name][0].__array_interface__["data"][0]
+            numbers_at = numbers.__array_interface__["data"][0]
+            arrays = []
+            for k, length in enumerate(self.lengths):
+                if length:
+                    out = np.empty(length)
+                    arrays.append(out)
+                    outs[k] = out.__array_interface__["data"][0]
+                else:
+                    arrays.append(None)
+                    outs[k] = numbers_at + 8 * k
+            self.code.prog(wp, bp, op)
+            return [a if a is not None else float(numbers[k]) for k, a in enumerate(arrays)]
+        finally:
+            if kept:
+                self._lock.release()
+
+
+def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
+    """The whole program in one function where it pays and compiles (native code, loops of at most
+    :data:`WHOLE_MAX_ROWS` rows in all), else None."""
+    if not native.available():
+        return None
+    rows = sum(graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
+               for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
+               if graph.op[n] in ("sum", "each", "prod"))
+    if rows > WHOLE_MAX_ROWS:
+        return None
+    try:
+        return WholeProgram(graph, roots, spans)
+    except (NotCompiled, SymadError, KeyError):
+        return None

@@ -23,7 +23,8 @@ from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.schedule.lowering import Step, lower
 
-INNER_MAX = 8192  # a loop inside runs as one block of the canonical order (the NumPy evaluator's BLOCK)
+BLOCK = 8192  # terms a block of the canonical order of a sum (the NumPy evaluator's and every loop's)
+INNER_MAX = BLOCK  # a loop inside runs as one block of the canonical order
 
 
 class NotCompiled(Exception):
@@ -83,6 +84,71 @@ class LoopNest:
         return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
+@dataclass
+class LoopProgram:
+    """A whole expression with loops: the top level's steps (``top``, a scope of level -1 whose inner
+    scopes are the loops at the top), the variables it reads (slots of ``w``), the vectors (slots of
+    ``bases``), and its outputs with their kinds (``value``: a number; ``each``: an array)."""
+
+    top: Scope
+    variables: list[int]
+    vectors: list[str]
+    outputs: list[int]
+    kinds: list[str]
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Structural: equal for equal programs whatever their graph."""
+        parts = [f"{len(self.variables)} {self.kinds}"]
+        todo = [self.top]
+        while todo:
+            scope = todo.pop()
+            parts.append(f"{scope.op}{scope.level}:{scope.low}..{scope.high}")
+            parts.extend(f"{op}{args}" for _, op, args in scope.steps)
+            parts.extend(f"{e.vector}{e.indices}{e.bounds}{e.strides}" for e in scope.entries)
+            parts.extend(f"{c!r}" for c in sorted(scope.consts.values(), key=float.hex))
+            todo.extend(scope.inner.values())
+        return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def loop_program(graph: Graph, roots: Sequence[int], spans: Mapping[str, Sequence[tuple[int, int]]]) -> LoopProgram:
+    """The whole program computing ``roots`` (numbers, or ``each`` arrays), its loops inside it.
+    Raises :class:`NotCompiled` for what the loop code does not take."""
+    op_of, args_of = graph.op, graph.args
+    nodes: set[int] = set()
+    for root in roots:
+        nodes.update(binders.scope_nodes(graph, root, lambda n: op_of[n] != "item"))
+    order = sorted(nodes)
+    vectors: list[str] = []
+    entries = []
+    for n in order:
+        if op_of[n] == "item":
+            if any(binders.affine(graph, at)[0] for at in args_of[n][1:]):  # type: ignore[index]
+                raise NotCompiled("an entry at an index outside any loop")
+            entries.append(_entry(graph, n, spans, vectors))
+    variables = [n for n in order if op_of[n] == "var"]
+    steps, consts, _ = lower(graph, [n for n in order if op_of[n] not in ("index", "item", "vector")])
+    top = Scope(-1, "top", -1, 0, -1, roots[0], steps, consts, entries)
+    for n in order:
+        if op_of[n] in BINDERS:
+            top.inner[n] = _scope(graph, n, spans, vectors, nodes)
+    kinds = ["each" if op_of[r] == "each" else "value" for r in roots]
+    return LoopProgram(top, variables, vectors, list(roots), kinds)
+
+
+def _entry(graph: Graph, n: int, spans: Mapping[str, Sequence[tuple[int, int]]], vectors: list[str]) -> Entry:
+    """Entry ``n``'s reading: its vector's slot, affine indices, clamp ranges and strides."""
+    name = graph.data[graph.args[n][0]]
+    if name not in vectors:
+        vectors.append(name)  # type: ignore[arg-type]
+    dims = spans[name]  # type: ignore[index]
+    forms = [binders.affine(graph, at) for at in graph.args[n][1:]]
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * (dims[d + 1][1] - dims[d + 1][0] + 1)
+    return Entry(n, vectors.index(name), forms, list(dims), strides)  # type: ignore[arg-type]
+
+
 def loop_nest(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]]]) -> LoopNest:
     """The nest of top-level binder ``node``; ``spans`` are the vectors' domains (their shapes).
     Raises :class:`NotCompiled` for what the loop code does not take."""
@@ -100,19 +166,8 @@ def _scope(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]
     level, low, high = graph.data[node]  # type: ignore[misc]
     body = graph.args[node][0]
     nodes = _own_nodes(graph, body, level, outer)
-    op_of, args_of = graph.op, graph.args
-    entries = []
-    for n in nodes:
-        if op_of[n] == "item":
-            name = graph.data[args_of[n][0]]
-            if name not in vectors:
-                vectors.append(name)  # type: ignore[arg-type]
-            dims = spans[name]  # type: ignore[index]
-            forms = [binders.affine(graph, at) for at in args_of[n][1:]]
-            strides = [1] * len(dims)
-            for d in range(len(dims) - 2, -1, -1):
-                strides[d] = strides[d + 1] * (dims[d + 1][1] - dims[d + 1][0] + 1)
-            entries.append(Entry(n, vectors.index(name), forms, list(dims), strides))  # type: ignore[arg-type]
+    op_of = graph.op
+    entries = [_entry(graph, n, spans, vectors) for n in nodes if op_of[n] == "item"]
     inner_loops = [n for n in nodes if op_of[n] in BINDERS]
     order = [n for n in nodes if op_of[n] not in ("index", "item", "vector")]
     steps, consts, variables = lower(graph, order)

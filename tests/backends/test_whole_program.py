@@ -1,0 +1,58 @@
+"""A whole program with loops as one function of machine code (native.compile_program): the same
+bits as NumPy's evaluation of the same loops, for sums of one block to hundreds of blocks (whose
+blocks' sums the code adds as NumPy's pairwise sum does), eaches with edges, loops inside loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.loops import looping, parse_looped
+
+from symad import native
+from symad.indexed_function import IndexedFunction
+from symad.runtime import native_loops
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="needs llvmlite")
+
+
+@pytest.fixture
+def whole_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 10**9)
+
+
+@pytest.mark.parametrize("n", [7, 8193, 3 * 8192 + 5, 9 * 8192, 17 * 8192 + 1, 130 * 8192 + 3])
+def test_a_whole_program_gives_numpys_bits(n: int, whole_always: None) -> None:
+    # blocks: 1, 2, 4, 9 (NumPy's eight partial sums), 18, 131 (its halves): every path of its pairwise sum
+    text = (f"n = {n}; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i]/i)^2) "
+            f"+ sin(y)*sum(i = 3..n-2, x[i-2]*x[i+2]) + y*x[2]")
+    with looping(3):
+        compiled = IndexedFunction(parse_looped(text))
+        numpy_only = IndexedFunction(parse_looped(text), backend="python")
+    assert compiled._whole is not None
+    rng = np.random.default_rng(n)
+    point = {"x": rng.uniform(-1, 1, n) * 10.0 ** rng.integers(-3, 3, n), "y": 0.3}
+    got, want = compiled.value_and_grad(point), numpy_only.value_and_grad(point)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_a_whole_program_with_loops_inside_loops(whole_always: None) -> None:
+    n = 40
+    rng = np.random.default_rng(5)
+    x, A, d = rng.uniform(-1, 1, n), rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, n)
+    text = f"sum(i = 1..{n}, (sum(j = 1..{n}, A[i,j]*x[j]) - d[i])^2) + sum(i = 1..{n}, x[i]^4)"
+    with looping(3):
+        compiled = IndexedFunction(parse_looped(text), wrt=["x"])
+        numpy_only = IndexedFunction(parse_looped(text), wrt=["x"], backend="python")
+    assert compiled._whole is not None
+    point = {"x": x, "A": A, "d": d}
+    got, want = compiled.value_and_grad(point), numpy_only.value_and_grad(point)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert got[0] == pytest.approx(np.sum((A @ x - d) ** 2) + np.sum(x**4), rel=1e-12)
+    np.testing.assert_allclose(got[1], 2 * A.T @ (A @ x - d) + 4 * x**3, rtol=1e-11, atol=1e-12)
+
+
+def test_past_the_size_limit_each_loop_runs_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 100)
+    with looping(3):
+        f = IndexedFunction(parse_looped("sum(i = 1..200, x[i]^2)"))
+    assert f._whole is None and f.value_and_grad(np.ones(200))[0] == 200.0
