@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from symad.core import forksafe
-from symad.native import cache, codegen, elf, ir, remote
+from symad.native import cache, codegen, elf, ir, loop_ir, remote
 from symad.runtime import background
 from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
@@ -293,7 +293,7 @@ EDGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
 
 
 class MapProgram:
-    """Machine code of a schedule's outputs at each row (:func:`symad.native.ir.map_ir`):
+    """Machine code of a schedule's outputs at each row (:func:`symad.native.loop_ir.map_ir`):
     ``map(w, cols, start, end, out, ld)`` and ``edge(w, cols, lims, start, end, out, ld)``, which
     release the GIL."""
 
@@ -306,7 +306,7 @@ class MapProgram:
 
 def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> MapProgram:
     """Machine code of ``schedule`` at each row of columns (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: ir.map_ir(schedule, sources), opt,
+    return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: loop_ir.map_ir(schedule, sources), opt,
                       _rows_folder(schedule),
                       lambda e: MapProgram(e, len(schedule.outputs)))
 
@@ -332,7 +332,7 @@ NEST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, 
 
 
 class NestProgram:
-    """Machine code of a loop nest (:func:`symad.native.ir.nest_ir`): ``nest(w, bases, start, end,
+    """Machine code of a loop nest (:func:`symad.native.loop_ir.nest_ir`): ``nest(w, bases, start, end,
     out)``, which releases the GIL."""
 
     def __init__(self, run: Callable[..., None], engine: Any):
@@ -342,7 +342,7 @@ class NestProgram:
 
 def compile_nest(nest: LoopNest, opt: int = 2) -> NestProgram:
     """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: ir.nest_ir(nest), opt, cache.shared_dir(),
+    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: loop_ir.nest_ir(nest), opt, cache.shared_dir(),
                       lambda e: NestProgram(NEST(e.get_function_address("nest")), e))
 
 
@@ -350,7 +350,7 @@ PROG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class LoopProgramCode:
-    """Machine code of a whole program with loops (:func:`symad.native.ir.program_ir`):
+    """Machine code of a whole program with loops (:func:`symad.native.loop_ir.program_ir`):
     ``prog(w, bases, outs)``, which releases the GIL."""
 
     def __init__(self, run: Callable[..., None], engine: Any):
@@ -360,7 +360,7 @@ class LoopProgramCode:
 
 def compile_program(program: LoopProgram, opt: int = 2) -> LoopProgramCode:
     """Machine code of a whole program with loops (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{program.key}-prog-O{opt}", lambda: ir.program_ir(program), opt, cache.shared_dir(),
+    return _loop_code(f"{program.key}-prog-O{opt}", lambda: loop_ir.program_ir(program), opt, cache.shared_dir(),
                       lambda e: LoopProgramCode(PROG(e.get_function_address("prog")), e))
 
 

@@ -1,6 +1,6 @@
 """What a compiled loop nest computes: a top-level ``sum``/``each`` with loops inside its body.
 
-:class:`LoopNest` is plain data for a code generator (:func:`symad.native.ir.nest_ir`): one
+:class:`LoopNest` is plain data for a code generator (:func:`symad.native.loop_ir.nest_ir`): one
 :class:`Scope` per loop, each with the lowered steps of the nodes that depend on its index
 (a step may be a loop inside, run as its own scope), the entries it reads and where (an
 entry's element offset is affine in the indices: ``x[i + 1]``, ``A[i, j]``, ``A[j, i]``, each
