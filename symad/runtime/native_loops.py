@@ -252,7 +252,7 @@ def _runner(loop: _Loop, program: ArrayProgram) -> Callable[..., Any]:
 # Up to this many rows in all its loops, a function's value and gradient run as one call of one
 # machine-code function (no thread, no call a loop: what costs most at these sizes); beyond, each
 # loop runs on its own, its blocks shared among the cores.
-WHOLE_MAX_ROWS = 250_000
+WHOLE_MAX_ROWS = 400_000
 
 
 class WholeProgram:
