@@ -72,16 +72,7 @@ class LoopNest:
     @functools.cached_property
     def key(self) -> str:
         """Structural: equal for equal nests whatever their graph (what compiled code is cached by)."""
-        parts: list[str] = []
-        todo = [self.root]
-        while todo:
-            scope = todo.pop()
-            parts.append(f"{scope.op}{scope.level}:{scope.low}..{scope.high}")
-            parts.extend(f"{op}{args}" for _, op, args in scope.steps)
-            parts.extend(f"{e.vector}{e.indices}{e.bounds}{e.strides}" for e in scope.entries)
-            parts.extend(f"{c!r}" for c in sorted(scope.consts.values(), key=float.hex))
-            todo.extend(scope.inner.values())
-        return hashlib.sha256(repr(parts).encode()).hexdigest()
+        return _structural_key(self.root, {c: f"c{k}" for k, c in enumerate(self.captures)}, [], "nest")
 
 
 @dataclass
@@ -98,17 +89,44 @@ class LoopProgram:
 
     @functools.cached_property
     def key(self) -> str:
-        """Structural: equal for equal programs whatever their graph."""
-        parts = [f"{len(self.variables)} {self.kinds}"]
-        todo = [self.top]
-        while todo:
-            scope = todo.pop()
+        """Structural: equal for equal programs whatever their graph (what compiled code is cached by)."""
+        return _structural_key(self.top, {v: f"w{k}" for k, v in enumerate(self.variables)}, self.outputs,
+                               f"program {self.kinds}")
+
+
+def _structural_key(root: Scope, refs: dict[int, str], outputs: Sequence[int], head: str) -> str:
+    """A hash of the code with every node named by what it is, never by its id: inputs by slot,
+    constants by value, entries by their reading, indices by level, steps by position."""
+    refs = dict(refs)
+    parts = [head]
+    count = 0
+    started: set[int] = set()
+    todo: list[tuple[Scope, int]] = [(root, 0)]  # (scope, its next step); a loop inside is walked first
+    while todo:
+        scope, at = todo.pop()
+        if id(scope) not in started:
+            started.add(id(scope))
             parts.append(f"{scope.op}{scope.level}:{scope.low}..{scope.high}")
-            parts.extend(f"{op}{args}" for _, op, args in scope.steps)
-            parts.extend(f"{e.vector}{e.indices}{e.bounds}{e.strides}" for e in scope.entries)
-            parts.extend(f"{c!r}" for c in sorted(scope.consts.values(), key=float.hex))
-            todo.extend(scope.inner.values())
-        return hashlib.sha256(repr(parts).encode()).hexdigest()
+            refs.update((n, float(c).hex()) for n, c in scope.consts.items())
+            if scope.index_node is not None:
+                refs[scope.index_node] = f"i{scope.level}"
+            refs.update((e.node, f"e{e.vector}{e.indices}{e.bounds}{e.strides}") for e in scope.entries)
+        if at == len(scope.steps):
+            parts.append(f"= {refs[scope.body]}")
+            continue
+        node, op, args = scope.steps[at]
+        inner = scope.inner.get(node)
+        if inner is not None and node not in refs:
+            refs[node] = ""  # being walked: come back to this step once the loop inside is written
+            todo += [(scope, at), (inner, 0)]
+            continue
+        if inner is None:
+            parts.append(f"{op}({','.join(refs[a] for a in args)})")
+        refs[node] = f"s{count}"
+        count += 1
+        todo.append((scope, at + 1))
+    parts.extend(refs[o] for o in outputs)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def loop_program(graph: Graph, roots: Sequence[int], spans: Mapping[str, Sequence[tuple[int, int]]]) -> LoopProgram:

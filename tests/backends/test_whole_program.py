@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from support.loops import looping, parse_looped
 
+import symad
 from symad import native
 from symad.indexed_function import IndexedFunction
 from symad.runtime import native_loops
@@ -56,3 +57,28 @@ def test_past_the_size_limit_each_loop_runs_on_its_own(monkeypatch: pytest.Monke
     with looping(3):
         f = IndexedFunction(parse_looped("sum(i = 1..200, x[i]^2)"))
     assert f._whole is None and f.value_and_grad(np.ones(200))[0] == 200.0
+
+
+def test_compiled_code_is_keyed_by_structure_never_by_node_ids() -> None:
+    # the disk cache shares machine code by this key: two programs that differ only in which
+    # constant sits at which node id must never share it, and equal programs always do
+    from symad.core.dag import Graph
+    from symad.schedule.loop_nest import loop_nest, loop_program
+
+    def keys(text: str, graph: Graph) -> tuple[str, str]:
+        with looping(3):
+            expr = symad.parse(text, graph)
+            f = IndexedFunction(expr)
+        program = loop_program(graph, f._outputs, f.spans)
+        return program.key, loop_nest(graph, expr.id, f.spans).key
+
+    plain = keys("sum(i = 1..20, 2*x[i] + 3*x[i]^2)", Graph())
+    other = Graph()
+    other.const(3.0)
+    other.const(2.0)
+    other.var("unrelated")
+    assert keys("sum(i = 1..20, 3*x[i] + 2*x[i]^2)", other)[0] != plain[0]
+    shifted = Graph()
+    shifted.const(7.0)
+    shifted.var("unrelated")
+    assert keys("sum(i = 1..20, 2*x[i] + 3*x[i]^2)", shifted) == plain
