@@ -22,9 +22,9 @@ from symad.core import lazy
 _EXPORTS = {
     "cache_dir": "cache", "set_cache_dir": "cache", "set_cache_max_mb": "cache",
     "COPY": "ir", "interpreter_opcodes": "ir",
-    "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "NestProgram": "jit", "RowsProgram": "jit",
+    "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "RowsProgram": "jit",
     "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
-    "compile_program": "jit", "LoopProgramCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
+    "compile_program": "jit", "LoopCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
     "interpreter": "jit", "rows_if_cached": "jit",
 }
 
@@ -33,10 +33,9 @@ if TYPE_CHECKING:
     from symad.native.ir import COPY, interpreter_opcodes
     from symad.native.jit import (
         CACHE_PROGRAMS,
-        LoopProgramCode,
+        LoopCode,
         MapProgram,
         NativeProgram,
-        NestProgram,
         RowsProgram,
         available,
         clear_cache,
@@ -55,7 +54,7 @@ __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 
 
 __all__ = [
-    "CACHE_PROGRAMS", "COPY", "LoopProgramCode", "MapProgram", "NativeProgram", "NestProgram", "RowsProgram",
+    "CACHE_PROGRAMS", "COPY", "LoopCode", "MapProgram", "NativeProgram", "RowsProgram",
     "available", "cache_dir", "clear_cache", "compile", "compile_map", "compile_nest", "compile_program",
     "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached", "set_cache_dir",
     "set_cache_max_mb",

@@ -163,6 +163,20 @@ def _call_ir(n_out: int, offset: int | None) -> str:
 
 
 # ===================================================================== sums over rows of data
+def row_constants(schedule: Schedule, sources: list[tuple[str, int]]) -> tuple[dict[int, str], list[str]]:
+    """A row loop's values the same in every row (``("w", i)``: ``w[i]``; the constants) by node, and
+    the entry lines loading them (``("row", i)``'s first index too, as ``%w{node}s``)."""
+    names: dict[int, str] = {node: hex_double(c) for node, c in schedule.consts.items()}
+    entry: list[str] = []
+    for node, (kind, i) in zip(schedule.inputs, sources):
+        if kind == "w":
+            names[node] = f"%w{node}"
+            load_line(entry, names[node], "%w", i)
+        elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
+            load_line(entry, f"%w{node}s", "%w", i)
+    return names, entry
+
+
 def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     """LLVM IR of ``rows(w, cols, strides, idx, start, end, out)``: the schedule's outputs summed
     over rows ``start`` … ``end - 1`` of data into ``out``.
@@ -179,17 +193,10 @@ def rows_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     added at the end: a fixed order, so the same rows give the same bits.
     """
     declared: dict[str, int] = {}
-    shared: dict[int, str] = {node: hex_double(c) for node, c in schedule.consts.items()}
-    entry: list[str] = []
-    for node, (kind, i) in zip(schedule.inputs, sources):
-        if kind == "w":
-            shared[node] = f"%w{node}"
-            load_line(entry, shared[node], "%w", i)
-        elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
-            load_line(entry, f"%w{node}s", "%w", i)
-        else:
-            entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a",
-                      f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}", f"  %cs{i} = load i64, ptr %cs{i}a"]
+    shared, entry = row_constants(schedule, sources)
+    for i in (i for kind, i in sources if kind == "col"):
+        entry += [f"  %cp{i}a = getelementptr ptr, ptr %cols, i64 {i}", f"  %cp{i} = load ptr, ptr %cp{i}a",
+                  f"  %cs{i}a = getelementptr i64, ptr %strides, i64 {i}", f"  %cs{i} = load i64, ptr %cs{i}a"]
 
     def row(p: str, r: str) -> tuple[list[str], list[str]]:
         """One row's lines (SSA names prefixed ``p``, the row index in ``r``) and its outputs."""

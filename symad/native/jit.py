@@ -329,39 +329,29 @@ def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None,
 
 
 NEST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-
-
-class NestProgram:
-    """Machine code of a loop nest (:func:`symad.native.loop_ir.nest_ir`): ``nest(w, bases, start, end,
-    out)``, which releases the GIL."""
-
-    def __init__(self, run: Callable[..., None], engine: Any):
-        self.nest = run
-        self.engine = engine  # owns the machine code
-
-
-def compile_nest(nest: LoopNest, opt: int = 2) -> NestProgram:
-    """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: loop_ir.nest_ir(nest), opt, cache.shared_dir(),
-                      lambda e: NestProgram(NEST(e.get_function_address("nest")), e))
-
-
 PROG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
-class LoopProgramCode:
-    """Machine code of a whole program with loops (:func:`symad.native.loop_ir.program_ir`):
-    ``prog(w, bases, outs)``, which releases the GIL."""
+class LoopCode:
+    """Machine code of a loop nest (``run(w, bases, start, end, out)``, :func:`symad.native.loop_ir.nest_ir`)
+    or of a whole program with loops (``run(w, bases, outs)``, :func:`symad.native.loop_ir.program_ir`),
+    which releases the GIL."""
 
     def __init__(self, run: Callable[..., None], engine: Any):
-        self.prog = run
+        self.run = run
         self.engine = engine  # owns the machine code
 
 
-def compile_program(program: LoopProgram, opt: int = 2) -> LoopProgramCode:
+def compile_nest(nest: LoopNest, opt: int = 2) -> LoopCode:
+    """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
+    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: loop_ir.nest_ir(nest), opt, cache.shared_dir(),
+                      lambda e: LoopCode(NEST(e.get_function_address("nest")), e))
+
+
+def compile_program(program: LoopProgram, opt: int = 2) -> LoopCode:
     """Machine code of a whole program with loops (cached as :func:`compile`'s programs)."""
     return _loop_code(f"{program.key}-prog-O{opt}", lambda: loop_ir.program_ir(program), opt, cache.shared_dir(),
-                      lambda e: LoopProgramCode(PROG(e.get_function_address("prog")), e))
+                      lambda e: LoopCode(PROG(e.get_function_address("prog")), e))
 
 
 def _remember(key: str, program: Any, loaded: bool, started: float) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from symad.native.ir import hex_double, load_line, op_lines, step_lines
+from symad.native.ir import hex_double, load_line, op_lines, row_constants, step_lines
 from symad.schedule.loop_nest import BLOCK, LoopNest, LoopProgram, Scope
 from symad.schedule.schedule import Schedule
 
@@ -25,15 +25,12 @@ def map_ir(schedule: Schedule, sources: list[tuple[str, int]]) -> str:
     declared: dict[str, int] = {}
     functions = []
     for name, clamped in (("map", False), ("edge", True)):
-        names: dict[int, str] = {node: hex_double(c) for node, c in schedule.consts.items()}
-        entry: list[str] = []
+        names, entry = row_constants(schedule, sources)
         body: list[str] = []
         for node, (kind, i) in zip(schedule.inputs, sources):
             if kind == "w":
-                names[node] = f"%w{node}"
-                load_line(entry, names[node], "%w", i)
-            elif kind == "row":  # the row's index: w[i] (the first row's) plus the row number
-                load_line(entry, f"%w{node}s", "%w", i)
+                continue
+            if kind == "row":  # the row's index: the first row's plus the row number
                 names[node] = f"%v{node}"
                 body += [f"  %v{node}r = sitofp i64 %r to double", f"  %v{node} = fadd double %w{node}s, %v{node}r"]
             else:
@@ -81,12 +78,7 @@ def nest_ir(nest: LoopNest) -> str:
     parity of the offset (a row's from ``start``, which the caller keeps even), then lane one plus two."""
     declared: dict[str, int] = {}
     names: dict[int, str] = {}
-    entry: list[str] = []
-    for k, node in enumerate(nest.captures):
-        names[node] = f"%c{k}"
-        load_line(entry, names[node], "%w", k)
-    for v in range(len(nest.vectors)):
-        entry += [f"  %b{v}a = getelementptr ptr, ptr %bases, i64 {v}", f"  %b{v} = load ptr, ptr %b{v}a"]
+    entry = _inputs_and_vectors(nest.captures, "c", len(nest.vectors), names)
     root = nest.root
     body: list[str] = [f"  %i = add i64 %r, {root.low}"]
     block = ["row"]  # the block the lines being written end in
@@ -114,6 +106,18 @@ def nest_ir(nest: LoopNest) -> str:
             + "\ndefine void @nest(ptr noalias %w, ptr noalias %bases, i64 %start, i64 %end, ptr noalias %out) {\n"
             + "entry:\n" + "\n".join(entry) + "\n  br label %head\n" + "\n".join(head) + "\nrow:\n"
             + "\n".join(body + tail) + "\n" + "\n".join(done) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+
+
+def _inputs_and_vectors(inputs: list[int], tag: str, vectors: int, names: dict[int, str]) -> list[str]:
+    """Entry lines loading ``w[k]`` for each input node (named ``%{tag}{k}`` in ``names``) and each
+    vector's first entry's address ``%b{v}`` from ``bases``."""
+    lines: list[str] = []
+    for k, node in enumerate(inputs):
+        names[node] = f"%{tag}{k}"
+        load_line(lines, names[node], "%w", k)
+    for v in range(vectors):
+        lines += [f"  %b{v}a = getelementptr ptr, ptr %bases, i64 {v}", f"  %b{v} = load ptr, ptr %b{v}a"]
+    return lines
 
 
 def _scope_lines(scope: Scope, index: str, indices: dict[int, str], names: dict[int, str], lines: list[str],
@@ -205,12 +209,7 @@ def program_ir(program: LoopProgram) -> str:
     declared: dict[str, int] = {}
     top = program.top
     names: dict[int, str] = {node: hex_double(c) for node, c in top.consts.items()}
-    lines: list[str] = []
-    for k, node in enumerate(program.variables):
-        names[node] = f"%x{k}"
-        load_line(lines, names[node], "%w", k)
-    for v in range(len(program.vectors)):
-        lines += [f"  %b{v}a = getelementptr ptr, ptr %bases, i64 {v}", f"  %b{v} = load ptr, ptr %b{v}a"]
+    lines = _inputs_and_vectors(program.variables, "x", len(program.vectors), names)
     for k in range(len(program.outputs)):
         lines += [f"  %out{k}a = getelementptr ptr, ptr %outs, i64 {k}", f"  %out{k} = load ptr, ptr %out{k}a"]
     block = ["entry"]

@@ -207,7 +207,7 @@ class _Nest:
         count = self.high - self.low + 1
         blocks = -(-count // BLOCK)
         out = np.zeros(blocks) if self.sums else np.empty(count)
-        run_nest = self.program.nest
+        run_nest = self.program.run
         wp, bp, op = (a.__array_interface__["data"][0] for a in (w, bases, out))
         sums = self.sums
 
@@ -293,7 +293,7 @@ class WholeProgram:
                 else:
                     arrays.append(None)
                     outs[k] = numbers_at + 8 * k
-            self.code.prog(wp, bp, op)
+            self.code.run(wp, bp, op)
             return [a if a is not None else float(numbers[k]) for k, a in enumerate(arrays)]
         finally:
             if kept:
