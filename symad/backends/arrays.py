@@ -6,7 +6,7 @@ an array over the range (the index is ``arange(lo, hi+1)``, an entry ``x[i + c]`
 small powers as products, ``where`` as a select, so the numbers are the other backends' own.
 
 A ``sum`` adds its terms in the order every backend uses (:func:`blocked_sum`): blocks of
-:data:`BLOCK` terms, each added left to right, then the blocks' sums by NumPy's pairwise sum.
+:data:`BLOCK` terms, each in two lanes, then the blocks' sums by NumPy's pairwise sum.
 """
 
 from __future__ import annotations
@@ -36,15 +36,14 @@ def blocked_sum(terms: np.ndarray) -> Any:
     if n == 0:
         return 0.0 if not lead else np.zeros(lead)
     rows = terms.reshape(-1, n)
-    if True:
-        full = n // BLOCK
-        sums = []
-        if full:
-            sums.append(_lanes(rows[:, :full * BLOCK].reshape(-1, BLOCK)).reshape(len(rows), full))
-        if n > full * BLOCK:
-            sums.append(_lanes(rows[:, full * BLOCK:]).reshape(len(rows), 1))
-        blocks = sums[0] if len(sums) == 1 else np.concatenate(sums, axis=1)
-        out = blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0]
+    full = n // BLOCK
+    sums = []
+    if full:
+        sums.append(_lanes(rows[:, :full * BLOCK].reshape(-1, BLOCK)).reshape(len(rows), full))
+    if n > full * BLOCK:
+        sums.append(_lanes(rows[:, full * BLOCK:]).reshape(len(rows), 1))
+    blocks = sums[0] if len(sums) == 1 else np.concatenate(sums, axis=1)
+    out = blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0]
     return float(out[0]) if not lead else out.reshape(lead)
 
 
@@ -62,9 +61,8 @@ class _Scope:
     def __init__(self, graph: Graph, nodes: Sequence[int], leaves: Sequence[int]):
         op_of = graph.op
         order = [n for n in nodes if op_of[n] not in ("index", "item", "vector") and n not in leaves]
-        self.steps, self.consts, variables = lower(graph, order)
-        self.variables = variables  # read from the point
-        self.steps = [(node, op, args, None if op in BINDERS else PRIMITIVES[op].np) for node, op, args in self.steps]
+        steps, self.consts, _ = lower(graph, order)  # (its variables are read from the point)
+        self.steps = [(node, op, args, None if op in BINDERS else PRIMITIVES[op].np) for node, op, args in steps]
 
 
 class ArrayProgram:
@@ -113,22 +111,13 @@ class ArrayProgram:
             else:
                 values[node] = self._loop(node, values, vectors, ranges)
 
-    def each_at(self, node: int, low: int, high: int, caps: list[float],
-                vectors: Mapping[str, tuple[np.ndarray, int]]) -> np.ndarray:
-        """The body of top-level binder ``node`` at indices ``low..high``, given its captures' values."""
-        outer = dict(zip(self.graph.args[node][1:], caps))
-        with np.errstate(all="ignore"):
-            return self._loop(node, outer, vectors, {}, (low, high), each=True)
-
     def _loop(self, node: int, outer: dict[int, Any], vectors: Mapping[str, tuple[np.ndarray, Any]],
-              ranges: dict[int, np.ndarray], bounds: tuple[int, int] | None = None, each: bool = False) -> Any:
+              ranges: dict[int, np.ndarray]) -> Any:
         graph = self.graph
-        runner = self.runners.get(node) if bounds is None else None
+        runner = self.runners.get(node)
         if runner is not None:
             return runner([outer[c] for c in graph.args[node][1:]], vectors)
         level, low, high = graph.data[node]  # type: ignore[misc]
-        if bounds is not None:
-            low, high = bounds
         scope, items = self.loops[node]
         body, *caps = graph.args[node]
         # the index along axis `level` of `depth` axes: each loop's values broadcast along its own axis
@@ -143,7 +132,7 @@ class ArrayProgram:
         self._run_scope(scope, values, vectors, inner_ranges)
         result = values[body]
         result = np.broadcast_to(result, np.broadcast_shapes(np.shape(result), index.shape))
-        op = "each" if each else graph.op[node]
+        op = graph.op[node]
         if op == "sum":
             total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1)), level)
             return float(total.reshape(())) if level == 0 else total

@@ -1,13 +1,16 @@
-"""Sums and maps kept as loops, run as machine code: one compiled loop per binder, whatever its range.
+"""Sums and maps kept as loops, run as machine code, whatever their range.
 
-A binder's body is scheduled once over its own inputs: the index (a column ``lo..hi``), each
-entry ``x[i + c]`` (a column: ``x`` read in place from ``lo + c``) and its captures (the same in
-every row).  A ``sum`` runs the row-sum loop of :func:`symad.native.compile_rows` over blocks of
-:data:`BLOCK` rows, the blocks shared among the threads and added in block order, so the bits
-are the same on any number of cores; an ``each`` runs :func:`symad.native.compile_map` over the
-indices where every entry it reads lies inside its vector, and the few edge indices (where a
-guarded term would read past an end) run in NumPy (:mod:`symad.backends.arrays`), with the
-same ops and so the same bits.  Compile time and memory depend on the body, not on the range.
+Up to :data:`WHOLE_MAX_ROWS` rows in all, a function's outputs are one call of one function
+(:class:`WholeProgram`, :func:`symad.native.compile_program`).  Beyond, each top-level loop runs
+on its own: its body is scheduled once over its inputs (each entry ``x[i + c]`` a column, ``x``
+read in place; its captures and, where the body reads it, its first index, the same in every
+row).  A ``sum`` runs the row-sum loop (:func:`symad.native.compile_rows`) over blocks of
+:data:`BLOCK` rows shared among the threads; an ``each`` runs the vectorised map loop
+(:func:`symad.native.compile_map`) over the rows whose entries lie inside their vectors and its
+clamped twin over the few edge rows; a loop with loops inside runs as a loop nest
+(:func:`symad.native.compile_nest`).  Every sum adds in the canonical order of
+:func:`symad.backends.arrays.blocked_sum`, so the bits are NumPy's on any number of cores.
+Compile time and memory depend on the body, not on the range.
 """
 
 from __future__ import annotations
@@ -241,12 +244,8 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
             except NotCompiled:
                 pass
             continue
-        runners[node] = _runner(loop, program)
+        runners[node] = loop.sum if loop.op == "sum" else loop.each
     return runners
-
-
-def _runner(loop: _Loop, program: ArrayProgram) -> Callable[..., Any]:
-    return loop.sum if loop.op == "sum" else loop.each
 
 
 # Up to this many rows in all its loops, a function's value and gradient run as one call of one
