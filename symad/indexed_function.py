@@ -25,8 +25,8 @@ import numpy as np
 from symad.ad.forward import forward
 from symad.ad.gather import indexed_gradient
 from symad.backends.arrays import ArrayProgram
-from symad.core import binders, names
-from symad.core.dag import Graph, natural_key
+from symad.core import binders
+from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
@@ -39,7 +39,10 @@ class IndexedFunction:
 
     def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
         self.expr = expr
-        graph, root = expr.graph, _entries_of_vectors(expr.graph, expr.id, wrt or ())
+        graph = expr.graph
+        # x[k] beside a loop over x, or with x in wrt: the vector's entry (one variable, not two)
+        vectors = {graph.data[n] for n in graph.reachable([expr.id]) if graph.op[n] == "vector"}
+        (root,) = binders.entries_of(graph, [expr.id], {*(wrt or ()), *vectors})
         self.graph, self.root = graph, root
         if graph.op[root] == "each":
             raise SymadError("each(...) is a vector of values: its Jacobian is not supported yet "
@@ -190,16 +193,14 @@ class IndexedFunction:
     def gradient_text(self) -> list[tuple[str, str, tuple[int, int] | None]]:
         """``(label, text, range)`` of each partial: ``("x[k]", "...", (1, n))`` for a vector, still
         indexed (``k`` runs over the range), ``("y", "...", None)`` for a scalar."""
-        partials, vectors = indexed_gradient(self.graph, self.root)
         out = []
-        for name in self.wrt:
+        for name, node in zip(self.wrt, self._outputs[1:]):  # the partials, built once with the function
             if name in self.spans:
-                node = vectors[name].node
-                body = self.graph.args[node][0]
-                out.append((f"{name}[k]", to_infix(self.graph, body, index_names=["k"]),
-                            (vectors[name].low, vectors[name].high)))
+                _, low, high = self.graph.data[node]  # type: ignore[misc]
+                out.append((f"{name}[k]", to_infix(self.graph, self.graph.args[node][0], index_names=["k"]),
+                            (low, high)))
             else:
-                out.append((name, to_infix(self.graph, partials[self._scalar_nodes[name]]), None))
+                out.append((name, to_infix(self.graph, node), None))
         return out
 
 
@@ -212,19 +213,3 @@ def _described(name: str, dims: Sequence[tuple[int, int]]) -> str:
     first = ", ".join(str(low) for low, _ in dims)
     last = ", ".join(str(high) for _, high in dims)
     return f"{shape} entries ({name}[{first}] to {name}[{last}])"
-
-
-def _entries_of_vectors(graph: Graph, root: int, wanted: Sequence[str]) -> int:
-    """``root`` with each scalar variable ``x[k]`` read as the entry ``k`` of the vector ``x`` where a
-    loop indexes ``x`` or ``wanted`` names it (one variable, not two: ``x.sum() + x[0]`` from Python,
-    or a sum written out over the entries of a vector differentiated as a whole)."""
-    op_of, args_of, data_of = graph.op, graph.args, graph.data
-    reached = graph.reachable([root])
-    bases = set(wanted) | {data_of[args_of[n][0]] for n in reached if op_of[n] == "item"}
-    mapping = {}
-    for n in reached:
-        if op_of[n] == "var":
-            parts = names.split(data_of[n])  # type: ignore[arg-type]
-            if parts and parts[0] in bases:
-                mapping[n] = graph.item(graph.vector(parts[0]), graph.const(float(parts[1])))
-    return binders.substitute(graph, root, mapping) if mapping else root

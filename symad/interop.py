@@ -22,7 +22,7 @@ import importlib
 import math
 from typing import Any
 
-from symad.core import binders, names
+from symad.core import binders
 from symad.core.dag import SCOPED, Graph
 from symad.core.errors import LimitError, SymadError
 from symad.core.limits import LIMITS
@@ -342,17 +342,12 @@ def _entries_as_items(g: Graph, root: int) -> int:
     order = g.reachable([root])
     lv = binders.levels(g)
     op_of, args_of, data_of = g.op, g.args, g.data
-    looped = {data_of[args_of[n][0]] for n in order if op_of[n] == "item" and lv[n] >= 0}
+    looped = binders.looped_vectors(g, order)
     for n in order:
         if op_of[n] == "item" and lv[n] < 0 and data_of[args_of[n][0]] not in looped:
             raise SymadError(f"{data_of[args_of[n][0]]}[...] has {len(args_of[n]) - 1} indices at numbers and "
                              "none at a loop's index: symad's indexed variables have one (x[3])")
-    mapping = {}
-    for n in order:
-        parts = names.split(data_of[n]) if op_of[n] == "var" else None  # type: ignore[arg-type]
-        if parts and parts[0] in looped:
-            mapping[n] = g.item(g.vector(parts[0]), g.const(parts[1]))
-    return binders.substitute(g, root, mapping) if mapping else root
+    return binders.entries_of(g, [root], looped)[0]
 
 
 def _unrolled(sp: Any, e: Any) -> Any:

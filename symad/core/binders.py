@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 
+from symad.core import names
 from symad.core.dag import BINDERS, SCOPED, Graph
 from symad.core.errors import SymadError
 
@@ -269,6 +270,24 @@ def _inside(graph: Graph, body: int, level: int) -> tuple[list[int], list[int]]:
         else:
             stack.extend(args_of[node])
     return sorted(found), sorted(loops)
+
+
+def looped_vectors(graph: Graph, nodes: Iterable[int]) -> set[str]:
+    """The names of the vectors with an entry at a loop's index among ``nodes``."""
+    lv, op_of, args_of, data_of = levels(graph), graph.op, graph.args, graph.data
+    return {data_of[args_of[n][0]] for n in nodes if op_of[n] == "item" and lv[n] >= 0}  # type: ignore[misc]
+
+
+def entries_of(graph: Graph, roots: Sequence[int], bases: Container[str]) -> list[int]:
+    """The roots with each variable ``x[k]`` whose base ``x`` is in ``bases`` read as the entry ``k``
+    of the vector ``x``: one variable, not two (``x[3]`` beside a loop over ``x[i]``)."""
+    op_of, data_of = graph.op, graph.data
+    mapping = {}
+    for n in graph.reachable(roots):
+        parts = names.split(data_of[n]) if op_of[n] == "var" else None  # type: ignore[arg-type]
+        if parts and parts[0] in bases:
+            mapping[n] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
+    return [substitute(graph, r, mapping) for r in roots] if mapping else list(roots)
 
 
 def index_names(taken: Iterable[str], count: int) -> list[str]:

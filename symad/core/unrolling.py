@@ -13,7 +13,7 @@ its terms are written out as the text unrolls them (:func:`written_out`).
 
 from __future__ import annotations
 
-from symad.core import binders, names
+from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 
 
@@ -148,17 +148,7 @@ def lowered(graph: Graph, root: int, inside: bool = False) -> int:
 def entries_as_items(graph: Graph, node: int) -> int:
     """``node`` with each scalar variable ``x[k]`` of a vector that a loop indexes (``x[i]``) as the
     entry ``x[k]`` of that vector, as the text's reading ends (one variable, not two)."""
-    op_of, args_of, data_of = graph.op, graph.args, graph.data
-    reached = graph.reachable([node])
-    looped = {data_of[args_of[n][0]] for n in reached
-              if op_of[n] == "item" and any(op_of[a] != "const" for a in args_of[n][1:])}
-    mapping = {}
-    for n in reached:
-        if op_of[n] == "var":
-            parts = names.split(data_of[n])  # type: ignore[arg-type]
-            if parts and parts[0] in looped:
-                mapping[n] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
-    return binders.substitute(graph, node, mapping) if mapping else node
+    return binders.entries_of(graph, [node], binders.looped_vectors(graph, graph.reachable([node])))[0]
 
 
 def settled(graph: Graph, root: int) -> int:

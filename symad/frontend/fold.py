@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from symad.core import binders, names
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import LimitError, ParseError
 from symad.core.limits import LIMITS
@@ -323,8 +323,8 @@ class Folder:
         """The outputs' root nodes, once every token has been pushed."""
         if len(self.stack) != len(self.separators) + 1 or self.recording is not None:
             raise ParseError("malformed postfix", self.text, 1, 1)
-        if self.vectors:
-            self._entries_as_items()
+        if self.vectors:  # x[3] beside a sum kept as a loop over x[i]: an entry of the same vector
+            self.stack = binders.entries_of(self.graph, self.stack, self.vectors)
         self._each_only_as_output()
         if self.indexed:
             both = sorted(self.indexed.intersection(self.graph.variables(self.stack)))
@@ -332,19 +332,6 @@ class Folder:
                 raise ParseError(f"{both[0]} is used both as a variable and indexed ({both[0]}[...]): "
                                  "rename one", self.text, 1, 1)
         return list(self.stack)
-
-    def _entries_as_items(self) -> None:
-        """``x[3]`` beside a sum kept as a loop over ``x[i]``: an entry of the same vector."""
-        graph = self.graph
-        mapping = {}
-        for node in graph.reachable(self.stack):
-            if graph.op[node] == "var":
-                parts = names.split(graph.data[node])  # type: ignore[arg-type]
-                if parts and parts[0] in self.vectors:
-                    mapping[node] = graph.item(graph.vector(parts[0]), graph.const(parts[1]))
-        if mapping:
-            self.stack = [binders.substitute(graph, r, mapping) for r in self.stack]
-
 
     def _each_only_as_output(self) -> None:
         """An ``each`` is a vector of values: it may be a whole output, not a part of an expression."""
