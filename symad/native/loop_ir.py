@@ -237,7 +237,25 @@ def program_ir(program: LoopProgram) -> str:
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
     return ("; a program with loops, optimised whatever its size\n" + decls
             + "\ndefine void @prog(ptr noalias %w, ptr noalias %bases, ptr noalias %outs) {\nentry:\n"
-            + "\n".join(lines) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+            + "\n".join(lines) + "\n  ret void\n}\n" + _call_entry(program) + "\nattributes #0 = { nobuiltin }\n")
+
+
+def _call_entry(program: LoopProgram) -> str:
+    """``call(x, g)`` of a program that :attr:`~symad.schedule.loop_nest.LoopProgram.takes_call`:
+    ``prog`` on the data of two contiguous float64 NumPy arrays (the vector, the gradient to fill),
+    their data pointers read ``array_offset`` bytes into the objects (no address taken in Python,
+    nothing allocated but on the stack); returns the value.  The caller checks dtypes and shapes."""
+    offset = program.array_offset
+    if offset is None or not program.takes_call:
+        return ""
+    return ("\ndefine double @call(ptr %xo, ptr %go) {\nentry:\n"
+            f"  %xa = getelementptr i8, ptr %xo, i64 {offset}\n  %x = load ptr, ptr %xa\n"
+            f"  %ga = getelementptr i8, ptr %go, i64 {offset}\n  %g = load ptr, ptr %ga\n"
+            "  %w = alloca double\n  %bases = alloca ptr\n  store ptr %x, ptr %bases\n"
+            "  %v = alloca double\n  %outs = alloca ptr, i64 2\n  store ptr %v, ptr %outs\n"
+            "  %o1 = getelementptr ptr, ptr %outs, i64 1\n  store ptr %g, ptr %o1\n"
+            "  call void @prog(ptr %w, ptr %bases, ptr %outs)\n"
+            "  %value = load double, ptr %v\n  ret double %value\n}\n")
 
 
 def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,

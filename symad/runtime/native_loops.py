@@ -252,6 +252,9 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
 # machine-code function (no thread, no call a loop: what costs most at these sizes); beyond, each
 # loop runs on its own, its blocks shared among the cores.
 WHOLE_MAX_ROWS = 400_000
+# Up to this many rows, a value and gradient over one vector go through the ``call`` entry, which
+# keeps the GIL (about 50 us of work at most); longer programs release it for other threads.
+CALL_MAX_ROWS = 1 << 16
 
 
 class WholeProgram:
@@ -259,11 +262,20 @@ class WholeProgram:
 
     def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any]):
         self.program = loop_program(graph, roots, spans)
-        self.code = native.compile_program(self.program)
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
+        from symad.native.jit import CALL, array_data_offset  # not yet among symad.native's names
+
+        if self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS:
+            self.program.array_offset = array_data_offset()
+        self.code = native.compile_program(self.program)
         self._lock = threading.Lock()
         self._kept = self._buffers()
+        # value and gradient of one vector: the ``call`` entry, which takes the arrays themselves
+        address = self.code.engine.get_function_address("call") if self.program.array_offset is not None else 0
+        self._call = CALL(address) if address else None
+        self._vector = self.program.vectors[0] if self._call is not None else None
+        self._length = self.lengths[-1]
 
     def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]:
         w = np.zeros(max(1, len(self.program.variables)))
@@ -274,7 +286,11 @@ class WholeProgram:
         return w, bases, outs, numbers, at  # type: ignore[return-value]
 
     def run(self, scalars: Mapping[int, float], vectors: Vectors) -> list[Any]:
-        """The outputs: numbers, and arrays for ``each`` outputs."""
+        """The outputs: numbers, and arrays for ``each`` outputs (each array new: a later call never
+        writes into one returned).  ``vectors`` hold contiguous float64 arrays of their spans' shapes."""
+        if self._call is not None:  # one vector in, a value and its gradient out: one call, one allocation
+            grad = np.empty(self._length)
+            return [self._call(vectors[self._vector][0], grad), grad]
         kept = self._lock.acquire(blocking=False)
         w, bases, outs, numbers, (wp, bp, op) = self._kept if kept else self._buffers()
         try:
@@ -299,15 +315,19 @@ class WholeProgram:
                 self._lock.release()
 
 
+def _rows(graph: Graph, roots: list[int]) -> int:
+    """The rows of all the loops computing ``roots``, loops inside counted once a row of theirs."""
+    return sum(graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
+               for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
+               if graph.op[n] in ("sum", "each", "prod"))
+
+
 def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
     """The whole program in one function where it pays and compiles (native code, loops of at most
     :data:`WHOLE_MAX_ROWS` rows in all), else None."""
     if not native.available():
         return None
-    rows = sum(graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
-               for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
-               if graph.op[n] in ("sum", "each", "prod"))
-    if rows > WHOLE_MAX_ROWS:
+    if _rows(graph, roots) > WHOLE_MAX_ROWS:
         return None
     try:
         return WholeProgram(graph, roots, spans)
