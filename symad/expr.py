@@ -14,7 +14,7 @@ from symad.ad.gather import indexed_gradient
 from symad.ad.reverse import gradient
 from symad.core import binders, document
 from symad.core.dag import SCOPED, Graph, natural_key
-from symad.core.errors import VariableError
+from symad.core.errors import SymadError, VariableError
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
 from symad.core.ops import OPS
@@ -71,6 +71,35 @@ class Expr(Term):
             return NotImplemented
         return functions.ufunc(ufunc.__name__, *inputs)
 
+    def __getitem__(self, key: Any) -> Expr:
+        """``x[i + 1]``, ``A[i, j]`` of a variable ``x`` with indices (:func:`symad.index`): the entry
+        of the vector ``x`` the text's ``x[i + 1]`` is (each index affine); ``x[3]`` the variable ``x[3]``."""
+        g = self.graph
+        name = g.data[self.id] if g.op[self.id] == "var" else None
+        if not isinstance(name, str) or "[" in name:
+            raise TypeError(f"only a plain variable takes indices (x[i + 1]), not {self}")
+        keys = key if isinstance(key, tuple) else (key,)
+        return Expr(g, importlib.import_module("symad.indices").entry(g, name, keys))
+
+    def _unbound(self) -> str | None:
+        """Why this is not an expression yet: it uses an index outside its sum (else None)."""
+        if self.graph.scoped and binders.levels(self.graph)[self.id] >= _indices().PLACEHOLDER_BASE:
+            return _indices().unbound_message(self.graph, self.id)
+        return None
+
+    def _bound(self, what: str) -> None:
+        why = self._unbound()
+        if why is not None:
+            raise SymadError(f"{why}: {what} needs it bound")
+
+    def to_text(self, form: str = "auto") -> str:
+        self._bound("printing")
+        return super().to_text(form)
+
+    def __repr__(self) -> str:
+        why = self._unbound()
+        return f"Expr(<{why}>)" if why is not None else super().__repr__()
+
     def __reduce__(self) -> tuple:
         # Pickled as its document (symad's JSON format), rebuilt in the loading process's default graph.
         return (_rebuilt_expr, (document.dumps(self.to_document()),))
@@ -82,6 +111,7 @@ class Expr(Term):
         >>> print(parse("sin(x)^2/sqrt(1+y)").latex())
         \frac{\sin\left(x\right)^{2}}{\sqrt{y + 1}}
         """
+        self._bound("LaTeX")
         tree = self.graph.tree_size(self.id)
         if name is None and not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(self.graph.reachable([self.id]))):
             return to_latex(self.graph, self.id)
@@ -93,6 +123,7 @@ class Expr(Term):
 
     def to_document(self) -> dict[str, Any]:
         """The expression as a document of symad's file format (:mod:`symad.core.document`)."""
+        self._bound("saving")
         return document.to_document(self.graph, [self.id])
 
     # ------------------------------------------------------------------ derivatives
@@ -100,6 +131,7 @@ class Expr(Term):
         """Every partial derivative (reverse mode, one sweep): ``{name: ∂self/∂name}``.  With sums
         kept as loops, a vector's partial is one ``each(k = ..., ...)`` expression, still indexed."""
         g = self.graph
+        self._bound("a derivative")
         if g.scoped and binders.has_scoped(g, [self.id]):
             return self._indexed_grad(wrt)
         names = list(self.variables) if wrt is None else checked_all(wrt, "wrt")
@@ -139,6 +171,7 @@ class Expr(Term):
         # NumPy and the backends (tests/test_architecture.py lists this import).
         from symad.function import Function
 
+        self._bound("compiling")
         if self.graph.scoped and binders.has_scoped(self.graph, [self.id]):  # a loop: whole vectors
             indexed = importlib.import_module("symad.indexed_function")
             return indexed.IndexedFunction(self, wrt=wrt or variables, backend=backend)
@@ -215,6 +248,10 @@ def var(name: str, graph: Graph | None = None) -> Expr:
     name = checked(name, "symad.var")
     g = default_graph() if graph is None else graph
     return Expr(g, g.var(name))
+
+
+def _indices() -> Any:
+    return importlib.import_module("symad.indices")
 
 
 def _rebuilt_expr(text: str) -> Expr:

@@ -36,7 +36,7 @@ def _first_term(args: tuple) -> Term | None:
 def apply(name: str, *args: Any) -> Any:
     """Function ``name`` of the language (or op of the table) on expressions or numbers
     (:func:`~symad.core.term.as_number`: NumPy's too)."""
-    args = tuple(unwrapped(a) for a in args)
+    args = tuple(a.term() if _is_index(a) else unwrapped(a) for a in args)  # an index: its value
     for a in args:  # a symbolic array (symad.symbolic_array.Vector): the function entry by entry
         if hasattr(a, "elementwise"):
             return a.elementwise(name, *args)
@@ -70,18 +70,57 @@ def _function(name: str) -> Callable[..., Any]:
     return fn
 
 
-def sum_of(array: Any) -> Any:
+def sum_of(array: Any, *body: Any) -> Any:
     """``symad.sum(x)``: the sum of a symbolic vector's entries (:meth:`symad.symbolic_array.Vector.sum`:
-    one loop over a long range, the text's nodes over a short one), or of any array's.
+    one loop over a long range, the text's nodes over a short one), or of any array's;
+    ``symad.sum(i, body)`` with an index (:func:`symad.indices.index`): the text's ``sum(i = a..b, body)``.
 
     >>> import symad
     >>> print(symad.sum(symad.vector("x", 3, symad.Graph())**2))
     x[1]^2 + x[2]^2 + x[3]^2
     """
+    if body or _is_index(array):
+        return _bound("sum", array, *body)
     total = getattr(array, "sum", None)
     if total is None:
         raise TypeError(f"symad.sum takes a vector (symad.vector) or an array, not {type(array).__name__}")
     return total()
+
+
+def prod_of(array: Any, *body: Any) -> Any:
+    """``symad.prod(i, body)``: the text's ``prod(i = a..b, body)`` (written out, as the text writes
+    it); ``symad.prod(x)`` of a symbolic vector or an array: the product of its entries."""
+    if body or _is_index(array):
+        return _bound("prod", array, *body)
+    total = getattr(array, "prod", None)
+    if total is None:
+        raise TypeError(f"symad.prod takes an index and a body, or a vector, not {type(array).__name__}")
+    return total()
+
+
+def each_of(over: Any, *body: Any) -> Any:
+    """``symad.each(i, body)``: the text's ``each(i = a..b, body)``, a vector of values (one output)."""
+    return _bound("each", over, *body)
+
+
+def index(*args: Any) -> Any:
+    """``symad.index("i", 1, n)``: an index from 1 to n for ``symad.sum``/``prod``/``each``
+    (:mod:`symad.indices`)."""
+    from symad.indices import index as make
+
+    return make(*args)
+
+
+def _is_index(value: Any) -> bool:
+    return type(value).__name__ == "Index" and type(value).__module__ == "symad.indices"
+
+
+def _bound(op: str, over: Any, *body: Any) -> Any:
+    from symad.indices import bound
+
+    if len(body) != 1:
+        raise TypeError(f"symad.{op} takes an index and one body: symad.{op}(i, x[i]^2)")
+    return bound(op, over, body[0])
 
 
 # Python names that are keywords or builtins are spelled with a trailing underscore.
@@ -89,7 +128,8 @@ PYTHON_NAMES = {"and": "and_", "or": "or_", "not": "not_"}
 NAMES: dict[str, Callable[..., Any]] = {}
 for _name in [*FUNCTIONS, *COMPARISONS.values(), "and", "or", "not"]:
     NAMES[PYTHON_NAMES.get(_name, _name)] = _function(_name)
-NAMES["sum"] = sum_of  # of an array: not a function of the language (its sums are written sum(i = a..b, ...))
+NAMES["sum"] = sum_of  # of an array or over an index (the text's sum(i = a..b, ...) is no function)
+NAMES.update(prod=prod_of, each=each_of, index=index)
 
 # NumPy ufunc name -> the language's op: each op table entry's NumPy ufuncs (those whose
 # semantics symad's match), and three NumPy has that are other ops on expressions.

@@ -1,0 +1,100 @@
+"""Index objects from Python (symad.index with symad.sum, prod, each): the text's own nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symad
+from symad import SymadError
+from symad.core.dag import Graph
+
+
+def _same(built: symad.Expr, text: str) -> None:
+    parsed = symad.parse(text, built.graph)
+    assert built.id == parsed.id, (str(built)[:200], str(parsed)[:200])
+
+
+def test_a_long_sum_is_the_texts_loop_node() -> None:
+    g = Graph()
+    x, i = symad.var("x", g), symad.index("i", 1, 19999)
+    built = symad.sum(i, 100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2)
+    assert g.op[built.id] == "sum"
+    _same(built, "sum(i = 1..19999, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+
+
+def test_a_short_sum_is_written_out_as_the_text_writes_it() -> None:
+    g = Graph()
+    x, i = symad.var("x", g), symad.index(1, 3)  # named i
+    built = symad.sum(i, (x[i + 1] - x[i]) ** 2)
+    assert str(built) == "(x[2] - x[1])^2 + (x[3] - x[2])^2 + (x[4] - x[3])^2"
+    _same(built, "sum(i = 1..3, (x[i+1] - x[i])^2)")
+
+
+@pytest.mark.parametrize("build, text", [
+    (lambda x, A, i, j: symad.sum(i, x[i] * symad.sum(j, A[i, j] * x[j])),
+     "sum(i = 1..2000, x[i]*sum(j = 1..2000, A[i,j]*x[j]))"),
+    (lambda x, A, i, j: symad.each(i, x[i] * symad.sum(j, A[i, j] * x[j])),
+     "each(i = 1..2000, x[i]*sum(j = 1..2000, A[i,j]*x[j]))"),
+    (lambda x, A, i, j: symad.sum(i, symad.sum(j, A[j, i] * x[2 * j - 1]) ** 2 - i),
+     "sum(i = 1..2000, sum(j = 1..2000, A[j,i]*x[2*j-1])^2 - i)"),
+])
+def test_nested_loops_are_the_texts(build, text) -> None:
+    g = Graph()
+    x, A = symad.var("x", g), symad.var("A", g)
+    i, j = symad.index("i", 1, 2000), symad.index("j", 1, 2000)
+    _same(build(x, A, i, j), text)
+
+
+def test_products_and_functions_of_the_index() -> None:
+    g = Graph()
+    x = symad.var("x", g)
+    i, j = symad.index("i", 1, 20000), symad.index("j", 1, 3)
+    _same(symad.sum(i, symad.prod(j, x[i + j]) + symad.sin(i)), "sum(i = 1..20000, prod(j = 1..3, x[i+j]) + sin(i))")
+    k, m = symad.index("k", 1, 5), symad.index("m", 1, 30)
+    _same(symad.prod(k, symad.sum(m, x[k + m] * x[m])), "prod(k = 1..5, sum(m = 1..30, x[k+m]*x[m]))")
+
+
+def test_an_index_built_loop_computes_the_texts_numbers() -> None:
+    x, i = symad.var("x"), symad.index("i", 1, 20000)
+    f = symad.compile(symad.sum(i, (x[i] - i / 20000) ** 2))
+    point = np.linspace(0, 1, 20000)
+    want = symad.compile("sum(i = 1..20000, (x[i] - i/20000)^2)").value_and_grad(point)
+    value, grad = f.value_and_grad(point)
+    assert value == want[0] and np.array_equal(grad, want[1])
+
+
+def test_symad_sum_of_a_vector_still_sums_its_entries() -> None:
+    assert str(symad.sum(symad.vector("x", 2, Graph()) ** 2)) == "x[1]^2 + x[2]^2"
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ((1.5, 3), "whole number"), ((1, float("inf")), "whole number"), ((True, 3), "whole number"),
+    ((1, 2**40), "beyond"), (("a", 3), "whole number"),
+])
+def test_bounds_must_be_whole_numbers(bounds, message) -> None:
+    with pytest.raises(SymadError, match=message):
+        symad.index("i", *bounds)
+
+
+def test_an_index_must_be_affine_and_not_a_variable() -> None:
+    x, y, i = symad.var("x"), symad.var("y"), symad.index("i", 1, 20000)
+    with pytest.raises(SymadError, match="affine"):
+        x[i * i]
+    with pytest.raises(SymadError, match="not a variable"):
+        x[y]
+
+
+def test_an_index_outside_its_sum_is_refused_where_it_is_used() -> None:
+    x, i, j = symad.var("x"), symad.index("i", 1, 20000), symad.index("j", 1, 3)
+    loose = symad.sum(j, x[i + j])  # i is bound by no sum
+    assert "outside its sum" in repr(loose)
+    for use in (str, lambda e: e.compile(), lambda e: e.grad(), symad.dumps, lambda e: e.latex()):
+        with pytest.raises(SymadError, match="the index i is used outside its sum"):
+            use(loose)
+
+
+def test_each_inside_a_sum_is_refused() -> None:
+    x, i, j = symad.var("x"), symad.index("i", 1, 20000), symad.index("j", 1, 20000)
+    with pytest.raises(SymadError, match="whole output"):
+        symad.sum(i, symad.each(j, x[i] * x[j]))
