@@ -23,13 +23,19 @@ from symad.core.errors import SymadError
 from symad.core.files import write_atomically
 from symad.expr import Expr, default_graph, expressions_of
 from symad.function import Function
+from symad.runtime.policy import BACKENDS
 from symad.vector_function import VectorFunction, function_of
 
 
 def to_document(obj: Any) -> dict[str, Any]:
-    """The document of an expression, a list of expressions, a Function or a VectorFunction."""
+    """The document of an expression, a list of expressions, a Function, a VectorFunction or an
+    IndexedFunction (its loops as loops, never written out)."""
     if isinstance(obj, (Expr, Function, VectorFunction)):
         return obj.to_document()
+    if type(obj).__name__ == "IndexedFunction" and type(obj).__module__ == "symad.indexed_function":
+        expr = obj.expr
+        return document.to_document(expr.graph, [expr.id], "indexed_function", variables=list(obj.wrt),
+                                    backend=obj._backend)
     if isinstance(obj, (list, tuple)) and obj and all(isinstance(e, Expr) for e in obj):
         graph = default_graph() if len({id(e.graph) for e in obj}) > 1 else obj[0].graph
         roots = [graph.copy_from(e.graph, [e.id])[0] for e in obj]
@@ -42,12 +48,26 @@ def from_document(doc: dict[str, Any], graph: Graph | None = None) -> Any:
     Expr, a list of them, a Function or a VectorFunction."""
     doc = document.checked(doc)
     kind = doc["kind"]
+    if kind == "indexed_function":
+        return _indexed_function(doc)
     if kind in ("function", "vector_function"):
         return function_of(doc, Function if kind == "function" else VectorFunction)
     if kind == "expression" and len(doc["outputs"]) != 1:
         raise document.DocumentError("an expression document has one output")
     exprs = expressions_of(doc, graph)
     return exprs[0] if kind == "expression" else exprs
+
+
+def _indexed_function(doc: dict[str, Any]) -> Any:
+    """The IndexedFunction a checked document holds, compiled again."""
+    from symad.indexed_function import IndexedFunction  # loaded for loops only
+
+    variables, backend = document.names(doc, "variables"), doc.get("backend", "auto")
+    if variables is None or backend not in BACKENDS:
+        raise document.DocumentError(f"an indexed_function document needs its variables and a backend "
+                                     f"({', '.join(BACKENDS)})")
+    (expr,) = expressions_of(doc)
+    return IndexedFunction(expr, wrt=list(variables), backend=backend)
 
 
 def dumps(obj: Any) -> str:

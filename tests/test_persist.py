@@ -186,3 +186,25 @@ def test_cli_save_to_stdout_and_bad_files(tmp_path) -> None:
     assert r.returncode == 2 and "version 7, written by a newer symad" in r.stderr and "Traceback" not in r.stderr
     r = run("save", "x^2", "-o", str(tmp_path / "no" / "such" / "dir.json"))
     assert r.returncode == 2 and "cannot write" in r.stderr
+
+
+@pytest.mark.parametrize("backend", ["python", "auto"])
+def test_a_function_with_loops_round_trips_as_its_loops(tmp_path, backend) -> None:
+    text = "n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2) + a*sum(i = 1..n, c[i]*x[i])"
+    f = symad.IndexedFunction(symad.parse(text), wrt=["x"], backend=backend)
+    symad.save(f, tmp_path / "f.json")
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert doc["kind"] == "indexed_function" and doc["variables"] == ["x"] and len(doc["nodes"]) < 40  # not unrolled
+    g = symad.load(tmp_path / "f.json")
+    assert isinstance(g, symad.IndexedFunction) and (g.variables, g.data) == (f.variables, f.data)
+    point, data = np.linspace(-1, 1, 20000), {"a": 0.5, "c": np.arange(20000.0)}
+    want, got = f.value_and_grad(point, data), g.value_and_grad(point, data)
+    assert bits(got[0]) == bits(want[0]) and bits(got[1]) == bits(want[1])
+
+
+def test_an_indexed_function_document_needs_its_variables() -> None:
+    f = symad.IndexedFunction(symad.parse("sum(i = 1..20000, x[i]^2)"), backend="python")
+    doc = json.loads(symad.dumps(f))
+    del doc["variables"]
+    with pytest.raises(DocumentError, match="needs its variables"):
+        symad.loads(json.dumps(doc))
