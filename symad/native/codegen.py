@@ -39,6 +39,18 @@ def new_target_machine(opt: int) -> Any:
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, codemodel="jitdefault")
 
 
+def stencil_target_machine() -> Any:
+    """A target machine for stencils (:mod:`symad.native.stencils`): this CPU, the small code model
+    and static relocations, so that a hole is a 32-bit displacement in the instruction reading it."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    cpu, features = host_cpu()
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=2, reloc="static", codemodel="small")
+
+
 def x86() -> bool:
     """Whether this machine is x86-64 (where selects need :func:`blend_selects`)."""
     return platform.machine() in ("x86_64", "AMD64")

@@ -43,7 +43,7 @@ class Image:
     them, unmapped when this object is collected."""
 
     def __init__(self, base: int, size: int, functions: dict[str, int]):
-        self.functions = functions
+        self.functions, self.base = functions, base
         self._unmap = weakref.finalize(self, _libc().munmap, ctypes.c_void_p(base), ctypes.c_size_t(size))
         self._unmap.atexit = False  # at exit the process ends: its pages go with it
 
@@ -84,11 +84,33 @@ def _libc() -> ctypes.CDLL:
 
 
 def _symbol(name: str) -> int | None:
-    """The address of a function the process already has (the C and maths libraries)."""
+    """The address of a function the process already has (the C and maths libraries), or None."""
     try:
         return ctypes.cast(getattr(_libc(), name), ctypes.c_void_p).value
     except AttributeError:
         return None
+
+
+symbol = _symbol  # (public: the stitcher's trampolines call such functions)
+
+
+def executable(code: bytes | bytearray | memoryview) -> Image | None:
+    """``code`` (position-independent machine code) in fresh executable, read-only pages; its
+    address is the image's ``base``.  None where this process cannot map code."""
+    if not supported() or not len(code):
+        return None
+    size = (len(code) + _PAGE - 1) // _PAGE * _PAGE
+    libc = _libc()
+    base = libc.mmap(None, size, _PROT_READ | _PROT_WRITE, _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
+    if base is None or base == ctypes.c_void_p(-1).value:
+        return None
+    # a writable buffer (a NumPy array of bytes) is copied in place, without a copy as bytes
+    source = code if isinstance(code, bytes) else (ctypes.c_char * len(code)).from_buffer(code)
+    ctypes.memmove(base, source, len(code))
+    if libc.mprotect(base, size, _PROT_READ | _PROT_EXEC) != 0:
+        libc.munmap(base, size)
+        return None
+    return Image(base, size, {})
 
 
 def load(data: bytes) -> Image | None:

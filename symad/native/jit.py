@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from symad.core import forksafe
-from symad.native import cache, codegen, elf, ir, loop_ir, remote
+from symad.native import cache, codegen, elf, ir, loop_ir, remote, stencils
+from symad.native import stitch as stitching
 from symad.runtime import background
 from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
@@ -391,15 +392,17 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Pat
     return _load(stored, opt), loaded
 
 
-def _disk_name(text: str, opt: int) -> str:
-    """The disk cache's name for the object code of IR ``text`` at ``opt`` on this machine.
+def _disk_name(text: str, opt: int, kind: str = "") -> str:
+    """The disk cache's name for the object code of IR ``text`` at ``opt`` on this machine
+    (``kind``: code compiled otherwise than a program's, such as the stencils).
     The CPU as Linux describes it where it can be read (without loading LLVM), else as LLVM does."""
     import llvmlite
 
     cpu = elf.cpu_identity() if elf.supported() else ""
     if not cpu:
         background.import_compile_modules()
-    return cache.key(text, f"O{opt}", *((cpu,) if cpu else codegen.host_cpu()), llvmlite.__version__)
+    parts = (f"O{opt}", *((kind,) if kind else ()), *((cpu,) if cpu else codegen.host_cpu()), llvmlite.__version__)
+    return cache.key(text, *parts)
 
 
 def _load(stored: bytes, opt: int) -> Any:
@@ -504,3 +507,52 @@ def _empty_module(tm: Any) -> Any:
     return module
 
 
+
+
+# ===================================================================== copy-and-patch
+_stencils: list[tuple[stencils.Library, stitching.Entries]] = []
+
+
+def stitch_available() -> bool:
+    """Whether this process can stitch machine code (Linux on x86-64, with the stencils compiled
+    or in the shared code cache)."""
+    return elf.supported() and codegen.x86() and (bool(_stencils) or available())
+
+
+def stitch(schedule: Schedule) -> stitching.StitchedProgram:
+    """Machine code for ``schedule`` copied and patched from the op table's stencils
+    (:mod:`symad.native.stitch`): a :class:`NativeProgram`'s entries, built in about a
+    microsecond a step, no compiler run; the stencils are compiled once a machine."""
+    library, entries = _stencils[0] if _stencils else background.run_interruptibly(_load_stencils)
+    return stitching.StitchedProgram(schedule, library, entries)
+
+
+def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
+    with _compile_lock:
+        if not _stencils:
+            library = stencils.parse(_stencil_object())
+            entries_text = stencils.entries_ir(array_data_offset())
+            entries = stitching.Entries(_load(_shared_object(entries_text, 2, "", _target_machine_for), 2))
+            _stencils.append((library, entries))
+        return _stencils[0]
+
+
+def _stencil_object() -> bytes:
+    """The stencils' object code: from the shared code cache (its trust rules), else compiled
+    (once a machine, ~0.1 s)."""
+    return _shared_object(stencils.library_ir(), 2, "stencils", lambda opt: codegen.stencil_target_machine())
+
+
+def _shared_object(text: str, opt: int, kind: str, machine: Callable[[int], Any]) -> bytes:
+    folder = cache.shared_dir()
+    name = _disk_name(text, opt, kind) if folder is not None else None
+    stored = cache.load(name, folder) if name else None
+    if stored is not None:
+        with _lock:
+            _stats["loaded"] += 1
+        return stored
+    background.import_compile_modules()
+    stored = codegen.object_code(text, machine(opt), opt, codegen.QUICK_OPS + 1 if not kind else 1)
+    if name and cache.writable(folder):
+        cache.store(name, stored, folder)
+    return stored

@@ -50,13 +50,24 @@ def test_each_op_gives_the_bits_of_compiled_code(op):
     text = f"x {spec.symbol} y" if spec.kind == "infix" else f"({spec.symbol}x)" if spec.kind == "prefix" else \
         f"{op}({', '.join('xyz'[:spec.arity])})"
     vm, native = _programs(text + " + x^2 + x^-3 + y^4")  # small powers as products too
+    # the copy-and-patch tier too (symad.native.stitch), where this machine has it
+    stitched = jit.stitch(vm.schedule) if jit.stitch_available() else None
     n = len(vm.schedule.inputs)
     points = [(a, b, c)[:n] for a in SPECIAL for b in SPECIAL[::3] for c in (SPECIAL[::5] if n > 2 else [0.0])]
     for p in points:
         x = np.array(p, dtype=float)
-        assert _same(vm.point(x), native.point(x)), (op, p)
+        want = native.point(x)
+        assert _same(vm.point(x), want), (op, p)
+        if stitched is not None:
+            rest = np.empty(stitched.n_out - 1)
+            assert _same(np.array([stitched.call(x, rest), *rest]), want), (op, p)
     rows = np.array(points, dtype=float).reshape(len(points), n)
-    assert _same(vm.batch(rows), native.batch(rows))
+    want = native.batch(rows)
+    assert _same(vm.batch(rows), want)
+    if stitched is not None:
+        out = np.empty_like(want)
+        stitched.batch(rows.ctypes.data, out.ctypes.data, len(rows))
+        assert _same(out, want), op
 
 
 @property_test(40)

@@ -1,0 +1,260 @@
+"""Stencils: one small machine-code function per op of the table, with holes, for copy-and-patch code.
+
+Each primitive op (:data:`symad.schedule.lowering.PRIMITIVES`) gets a stencil generated from
+its own LLVM lowering (:func:`symad.native.ir.op_lines`, as every other native code is): it
+reads its operands from a frame of doubles, computes the op and stores the result in the
+frame, then jumps to the next stencil::
+
+    s_add(frame): frame[_HOLE_OUT] = frame[_HOLE_A] + frame[_HOLE_B]; tail call _HOLE_NEXT(frame)
+
+The holes are symbols the object file leaves undefined.  Compiled with the small code model
+and static relocations, LLVM folds a hole into the displacement of the load or store itself
+(``vaddsd _HOLE_B(%rdi), %xmm0, %xmm0``, an ``R_X86_64_32S`` relocation), and the tail call
+into a ``jmp _HOLE_NEXT`` (``R_X86_64_PLT32``), its last instruction, which the stitcher drops
+when the next stencil follows (:mod:`symad.native.stitch`).  Calls of the C library
+(``sin``) and constants LLVM puts in read-only data are relative relocations, which the
+stitcher points at trampolines and at a copy of the data inside the stitched code.
+
+Every stencil is a whole function of the C calling convention that leaves the stack and the
+frame register as it found them, so any sequence of them is one function too.  No fast-math
+and no IR passes: each op computes the bits of its lowering, as the interpreter and the
+compiled code do.
+
+:func:`library_ir` writes the stencils' IR (from whatever the table holds), :func:`entries_ir`
+the entry points that run a stitched body, and :func:`parse` reads the object code of the
+stencils into :class:`Library` arrays.  This module needs neither LLVM nor the op table to
+parse: :mod:`symad.native.jit` compiles and caches.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+HOLES = ("_HOLE_A", "_HOLE_B", "_HOLE_C", "_HOLE_OUT")  # operand k, then the destination
+NEXT = "_HOLE_NEXT"
+PREFIX = "stencil_"
+
+# Relocation kinds in a Library's tables
+HOLE, PC_NEXT, PC_DATA, PC_CALL = 0, 1, 2, 3
+
+_R_X86_64_PC32, _R_X86_64_PLT32, _R_X86_64_32, _R_X86_64_32S = 2, 4, 10, 11
+_SHT_SYMTAB, _SHT_RELA, _SHT_PROGBITS, _SHT_NOBITS = 2, 4, 1, 8
+_SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR = 0x1, 0x2, 0x4
+_SHT_X86_64_UNWIND = 0x70000001
+_SHN_UNDEF = 0
+_JMP_REL32 = 0xE9
+
+
+class StencilError(Exception):
+    """The stencils' object code is not one the stitcher can use (the tier is then not used)."""
+
+
+def library_ir() -> str:
+    """LLVM IR of one stencil per primitive op of the table (``stencil_<op>``)."""
+    from symad.native.ir import op_lines
+    from symad.schedule.lowering import PRIMITIVES
+
+    declared: dict[str, int] = {}
+    parts = [f"@{h} = external dso_local global [0 x i8], align 1\n" for h in HOLES]
+    parts.append(f"declare dso_local void @{NEXT}(ptr)\n")
+    for op, spec in PRIMITIVES.items():
+        lines, vals = [], []
+        for k in range(spec.arity):
+            lines += [f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)",
+                      f"  %a{k} = load double, ptr %p{k}"]
+            vals.append(f"%a{k}")
+        lines += op_lines(op, vals, "%r", "%t", declared)
+        lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
+                  "  store double %r, ptr %po",
+                  f"  musttail call void @{NEXT}(ptr %f)", "  ret void"]
+        parts.append(f"define void @{PREFIX}{op}(ptr noalias %f) {{\nentry:\n" + "\n".join(lines) + "\n}\n")
+    decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
+    return decls + "\n".join(parts) + "\nattributes #0 = { nobuiltin }\n"
+
+
+# The record a stitched program's entries read (see symad.native.stitch): eight-byte fields.
+RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame")
+
+
+def entries_ir(data_offset: int | None) -> str:
+    """LLVM IR of the entries that run a stitched body ``body(frame)`` (compiled once, as ordinary
+    code).  ``rec`` points at a program's record (:data:`RECORD_FIELDS`); the inputs are copied
+    to the frame's first slots, and output ``k`` is read from slot ``outs[k]``.
+
+    * ``point(rec, frame, in, out0, rest)``: output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``;
+    * ``batch(rec, frame, in, out, n)``: ``n`` points, row after row;
+    * ``call(rec, x, rest) -> output 0`` on two NumPy arrays, in the record's own frame (the
+      caller keeps the GIL), if ``data_offset`` is known.
+    """
+    fields = "".join(f"  %{name}a = getelementptr i64, ptr %rec, i64 {k}\n" for k, name in enumerate(RECORD_FIELDS))
+    loads = ("  %body = load ptr, ptr %bodya\n  %n_in = load i64, ptr %n_ina\n"
+             "  %outs = load ptr, ptr %outsa\n  %n_out = load i64, ptr %n_outa\n")
+    run = ("define internal void @run(ptr %rec, ptr %frame, ptr %in, ptr %out0, ptr %rest) {\nentry:\n"
+           + fields + loads +
+           "  %bytes = shl i64 %n_in, 3\n"
+           "  call void @llvm.memcpy.p0.p0.i64(ptr %frame, ptr %in, i64 %bytes, i1 false)\n"
+           "  call void %body(ptr %frame)\n"
+           "  %s0 = load i64, ptr %outs\n  %p0 = getelementptr double, ptr %frame, i64 %s0\n"
+           "  %v0 = load double, ptr %p0\n  store double %v0, ptr %out0\n"
+           "  %more = icmp sgt i64 %n_out, 1\n  br i1 %more, label %loop, label %done\n"
+           "loop:\n  %k = phi i64 [1, %entry], [%k1, %loop]\n"
+           "  %sp = getelementptr i64, ptr %outs, i64 %k\n  %s = load i64, ptr %sp\n"
+           "  %p = getelementptr double, ptr %frame, i64 %s\n  %v = load double, ptr %p\n"
+           "  %km = sub i64 %k, 1\n  %q = getelementptr double, ptr %rest, i64 %km\n"
+           "  store double %v, ptr %q\n  %k1 = add i64 %k, 1\n  %again = icmp slt i64 %k1, %n_out\n"
+           "  br i1 %again, label %loop, label %done\n"
+           "done:\n  ret void\n}\n")
+    point = ("define void @point(ptr %rec, ptr %frame, ptr %in, ptr %out0, ptr %rest) {\nentry:\n"
+             "  call void @run(ptr %rec, ptr %frame, ptr %in, ptr %out0, ptr %rest)\n  ret void\n}\n")
+    batch = ("define void @batch(ptr %rec, ptr %frame, ptr %in, ptr %out, i64 %n) {\nentry:\n"
+             + fields + "  %n_in = load i64, ptr %n_ina\n  %n_out = load i64, ptr %n_outa\n"
+             "  %any = icmp sgt i64 %n, 0\n  br i1 %any, label %loop, label %done\n"
+             "loop:\n  %i = phi i64 [0, %entry], [%i1, %loop]\n"
+             "  %ri = mul i64 %i, %n_in\n  %ro = mul i64 %i, %n_out\n"
+             "  %pi = getelementptr double, ptr %in, i64 %ri\n  %po = getelementptr double, ptr %out, i64 %ro\n"
+             "  %pr = getelementptr double, ptr %po, i64 1\n"
+             "  call void @run(ptr %rec, ptr %frame, ptr %pi, ptr %po, ptr %pr)\n"
+             "  %i1 = add i64 %i, 1\n  %more = icmp slt i64 %i1, %n\n  br i1 %more, label %loop, label %done\n"
+             "done:\n  ret void\n}\n")
+    call = ""
+    if data_offset is not None:
+        call = ("define double @call(ptr %rec, ptr %xo, ptr %ro) {\nentry:\n"
+                f"  %xa = getelementptr i8, ptr %xo, i64 {data_offset}\n  %x = load ptr, ptr %xa\n"
+                f"  %ra = getelementptr i8, ptr %ro, i64 {data_offset}\n  %r = load ptr, ptr %ra\n"
+                "  %fa = getelementptr i64, ptr %rec, i64 4\n  %frame = load ptr, ptr %fa\n"
+                "  %v = alloca double\n"
+                "  call void @run(ptr %rec, ptr %frame, ptr %x, ptr %v, ptr %r)\n"
+                "  %value = load double, ptr %v\n  ret double %value\n}\n")
+    return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n" + batch
+            + "\n" + call)
+
+
+@dataclass
+class Library:
+    """The stencils' code and relocations as arrays the stitcher indexes by op.
+
+    ``blob`` holds every stencil's code, op ``k``'s at ``start[k]`` for ``length[k]`` bytes
+    (its final jump to the next stencil left out); op ``k``'s relocations are rows
+    ``rel_start[k]`` … ``rel_start[k] + rel_count[k] - 1`` of ``rel_offset`` (in its code),
+    ``rel_kind`` (:data:`HOLE`: the frame offset of operand ``rel_arg`` (3: the destination);
+    :data:`PC_NEXT`: the next stencil; :data:`PC_DATA`: byte ``rel_arg`` of ``data``;
+    :data:`PC_CALL`: the C function ``calls[rel_arg]``) and ``rel_addend``.
+    """
+
+    ops: dict[str, int]
+    blob: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    rel_start: np.ndarray
+    rel_count: np.ndarray
+    rel_offset: np.ndarray
+    rel_kind: np.ndarray
+    rel_arg: np.ndarray
+    rel_addend: np.ndarray
+    data: bytes
+    calls: list[str]
+
+
+def parse(obj: bytes) -> Library:
+    """The stencils of the relocatable x86-64 ELF object ``obj`` (from :func:`library_ir`)."""
+    try:
+        return _parse(memoryview(obj))
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError) as err:
+        raise StencilError(f"unreadable stencil object: {err}") from err
+
+
+def _parse(data: memoryview) -> Library:
+    if bytes(data[:4]) != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        raise StencilError("not a 64-bit little-endian ELF object")
+    shoff, = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum, _ = struct.unpack_from("<HHH", data, 58)
+    if shentsize != 64:
+        raise StencilError("unexpected section header size")
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + 64 * k) for k in range(shnum)]
+    symtab = [k for k, s in enumerate(sections) if s[1] == _SHT_SYMTAB]
+    if len(symtab) != 1:
+        raise StencilError("no single symbol table")
+    _, _, _, _, sym_off, sym_size, strtab, _, _, sym_ent = sections[symtab[0]]
+    str_off = sections[strtab][4]
+
+    def name_at(offset: int) -> str:
+        start = str_off + offset
+        return bytes(data[start:start + 256]).split(b"\0", 1)[0].decode()
+
+    # Read-only data sections (constants LLVM placed), laid out one after another.
+    data_at: dict[int, int] = {}
+    blob = bytearray()
+    for k, (_, kind, flags, _, offset, length, _, _, align, _) in enumerate(sections):
+        if flags & _SHF_ALLOC and not flags & _SHF_EXECINSTR and length and kind != _SHT_X86_64_UNWIND:
+            if flags & _SHF_WRITE or kind not in (_SHT_PROGBITS, _SHT_NOBITS):
+                raise StencilError("writable data in the stencils")
+            align = max(align, 1)
+            blob += bytes(-len(blob) % align)
+            data_at[k] = len(blob)
+            blob += bytes(data[offset:offset + length]) if kind == _SHT_PROGBITS else bytes(length)
+
+    symbols = []  # (name, section, value, size)
+    for k in range(sym_size // sym_ent):
+        st_name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", data, sym_off + sym_ent * k)
+        symbols.append((name_at(st_name) if st_name else "", shndx, value, size))
+    functions = {name[len(PREFIX):]: (sec, value, size) for name, sec, value, size in symbols
+                 if name.startswith(PREFIX)}
+    text_sections = {sec for sec, _, _ in functions.values()}
+
+    relocs: dict[int, list[tuple[int, int, int, int]]] = {sec: [] for sec in text_sections}
+    for _, kind, _, _, offset, length, _, target, _, entsize in sections:
+        if kind != _SHT_RELA or target not in relocs:
+            continue
+        for r in range(length // entsize):
+            r_offset, r_info, addend = struct.unpack_from("<QQq", data, offset + entsize * r)
+            relocs[target].append((r_offset, r_info & 0xFFFFFFFF, r_info >> 32, addend))
+
+    holes = {name: k for k, name in enumerate(HOLES)}
+    calls: list[str] = []
+    ops = {}
+    code = bytearray()
+    starts, lengths, rel_starts, rel_counts = [], [], [], []
+    rows: list[tuple[int, int, int, int]] = []
+    for op, (sec, value, size) in functions.items():
+        body = bytes(data[sections[sec][4] + value: sections[sec][4] + value + size])
+        mine = sorted((off - value, rtype, sym, addend) for off, rtype, sym, addend in relocs[sec]
+                      if value <= off < value + size)
+        table = []
+        for off, rtype, sym, addend in mine:
+            name, shndx, sym_value, _ = symbols[sym]
+            if name in holes and rtype in (_R_X86_64_32S, _R_X86_64_32):
+                table.append((off, HOLE, holes[name], addend))
+            elif rtype not in (_R_X86_64_PC32, _R_X86_64_PLT32):
+                raise StencilError(f"stencil {op}: relocation type {rtype} against {name or 'a section'}")
+            elif name == NEXT:
+                table.append((off, PC_NEXT, 0, addend))
+            elif shndx == _SHN_UNDEF:
+                if name not in calls:
+                    calls.append(name)
+                table.append((off, PC_CALL, calls.index(name), addend))
+            elif shndx in data_at:
+                table.append((off, PC_DATA, data_at[shndx] + sym_value, addend))
+            else:
+                raise StencilError(f"stencil {op}: a relocation against section {shndx}")
+        # The final `jmp _HOLE_NEXT` goes: the next stencil is placed where it would jump.
+        if (table and table[-1][1] == PC_NEXT and table[-1][0] == len(body) - 4
+                and len(body) >= 5 and body[-5] == _JMP_REL32):
+            table.pop()
+            body = body[:-5]
+        ops[op] = len(ops)
+        starts.append(len(code))
+        lengths.append(len(body))
+        code += body
+        rel_starts.append(len(rows))
+        rel_counts.append(len(table))
+        rows += table
+    if set(holes) - {symbols[s][0] for s in range(len(symbols))} == set(HOLES):
+        raise StencilError("no stencil reads a hole")
+    rel = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return Library(ops, np.frombuffer(bytes(code), dtype=np.uint8), np.array(starts, dtype=np.int64),
+                   np.array(lengths, dtype=np.int64), np.array(rel_starts, dtype=np.int64),
+                   np.array(rel_counts, dtype=np.int64), rel[:, 0].copy(), rel[:, 1].copy(), rel[:, 2].copy(),
+                   rel[:, 3].copy(), bytes(blob), calls)

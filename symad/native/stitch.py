@@ -1,0 +1,172 @@
+"""Copy-and-patch: a schedule's machine code stitched from the stencils, without a compiler.
+
+A program's frame holds its inputs, then its constants, then every step's result, one double
+each (the instruction VM's layout).  Its body is each step's stencil
+(:mod:`symad.native.stencils`) copied in order, each one's holes patched with its operands'
+and result's byte offsets in the frame, each one's jump to the next stencil dropped (the next
+one follows) or pointed at it, and a ``ret``; after the code, a copy of the stencils'
+read-only data and one trampoline per C function they call (``jmp *addr``), which their
+relative calls reach.  Every address in the body is relative, so the bytes are built before
+pages are mapped for them.
+
+Everything is NumPy over arrays of steps and bytes (no Python loop per step past reading the
+schedule): all stencil copies are one gather from the library's bytes, and every patch one
+scattered write of four bytes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import itertools
+from typing import Any
+
+import numpy as np
+
+from symad.core.errors import PointError
+from symad.native import elf
+from symad.native.stencils import HOLE, PC_CALL, PC_DATA, PC_NEXT, Library
+from symad.schedule.schedule import Schedule
+
+_RET = 0xC3
+_TRAMPOLINE = 16  # ff 25 00 00 00 00 (jmp *0(%rip)), the address, two bytes of padding
+MAX_FRAME_SLOTS = (2**31 - 8) // 8  # a frame offset is a 32-bit displacement
+
+
+def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each step's op (the library's number) and the frame slots of its operands (a row of three,
+    unused ones repeating the first) and of its result; the frame's template (inputs' slots
+    zero, constants in place); the outputs' slots."""
+    steps = schedule.steps
+    n_in = len(schedule.inputs)
+    const_nodes = [node for node in schedule.consts if node not in set(schedule.inputs)]
+    n = len(steps)
+    if n:
+        nodes, ops, args = zip(*steps)
+    else:
+        nodes, ops, args = (), (), ()
+    nodes_a = np.fromiter(nodes, dtype=np.int64, count=n)
+    arity = np.fromiter(map(len, args), dtype=np.int64, count=n)
+    flat = np.fromiter(itertools.chain.from_iterable(args), dtype=np.int64, count=int(arity.sum()))
+    op_ids = np.fromiter(map(library.ops.__getitem__, ops), dtype=np.int64, count=n)
+    top = max(nodes_a.max(initial=-1), max(schedule.inputs, default=-1), max(const_nodes, default=-1)) + 1
+    lut = np.full(top, -1, dtype=np.int64)
+    lut[np.array(schedule.inputs, dtype=np.int64)] = np.arange(n_in)
+    base = n_in + len(const_nodes)
+    lut[np.array(const_nodes, dtype=np.int64)] = np.arange(n_in, base)
+    lut[nodes_a] = np.arange(base, base + n)
+    first = np.cumsum(arity) - arity
+    operands = np.empty((n, 4), dtype=np.int64)
+    for k in range(3):
+        operands[:, k] = lut[flat[first + np.minimum(k, arity - 1)]]
+    operands[:, 3] = base + np.arange(n)
+    frame = np.zeros(base + n)
+    frame[n_in:base] = [schedule.consts[node] for node in const_nodes]
+    outs = lut[np.array(schedule.outputs, dtype=np.int64)]
+    return op_ids, operands, frame, outs
+
+
+def body(library: Library, op_ids: np.ndarray, operands: np.ndarray) -> np.ndarray:
+    """The machine code of the steps ``op_ids`` on frame slots ``operands`` (see :func:`layout`),
+    with the stencils' data and trampolines after it, as bytes (position-independent); the
+    trampolines' addresses are this process's."""
+    n = len(op_ids)
+    lengths = library.length[op_ids]
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    code_end = int(starts[-1]) + 1  # the ret
+    data_at = -(-code_end // 16) * 16
+    tramp_at = -(-(data_at + len(library.data)) // 16) * 16
+    size = tramp_at + _TRAMPOLINE * len(library.calls)
+    buf = np.zeros(size, dtype=np.uint8)
+    # All copies in one gather: byte j of step i is library byte start[op] + j.
+    total = int(starts[-1])
+    if total:
+        source = np.repeat(library.start[op_ids] - starts[:-1], lengths) + np.arange(total)
+        buf[:total] = library.blob[source]
+    buf[total] = _RET
+    buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
+    for k, name in enumerate(library.calls):
+        address = elf.symbol(name)
+        if address is None:
+            raise OSError(f"the C library function {name} is not in this process")
+        at = tramp_at + _TRAMPOLINE * k
+        buf[at:at + 6] = (0xFF, 0x25, 0, 0, 0, 0)
+        buf[at + 6:at + 14] = np.frombuffer(struct_q(address), dtype=np.uint8)
+
+    # The relocations: row r of the library's table for each step of its op.
+    counts = library.rel_count[op_ids]
+    m = int(counts.sum())
+    if m:
+        step = np.repeat(np.arange(n), counts)
+        row = np.repeat(library.rel_start[op_ids] - (np.cumsum(counts) - counts), counts) + np.arange(m)
+        kind, arg = library.rel_kind[row], library.rel_arg[row]
+        where = starts[step] + library.rel_offset[row]
+        value = library.rel_addend[row].copy()
+        hole = kind == HOLE
+        value[hole] += 8 * operands[step[hole], arg[hole]]
+        relative = ~hole
+        target = np.zeros(m, dtype=np.int64)
+        target[kind == PC_NEXT] = starts[step[kind == PC_NEXT] + 1]
+        target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
+        target[kind == PC_CALL] = tramp_at + _TRAMPOLINE * arg[kind == PC_CALL]
+        value[relative] += target[relative] - where[relative]
+        buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
+    return buf
+
+
+def struct_q(value: int) -> bytes:
+    return value.to_bytes(8, "little")
+
+
+ENTRY_POINT = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
+ENTRY_BATCH = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4, ctypes.c_int64)
+ENTRY_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
+
+
+class Entries:
+    """The entries of stitched bodies (:func:`symad.native.stencils.entries_ir`), loaded once."""
+
+    def __init__(self, image: Any):
+        self.image = image
+        self.point = ENTRY_POINT(image.get_function_address("point"))
+        self.batch = ENTRY_BATCH(image.get_function_address("batch"))
+        call = image.get_function_address("call")
+        self.call = ENTRY_CALL(call) if call else None
+
+
+class StitchedProgram:
+    """A schedule's stitched machine code, with :class:`~symad.native.jit.NativeProgram`'s interface:
+    ``point(in, out0, rest)`` and ``batch(in, out, n)`` on addresses (each call in a frame of its
+    own: they release the GIL), and ``call(x, rest) -> output 0`` on NumPy arrays (in the program's
+    own frame: the caller keeps the GIL), or None."""
+
+    def __init__(self, schedule: Schedule, library: Library, entries: Entries):
+        if len(schedule.inputs) + len(schedule.consts) + schedule.size > MAX_FRAME_SLOTS:
+            raise PointError("a program this large has no stitched code")
+        op_ids, operands, frame, outs = layout(schedule, library)
+        code = body(library, op_ids, operands)
+        self.image = elf.executable(code)
+        if self.image is None:
+            raise OSError("this process cannot map machine code")
+        self.n_in, self.n_out = len(schedule.inputs), len(schedule.outputs)
+        self.size = len(code)
+        self.template = frame
+        self.frame = frame.copy()  # call's
+        self.outs = outs
+        self.record = np.array([self.image.base, self.n_in, outs.ctypes.data, self.n_out, self.frame.ctypes.data],
+                               dtype=np.int64)
+        self.entries = entries
+        address = self.record.ctypes.data
+        self.call = functools.partial(entries.call, address) if entries.call is not None else None
+        self._address = address
+
+    def point(self, inp: int, out0: int, rest: int) -> None:
+        """Output 0 at the inputs at address ``inp`` to ``out0``, output k ≥ 1 to ``rest[k-1]``."""
+        frame = self.template.copy()
+        self.entries.point(self._address, frame.ctypes.data, inp, out0, rest)
+
+    def batch(self, inp: int, out: int, n: int) -> None:
+        """``n`` points, rows of inputs at ``inp``, into rows of outputs at ``out``."""
+        frame = self.template.copy()
+        self.entries.batch(self._address, frame.ctypes.data, inp, out, n)

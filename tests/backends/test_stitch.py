@@ -1,0 +1,179 @@
+"""Copy-and-patch code (symad.native.stitch): the stencils read from their object code, the
+stitcher's patches (constants, inputs, outputs, long programs, deep chains), its entries, and
+the code cache's trust rules applied to the stencils."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+from support.expressions import expressions
+from support.properties import property_test
+
+import symad
+from symad import Graph
+from symad.native import cache, elf, jit, stencils
+from symad.native import stitch as stitching
+from symad.schedule.lowering import PRIMITIVES
+from symad.schedule.schedule import Schedule
+
+pytestmark = pytest.mark.skipif(not (jit.available() and jit.stitch_available()),
+                                reason="needs llvmlite on Linux x86-64")
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit for bit, signed zeros included; any nan equals any nan."""
+    a, b = np.asarray(a), np.asarray(b)
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all() and a[~nan].tobytes() == b[~nan].tobytes())
+
+
+def _schedule(text: str, grad: bool = True) -> Schedule:
+    e = symad.parse(text, Graph())
+    return e.compile(backend="python").value_grad_program().schedule if grad else \
+        Schedule.build(e.graph, [e.id], [e.graph.var(v) for v in e.variables])
+
+
+def _all_entries(program: stitching.StitchedProgram, x: np.ndarray) -> list[np.ndarray]:
+    """The outputs at ``x`` through ``call``, ``point`` and a batch of one row."""
+    results = []
+    rest = np.empty(program.n_out - 1)
+    results.append(np.array([program.call(x, rest), *rest]))
+    out, inp = np.empty(program.n_out), np.ascontiguousarray(x, dtype=float)
+    program.point(inp.ctypes.data, out.ctypes.data, out.ctypes.data + 8)
+    results.append(out)
+    row = np.empty((1, program.n_out))
+    program.batch(inp.ctypes.data, row.ctypes.data, 1)
+    results.append(row[0])
+    return results
+
+
+def test_every_primitive_op_has_a_stencil_read_from_its_object_code():
+    library = jit._load_stencils()[0]
+    assert set(library.ops) == set(PRIMITIVES)
+    for op, k in library.ops.items():
+        rows = slice(library.rel_start[k], library.rel_start[k] + library.rel_count[k])
+        holes = set(library.rel_arg[rows][library.rel_kind[rows] == stencils.HOLE].tolist())
+        assert holes == {*range(PRIMITIVES[op].arity), 3}, op  # every operand read, the result stored
+        assert library.length[k] > 0
+
+
+def test_the_stencil_ir_comes_from_the_op_tables_lowerings():
+    text = stencils.library_ir()
+    for op in PRIMITIVES:
+        assert f"@{stencils.PREFIX}{op}(" in text
+    assert "fast" not in text and "contract" not in text  # no fast-math flag: the bits of the other backends
+
+
+def test_many_constants_and_inputs_each_land_in_their_slot():
+    n = 300
+    text = "+".join(f"{k + 0.25}*x{k}*x{(k * 7) % n}" for k in range(n))
+    schedule = _schedule(text)
+    program = jit.stitch(schedule)
+    native = jit.compile(schedule, opt=0)
+    rng = np.random.default_rng(3)
+    for x in rng.uniform(-2, 2, (5, len(schedule.inputs))):
+        want = np.empty(program.n_out)
+        native.point(x.ctypes.data, want.ctypes.data, want.ctypes.data + 8)
+        for got in _all_entries(program, x):
+            assert _same(got, want)
+
+
+def test_a_deep_chain_and_a_long_program():
+    deep = "x" + "".join(f"*{1 + k / 1000}+sin(x)" for k in range(3000))
+    schedule = _schedule(deep)
+    program = jit.stitch(schedule)
+    native = jit.compile(schedule, opt=0)
+    x = np.array([0.3])
+    rest_a, rest_b = np.empty(program.n_out - 1), np.empty(program.n_out - 1)
+    assert _same([program.call(x, rest_a), *rest_a], [native.call(x, rest_b), *rest_b])
+    n = 2000
+    long = "+".join(f"exp(x{k}/{k + 1})*(x{(k + 1) % n}-{k})^2" for k in range(n))
+    schedule = _schedule(long)
+    assert schedule.size > 15_000
+    program = jit.stitch(schedule)
+    rows = np.random.default_rng(4).uniform(-1, 1, (3, n))
+    out = np.empty((3, program.n_out))
+    program.batch(rows.ctypes.data, out.ctypes.data, 3)
+    assert _same(out, _native_batch(schedule, rows))
+
+
+def _native_batch(schedule: Schedule, rows: np.ndarray) -> np.ndarray:
+    native = jit.compile(schedule, opt=0)
+    out = np.empty((len(rows), len(schedule.outputs)))
+    native.batch(rows.ctypes.data, out.ctypes.data, len(rows))
+    return out
+
+
+def test_outputs_that_are_inputs_or_constants_and_a_program_without_steps():
+    g = Graph()
+    x, y = g.var("x"), g.var("y")
+    c = g.const(2.5)
+    s = g.make("mul", x, y)
+    schedule = Schedule.build(g, [y, c, s, x], [x, y])
+    program = jit.stitch(schedule)
+    for got in _all_entries(program, np.array([3.0, -4.0])):
+        assert got.tolist() == [-4.0, 2.5, -12.0, 3.0]
+    empty = jit.stitch(Schedule.build(g, [x, c], [x, y]))
+    for got in _all_entries(empty, np.array([7.0, 1.0])):
+        assert got.tolist() == [7.0, 2.5]
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.5, 1e300, -1e-300, math.inf, -math.inf, math.nan]
+
+
+@property_test(30)
+@given(expressions(max_depth=4))
+def test_random_expressions_give_the_bits_of_compiled_code(text):
+    e = symad.parse(text, Graph())
+    if not e.variables:
+        return
+    schedule = e.compile(backend="python").value_grad_program().schedule
+    program = jit.stitch(schedule)
+    rows = np.random.default_rng(5).uniform(-3, 3, (8, len(e.variables)))
+    rows[0, 0], rows[1, -1] = math.inf, -0.0
+    with np.errstate(all="ignore"):
+        out = np.empty((len(rows), program.n_out))
+        program.batch(rows.ctypes.data, out.ctypes.data, len(rows))
+        assert _same(out, _native_batch(schedule, rows)), text
+
+
+def test_the_code_is_position_independent_and_built_before_mapping():
+    schedule = _schedule("sin(x)*y + exp(x - y)/(1 + x^2)")
+    library = jit._load_stencils()[0]
+    op_ids, operands, _, _ = stitching.layout(schedule, library)
+    a, b = stitching.body(library, op_ids, operands), stitching.body(library, op_ids, operands)
+    assert a.tobytes() == b.tobytes()
+    assert a[int(library.length[op_ids].sum())] == 0xC3  # the body returns after its last stencil
+
+
+def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
+    """The stencils are kept in the code cache under its trust rules: a changed entry is compiled
+    again, never run."""
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(cache, "_dir", [folder])
+    text = stencils.library_ir()
+    name = jit._disk_name(text, 2, "stencils")
+    good = jit._stencil_object()
+    assert cache.load(name, folder) == good  # stored on first use
+    path = folder / f"{name}.o"
+    blob = bytearray(path.read_bytes())
+    blob[-100] ^= 0xFF  # one byte of machine code changed
+    path.write_bytes(bytes(blob))
+    os.chmod(path, 0o600)
+    assert cache.load(name, folder) is None
+    assert jit._stencil_object() == good  # compiled again, and the entry replaced
+    assert cache.load(name, folder) == good
+
+
+def test_unknown_relocations_are_refused():
+    with pytest.raises(stencils.StencilError):
+        stencils.parse(b"not an object file")
+
+
+def test_the_executable_pages_hold_the_code():
+    program = jit.stitch(_schedule("x*y + 1"))
+    assert program.image.base and elf.supported()
