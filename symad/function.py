@@ -275,6 +275,67 @@ class Function(Inputs):
             tiers.prepare()
         return self
 
+    # ------------------------------------------------------------------ sparse second derivatives
+    def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's structural nonzeros, lower triangle: ``(rows, cols)`` int64 arrays with
+        ``rows >= cols``, row-major sorted, positions in ``variables`` order; the pairs of variables
+        that meet in a nonlinear operation (:mod:`symad.ad.sparsity`), read off the DAG once.
+        Parameters are constants here, so a Lagrangian is one expression:
+
+        >>> import symad
+        >>> L = symad.compile("sigma*(x1^2*x2 + x3) + lam1*(x1*x3 - 1) + lam2*(x2 + x3)^2",
+        ...                   wrt=["x1", "x2", "x3"])
+        >>> L.hessian_pattern()
+        (array([0, 1, 1, 2, 2, 2]), array([0, 0, 1, 0, 1, 2]))
+        >>> L.hessian_values([1, 2, 3], {"sigma": 1, "lam1": 0.5, "lam2": 2})
+        array([4. , 2. , 4. , 0.5, 4. , 4. ])
+        >>> L.sparse_hessian([1, 2, 3], {"sigma": 1, "lam1": 0.5, "lam2": 2}).toarray()
+        array([[4. , 2. , 0.5],
+               [2. , 4. , 4. ],
+               [0.5, 4. , 4. ]])
+        """
+        pattern = getattr(self, "_hessian_pattern", None)
+        if pattern is None:
+            from symad.ad import sparsity
+
+            layout = sparsity.Layout.of_scalars(self.inputs[:len(self.variables)])
+            pattern = self._hessian_pattern = sparsity.hessian_pattern(self.expr.graph, self.expr.id, layout)
+        return pattern
+
+    def hessian_values(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
+        """The Hessian's entries at :meth:`hessian_pattern`'s positions (exact: the symbolic second
+        derivatives of those entries only, compiled once into one program); a batch of points
+        gives the batch's shape followed by the entries."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
+        rows, cols = self.hessian_pattern()
+        program = getattr(self, "_hessian_program", None)
+        if program is None:
+            from symad.ad import sparsity
+            from symad.ad.reverse import gradient
+
+            graph, wrt = self.expr.graph, self.inputs[:len(self.variables)]
+            partials = gradient(graph, self.expr.id, wrt)
+            entries = sparsity.hessian_entries(graph, [partials[v] for v in wrt], wrt, rows, cols)
+            entries = entries or [graph.const(0.0)]  # (a program has an output)
+            program = self._hessian_program = Program(graph, entries, self.inputs, self.backend,
+                                                      background=self.background)
+        out, shape = self.outputs_at(program, point, kwargs)
+        if shape is None:
+            return np.array(out[:rows.size], dtype=float)
+        return out[:, :rows.size].reshape(*shape, rows.size)
+
+    def sparse_hessian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
+        """The Hessian at one point as a ``scipy.sparse.csr_matrix``, full and symmetric
+        (SciPy: ``pip install "symad[scipy]"``)."""
+        from symad.ad import sparsity
+
+        values = self.hessian_values(point, params, **kwargs)
+        if values.ndim != 1:
+            raise PointError("sparse_hessian takes one point (hessian_values takes batches)")
+        n = len(self.variables)
+        return sparsity.csr(*self.hessian_pattern(), values, (n, n), mirrored=True)
+
     # ------------------------------------------------------------------ calling
     def value(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The value at a point (a float, or an array for a batch); ``params``: the parameters'

@@ -125,6 +125,13 @@ class VectorFunction(Inputs):
 
             def outputs() -> list[int]:
                 return [*roots, *distinct]
+        elif kind == "sparse_jacobian":
+            rows, cols = self.jacobian_pattern()
+
+            def outputs() -> list[int]:
+                from symad.ad.sparsity import jacobian_entries
+
+                return jacobian_entries(graph, roots, wrt, rows, cols) or [graph.const(0.0)]
         elif kind == "vjp":
             vector = [graph.var(u) for u in cotangent_names(len(roots))]
             inputs = inputs + vector
@@ -175,6 +182,53 @@ class VectorFunction(Inputs):
     def jacobian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
         """The Jacobian ``∂f_i/∂x_j`` at a point, shape ``(m, n)`` (last two axes for a batch)."""
         return self.value_and_jacobian(point, params, **kwargs)[1]
+
+    def jacobian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Jacobian's structural nonzeros ``(rows, cols)`` (int64, row-major sorted; an output
+        per row, a variable per column in ``variables`` order), read off the DAG
+        (:mod:`symad.ad.sparsity`): an entry may happen to be 0 at a point, none is missed.
+
+        >>> import symad
+        >>> F = symad.compile("x1*x2 - 1; x2 + sin(x3); 4")
+        >>> F.jacobian_pattern()
+        (array([0, 0, 1, 1]), array([0, 1, 1, 2]))
+        >>> F.jacobian_values([1, 2, 0])
+        array([2., 1., 1., 1.])
+        >>> F.sparse_jacobian([1, 2, 0]).toarray()
+        array([[2., 1., 0.],
+               [0., 1., 1.],
+               [0., 0., 0.]])
+        """
+        with self._lock:
+            pattern = getattr(self, "_pattern", None)
+        if pattern is None:
+            from symad.ad.sparsity import Layout, jacobian_pattern
+
+            pattern = jacobian_pattern(self.graph, self.roots, Layout.of_scalars(self.wrt_nodes))
+            with self._lock:
+                self._pattern = pattern
+        return pattern
+
+    def jacobian_values(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> np.ndarray:
+        """The Jacobian's entries at :meth:`jacobian_pattern`'s positions (each entry's symbolic
+        partial, compiled once into one program; a batch gives its shape followed by the entries)."""
+        if self.params or params is not None:
+            point, kwargs = self.with_params(point, params, kwargs)
+        size = self.jacobian_pattern()[0].size
+        out, shape = self.outputs_at(self._program("sparse_jacobian"), point, kwargs)
+        if shape is None:
+            return np.array(out[:size], dtype=float)
+        return out[:, :size].reshape(*shape, size)
+
+    def sparse_jacobian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
+        """The Jacobian at one point as a ``scipy.sparse.csr_matrix`` of shape ``(m, n)`` (SciPy:
+        ``pip install "symad[scipy]"``)."""
+        from symad.ad.sparsity import csr
+
+        values = self.jacobian_values(point, params, **kwargs)
+        if values.ndim != 1:
+            raise SymadError("sparse_jacobian takes one point (jacobian_values takes batches)")
+        return csr(*self.jacobian_pattern(), values, (len(self.roots), len(self.variables)))
 
     def vjp(self, point: Any, u: Any, params: Any = None) -> np.ndarray:
         """``uᵀJ`` (``n`` numbers: the gradient of ``Σ u_i f_i``) without forming ``J``;
