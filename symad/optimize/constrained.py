@@ -21,6 +21,7 @@ from symad.expr import Expr, parse
 from symad.objectives import Objective
 from symad.optimize.constraints import Constraints, read_constraints
 from symad.optimize.problem import DataProblem, Problem
+from symad.optimize.sparse import SparseHessian, symmetric_csr
 from symad.second_order import SecondOrder
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
@@ -37,20 +38,7 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
     except ImportError:
         raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
     t0 = time.perf_counter()
-    expr = parse(fun, Graph()) if isinstance(fun, str) else fun
-    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
-    pairs = read_constraints(constraints, graph) if constraints is not None else []
-    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
-        if variables:
-            raise SymadError("an objective's wrt and data name its variables: it takes no variables")
-        problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
-    else:
-        if variables is None and not isinstance(expr, SecondOrder) and pairs:
-            # the constraints' variables are the problem's too, though the objective may not use them
-            variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
-        problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
-    cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
-                       background=background) if pairs else None
+    problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
     x = problem.start(x0)
     box = so.Bounds(problem.lower, problem.upper) if problem.bounded else None
     dense = problem.dense()
@@ -77,11 +65,17 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
     kwargs: dict[str, Any] = {"jac": True, "bounds": box, "callback": check}
     if method == "slsqp":
         kwargs.update(constraints=cons.dicts() if cons else (), options={"maxiter": max_iter, "ftol": tol})
-    else:
-        kwargs.update(constraints=cons.nonlinear() if cons else (),
+    else:  # sparse matrices of the structural nonzeros: scipy factorises them as sparse
+        kwargs.update(constraints=cons.nonlinear(sparse=True) if cons else (),
                       options={"maxiter": max_iter, "gtol": tol, "xtol": xtol})
-        if dense:
-            kwargs["hess"] = lambda x: problem.hess(x)
+        if dense or hasattr(problem.fn, "hessian_pattern"):
+            hess, n = SparseHessian(problem.fn, len(x)), len(x)
+
+            def sparse_hess(x: np.ndarray) -> Any:
+                problem.nhev += 1
+                return symmetric_csr(hess.rows, hess.cols, hess.values(x, *problem.args), n)
+
+            kwargs["hess"] = sparse_hess
         else:
             kwargs["hessp"] = lambda x, p: problem.hessp(x, p)
     with np.errstate(all="ignore"):
@@ -89,7 +83,7 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         x = np.asarray(r.x, dtype=float)
         f, g = problem.fn.value_and_grad(x, *problem.args)
         values = cons.values(x) if cons is not None else np.zeros(0)
-    violation = _violation(values, cons, x, problem)
+    violation = violation_of(values, cons, x, problem)
     success = bool(r.success) and not stopped and violation <= FEASIBLE
     message = stopped[0] if stopped else str(r.message)
     if r.success and violation > FEASIBLE:
@@ -99,7 +93,7 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         "nfev": problem.nfev, "njev": problem.njev, "nhev": problem.nhev + (cons.nhev if cons else 0),
         "success": success, "status": int(r.status), "message": message,
         "variables": list(problem.names), "point": problem.point(x), "method": method,
-        "hessian": None if method == "slsqp" else "matrix" if dense else "products",
+        "hessian": None if method == "slsqp" else "products" if "hessp" in kwargs else "sparse",
         "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
         "time": time.perf_counter() - t1, "setup_time": setup,
     }
@@ -111,6 +105,27 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
             g = g - cons.jacobian(x).T @ multipliers
     out["grad_norm"] = float(np.linalg.norm(problem.pgrad(x, g)))
     return out
+
+
+def constrained_problem(fun: Expr | str | SecondOrder | Objective, constraints: Any,
+                        variables: Sequence[str] | None, fixed: Mapping[str, float] | None, bounds: Any,
+                        background: bool, params: Mapping[str, float] | None) -> tuple[Problem, Constraints | None]:
+    """The objective over the free variables and its constraints (None without), compiled."""
+    expr = parse(fun, Graph()) if isinstance(fun, str) else fun
+    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
+    pairs = read_constraints(constraints, graph) if constraints is not None else []
+    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
+        if variables:
+            raise SymadError("an objective's wrt and data name its variables: it takes no variables")
+        problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
+    else:
+        if variables is None and not isinstance(expr, SecondOrder) and pairs:
+            # the constraints' variables are the problem's too, though the objective may not use them
+            variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
+        problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
+    cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
+                       background=background) if pairs else None
+    return problem, cons
 
 
 def _multipliers(r: Any, method: str, cons: Constraints) -> np.ndarray | None:
@@ -127,7 +142,7 @@ def _multipliers(r: Any, method: str, cons: Constraints) -> np.ndarray | None:
     return out
 
 
-def _violation(values: np.ndarray, cons: Constraints | None, x: np.ndarray, problem: Problem) -> float:
+def violation_of(values: np.ndarray, cons: Constraints | None, x: np.ndarray, problem: Problem) -> float:
     """The largest amount by which a constraint or a bound is not met at ``x`` (0 if all are)."""
     worst = 0.0
     if cons is not None and len(values):

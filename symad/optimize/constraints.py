@@ -26,6 +26,7 @@ from symad.core.errors import SymadError, VariableError, name_list
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
 from symad.optimize.problem import substitute
+from symad.optimize.sparse import SparseHessian, SparseJacobian, csr, symmetric_csr
 from symad.second_order import SecondOrder
 from symad.vector_function import VectorFunction
 
@@ -79,6 +80,8 @@ class Constraints:
         self.eq = np.array([k == "eq" for k in self.kinds])
         self._last: tuple[bytes, np.ndarray, np.ndarray] | None = None
         self._lagrangian: SecondOrder | None = None
+        self._sparse_jacobian: SparseJacobian | None = None
+        self._sparse_hessian: SparseHessian | None = None
         self.nfev = self.njev = self.nhev = 0
 
     def _param_vector(self, order: Sequence[str]) -> tuple[np.ndarray, ...]:
@@ -120,22 +123,60 @@ class Constraints:
             self._lagrangian = fn
         return self._lagrangian
 
-    def hess(self, x: Any, v: Any) -> np.ndarray:
-        """``Σ v_i ∇²c_i(x)``: the constraints' part of the Hessian of the Lagrangian."""
+    def lagrangian_args(self, v: Any) -> tuple[np.ndarray, ...]:
+        """The arguments after the point of :meth:`lagrangian`'s calls for multipliers ``v``."""
         fn = self.lagrangian()
         v = np.asarray(v, dtype=float).reshape(-1)
         values = np.array([v[k] if kind == "v" else self.params[k] for kind, k in self._where])  # type: ignore[index]
+        return (values,) if len(fn.params) else ()
+
+    def hess(self, x: Any, v: Any) -> np.ndarray:
+        """``Σ v_i ∇²c_i(x)``: the constraints' part of the Hessian of the Lagrangian."""
         self.nhev += 1
-        return fn.hessian(np.asarray(x, dtype=float), *((values,) if len(values) else ()))
+        return self.lagrangian().hessian(np.asarray(x, dtype=float), *self.lagrangian_args(v))
+
+    # ------------------------------------------------------------------ sparse forms
+    def sparse_jacobian(self) -> SparseJacobian:
+        """The Jacobian's pattern and values (IPOPT's and trust-constr's sparse forms)."""
+        if self._sparse_jacobian is None:
+            self._sparse_jacobian = SparseJacobian(self.function)
+        return self._sparse_jacobian
+
+    def sparse_hessian(self) -> SparseHessian:
+        """The lower triangle of ``Σ v_i ∇²c_i``: values at ``(x, *lagrangian_args(v))``."""
+        if self._sparse_hessian is None:
+            self._sparse_hessian = SparseHessian(self.lagrangian(), len(self.names))
+        return self._sparse_hessian
+
+    def jacobian_values(self, x: Any) -> np.ndarray:
+        """The Jacobian's values aligned with :meth:`sparse_jacobian`'s pattern."""
+        self.njev += 1
+        return self.sparse_jacobian().values(x, *self.args)
+
+    def hessian_values(self, x: Any, v: Any) -> np.ndarray:
+        """``Σ v_i ∇²c_i(x)``'s lower triangle, aligned with :meth:`sparse_hessian`'s pattern."""
+        self.nhev += 1
+        return self.sparse_hessian().values(x, *self.lagrangian_args(v))
 
     # ------------------------------------------------------------------ scipy's forms
-    def nonlinear(self) -> list[Any]:
+    def nonlinear(self, sparse: bool = False) -> list[Any]:
         """One ``scipy.optimize.NonlinearConstraint`` of them all, with ``jac`` and ``hess``
-        (``trust-constr``): bounds ``[0, 0]`` for ``eq`` and ``[0, inf)`` for ``ineq``."""
+        (``trust-constr``): bounds ``[0, 0]`` for ``eq`` and ``[0, inf)`` for ``ineq``; with
+        ``sparse``, both are ``scipy.sparse`` matrices of the structural nonzeros."""
         from scipy.optimize import NonlinearConstraint
 
         upper = np.where(self.eq, 0.0, np.inf)
-        return [NonlinearConstraint(self.values, np.zeros(len(self)), upper, jac=self.jacobian, hess=self.hess)]
+        if not sparse:
+            return [NonlinearConstraint(self.values, np.zeros(len(self)), upper, jac=self.jacobian, hess=self.hess)]
+        n, jac, hess = len(self.names), self.sparse_jacobian(), self.sparse_hessian()
+
+        def jacobian(x: Any) -> Any:
+            return csr(jac.rows, jac.cols, self.jacobian_values(x), (len(self), n))
+
+        def hessian(x: Any, v: Any) -> Any:
+            return symmetric_csr(hess.rows, hess.cols, self.hessian_values(x, v), n)
+
+        return [NonlinearConstraint(self.values, np.zeros(len(self)), upper, jac=jacobian, hess=hessian)]
 
     def dicts(self) -> list[dict[str, Any]]:
         """scipy's dict form, ``{"type", "fun", "jac"}`` for the equalities and for the

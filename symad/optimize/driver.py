@@ -165,6 +165,21 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     if method is None:
         method = "newton" if constraints is None else "slsqp"
     name = ALIASES.get(method, method)
+    if name == "ipopt":
+        ipopt_options = options.pop("options", None)
+        if options:
+            raise SymadError(f"method ipopt does not take {', '.join(options)} (IPOPT's own options go in "
+                             f"options={{name: value}})")
+        if batch_size is not None:
+            raise SymadError("method ipopt takes the whole objective: batch_size is for "
+                             f"{', '.join(STOCHASTIC)}")
+        check_settings({"max_iter": max_iter, "tol": tol, "max_time": max_time})
+        from symad.optimize.ipopt import minimize_ipopt
+
+        return OptimizeResult(minimize_ipopt(
+            fun, x0, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol,
+            max_iter=3000 if max_iter is None else max_iter, max_time=max_time, callback=callback,
+            background=background, params=params, options=ipopt_options))
     if name in SCIPY_METHODS:
         if options:
             raise SymadError(f"method {name} does not take {', '.join(options)}")
@@ -177,9 +192,9 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
             max_iter=1000 if max_iter is None else max_iter, max_time=max_time, callback=callback,
             background=background, params=params))
     if name not in METHODS:
-        raise SymadError(f"unknown method {method!r} (known: {', '.join([*METHODS, *SCIPY_METHODS])})")
+        raise SymadError(f"unknown method {method!r} (known: {', '.join([*METHODS, *SCIPY_METHODS, 'ipopt'])})")
     if constraints is not None:
-        raise SymadError(f"method {name} takes no constraints: use method='slsqp' or 'trust-constr'")
+        raise SymadError(f"method {name} takes no constraints: use method='slsqp', 'trust-constr' or 'ipopt'")
     extra = [k for k in options if k not in OPTIONS[name]]
     if extra:
         takes = ", ".join(OPTIONS[name]) or "no options"

@@ -1,0 +1,240 @@
+"""Constrained minimisation by IPOPT (through cyipopt), given symad's exact sparse derivatives.
+
+IPOPT, an interior-point method, takes the objective's value and gradient, the constraints'
+values and their Jacobian, and the Hessian of the Lagrangian ``σ∇²f + Σ λ_i ∇²c_i``, both
+matrices as a pattern fixed once and values aligned with it at each point
+(:mod:`symad.optimize.sparse`): its cost grows with the nonzeros, not with ``n²``.  A constraint
+``("eq", c)`` is ``0 ≤ c ≤ 0`` for IPOPT and ``("ineq", c)`` is ``0 ≤ c``; bounds are its
+variable bounds.  Its Lagrangian is ``f + Σ μ_i c_i``, so symad's multipliers (with
+``∇f = Σ λ_i ∇c_i``) are ``λ = -μ``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from symad.core.errors import PointError, SymadError
+from symad.optimize.constrained import FEASIBLE, constrained_problem, violation_of
+from symad.optimize.constraints import Constraints
+from symad.optimize.problem import Problem
+from symad.optimize.sparse import SparseHessian, Union
+
+# IPOPT's return statuses (its ApplicationReturnStatus), by number.
+STATUS = {
+    0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
+    3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
+    6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
+    -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded", -5: "Maximum_WallTime_Exceeded",
+    -10: "Not_Enough_Degrees_Of_Freedom", -11: "Invalid_Problem_Definition", -12: "Invalid_Option",
+    -13: "Invalid_Number_Detected", -100: "Unrecoverable_Exception", -101: "NonIpopt_Exception_Thrown",
+    -102: "Insufficient_Memory", -199: "Internal_Error",
+}
+SOLVED = (0, 1)
+# What a status means, said before IPOPT's own message.
+SAYS = {2: "infeasible: IPOPT found no point meeting the constraints and bounds",
+        4: "diverged: the iterates grew without bound (unbounded below?)",
+        -1: "maximum number of iterations reached",
+        -13: "non-finite: a value or derivative is not finite (overflow, or outside the domain)"}
+INSTALL = 'method="ipopt" needs cyipopt, which is not installed: pip install "symad[ipopt]" (on Debian it ' \
+          "builds against apt-get install coinor-libipopt-dev liblapack-dev libblas-dev pkg-config)"
+
+
+def cyipopt_module() -> Any:
+    """cyipopt, or a SymadError naming the install command."""
+    try:
+        import cyipopt
+    except ImportError:
+        raise SymadError(INSTALL) from None
+    return cyipopt
+
+
+class _Callbacks:
+    """The problem in cyipopt's calling conventions (``objective``, ``gradient``, ``constraints``,
+    ``jacobian``, ``hessian`` and their structures, ``intermediate``)."""
+
+    def __init__(self, problem: Problem, cons: Constraints | None, intermediate: Callable[..., bool]):
+        self.p, self.cons, self.intermediate = problem, cons, intermediate
+        n = len(problem.names)
+        self._fg_at: tuple[bytes, float, np.ndarray] | None = None
+        self.f_hessian = SparseHessian(problem.fn, n)
+        parts = [(self.f_hessian.rows, self.f_hessian.cols)]
+        if cons is not None:
+            c = cons.sparse_hessian()
+            parts.append((c.rows, c.cols))
+            self._jacobian = cons.sparse_jacobian()
+        self.union = Union(parts, n)
+        self.last_x: np.ndarray | None = None
+
+    def _fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Value and gradient from one call, kept for the point (IPOPT asks for each in turn)."""
+        key = x.tobytes()
+        if self._fg_at is None or self._fg_at[0] != key:
+            f, g = self.p.fg(x)
+            self._fg_at = (key, float(f), np.asarray(g, dtype=float))
+            self.last_x = x.copy()
+        return self._fg_at[1], self._fg_at[2]
+
+    def objective(self, x: np.ndarray) -> float:
+        return self._fg(x)[0]
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        return self._fg(x)[1]
+
+    def constraints(self, x: np.ndarray) -> np.ndarray:
+        assert self.cons is not None
+        return self.cons.values(x)
+
+    def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._jacobian.rows, self._jacobian.cols
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        assert self.cons is not None
+        return self.cons.jacobian_values(x)
+
+    def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.union.rows, self.union.cols
+
+    def hessian(self, x: np.ndarray, mu: np.ndarray, sigma: float) -> np.ndarray:
+        self.p.nhev += 1
+        parts = [sigma * self.f_hessian.values(x, *self.p.args)]
+        if self.cons is not None:
+            parts.append(self.cons.hessian_values(x, mu))  # IPOPT's multipliers μ: its Lagrangian f + Σ μ_i c_i
+        return self.union.combine(parts)
+
+
+@contextmanager
+def _captured_stdout() -> Iterator[list[str]]:
+    """What IPOPT prints on the process's stdout (file descriptor 1) meanwhile, into a list."""
+    out: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        saved = os.dup(1)
+        try:
+            os.dup2(sink.fileno(), 1)
+            yield out
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            sink.seek(0)
+            out.append(sink.read().decode(errors="replace"))
+
+
+def _set_options(nlp: Any, options: Mapping[str, Any]) -> None:
+    """IPOPT's options, each checked as it is set: an unknown name or a value of the wrong type
+    is a SymadError with IPOPT's reason (which IPOPT prints on stdout: captured)."""
+    for name, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise SymadError(f"IPOPT option {name}: its value is a number or a string, not {value!r:.40}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SymadError(f"IPOPT option {name}: its value must be finite, not {value}")
+        with _captured_stdout() as said:
+            try:
+                nlp.add_option(str(name), value)
+                ok = True
+            except TypeError:
+                ok = False
+        if not ok:
+            reason = next((ln.strip() for ln in said[0].splitlines() if ln.strip()), "")
+            reason = reason.replace(f"Tried to set Option: {name}. ", "")
+            raise SymadError(f"IPOPT option {name}={value!r}: {reason or 'refused by IPOPT'}")
+
+
+def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[str] | None,
+                   fixed: Mapping[str, float] | None, bounds: Any, tol: float, max_iter: int,
+                   max_time: float | None, callback: Callable[[Any], Any] | None, background: bool,
+                   params: Mapping[str, float] | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The fields of symad's ``OptimizeResult`` for a run of IPOPT (see ``minimize``)."""
+    cyipopt = cyipopt_module()
+    if options is not None and not isinstance(options, Mapping):
+        raise SymadError(f"options is a dict of IPOPT's options by name, not {options!r:.60}")
+    t0 = time.perf_counter()
+    problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
+    x = problem.start(x0)
+    if not np.isfinite(x).all():
+        bad = [problem.names[i] for i in np.flatnonzero(~np.isfinite(x))]
+        raise PointError(f"the start point is not finite: {', '.join(bad)}")
+    from symad.optimize.driver import OptimizeResult
+
+    stopped: list[str] = []
+    t1, iterations = math.inf, [0]
+
+    def intermediate(alg_mod: int, nit: int, f: float, inf_pr: float, inf_du: float, mu: float, *rest: Any) -> bool:
+        iterations[0] = nit
+        if max_time is not None and time.perf_counter() - t1 >= max_time:
+            stopped.append("time limit reached")
+            return False
+        if callback is not None:
+            try:
+                stop = callback(OptimizeResult(x=calls.last_x, fun=f, nit=nit, grad_norm=inf_du,
+                                               constr_violation=inf_pr, barrier_parameter=mu))
+            except StopIteration:
+                stop = True
+            if stop is True:
+                stopped.append("stopped by the callback")
+                return False
+        return True
+
+    calls = _Callbacks(problem, cons, intermediate)
+    m = len(cons) if cons is not None else 0
+    with np.errstate(all="ignore"):  # compile, and look at the start, before the clock starts
+        f0, g0 = calls._fg(x)
+        c0 = cons.values(x) if cons is not None else np.zeros(0)
+        if cons is not None:
+            cons.jacobian_values(x)
+        first = [name for name, v in (("f", np.asarray(f0)), ("its gradient", g0), ("a constraint", c0))
+                 if not np.isfinite(v).all()]
+    setup = time.perf_counter() - t0
+    lower = np.zeros(m)
+    upper = np.where(cons.eq, 0.0, math.inf) if cons is not None else np.zeros(0)
+    nlp = cyipopt.Problem(n=len(x), m=m, problem_obj=calls, lb=problem.lower, ub=problem.upper, cl=lower, cu=upper)
+    _set_options(nlp, {"print_level": 0, "sb": "yes", "tol": tol, "max_iter": max_iter, **(options or {})})
+    t1 = time.perf_counter()
+    if first:
+        status, x_out = -13, x
+        info: dict[str, Any] = {"status_msg": b"", "mult_g": np.full(m, math.nan), "mult_x_L": np.zeros(len(x)),
+                                "mult_x_U": np.zeros(len(x))}
+        said = f"non-finite at the start point: {' and '.join(first)} (change x0)"
+    else:
+        with np.errstate(all="ignore"):
+            x_out, info = nlp.solve(x)
+        status, said = int(info["status"]), ""
+    x = np.asarray(x_out, dtype=float)
+    with np.errstate(all="ignore"):
+        f, g = problem.fg(x)
+        values = cons.values(x) if cons is not None else np.zeros(0)
+    violation = violation_of(values, cons, x, problem)
+    name = STATUS.get(status, f"status {status}")
+    ipopt_says = info["status_msg"].decode(errors="replace") if isinstance(info["status_msg"], bytes) else str(
+        info["status_msg"])
+    if stopped:
+        message = stopped[0]
+    else:
+        message = said or SAYS.get(status, "") or ipopt_says
+        message += f" (IPOPT: {name}" + (f": {ipopt_says})" if ipopt_says and message != ipopt_says else ")")
+    success = status in SOLVED and not stopped and violation <= FEASIBLE
+    if status in SOLVED and violation > FEASIBLE:
+        message += f" (but a constraint is violated by {violation:.3g})"
+    out = {
+        "x": x, "fun": float(f), "jac": g, "nit": iterations[0],
+        "nfev": problem.nfev, "njev": problem.njev, "nhev": problem.nhev,
+        "success": bool(success), "status": status, "message": message, "ipopt_status": name,
+        "variables": list(problem.names), "point": problem.point(x), "method": "ipopt", "hessian": "sparse",
+        "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
+        "bound_multipliers": (np.asarray(info["mult_x_L"], dtype=float), np.asarray(info["mult_x_U"], dtype=float)),
+        "time": time.perf_counter() - t1, "setup_time": setup,
+    }
+    if cons is not None:
+        multipliers = -np.asarray(info["mult_g"], dtype=float)
+        out["multipliers"] = multipliers
+        with np.errstate(all="ignore"):
+            g = g - cons.jacobian(x).T @ multipliers
+    out["grad_norm"] = float(np.linalg.norm(problem.pgrad(x, g)))
+    return out
+
