@@ -52,25 +52,48 @@ class StencilError(Exception):
     """The stencils' object code is not one the stitcher can use (the tier is then not used)."""
 
 
+def variant(reads_acc: int, store: bool) -> int:
+    """The number of a stencil's variant: ``reads_acc``, a bit per operand read from the register
+    the previous stencil left its result in rather than from the frame; ``store``, whether the
+    result is also stored in the frame (not when the next stencil alone reads it, from the register)."""
+    return reads_acc | (VARIANTS // 2 if store else 0)
+
+
+VARIANTS = 16  # three operands' bits, and the store's
+
+
 def library_ir() -> str:
-    """LLVM IR of one stencil per primitive op of the table (``stencil_<op>``)."""
+    """LLVM IR of the stencils of every primitive op of the table (``stencil_<op>_<variant>``).
+
+    A stencil is ``void (ptr frame, double acc)``: ``acc`` is the previous stencil's result,
+    which it passes on in the same register (``xmm0``) as its own; each variant
+    (:func:`variant`) reads some operands from ``acc`` and may leave the store out.
+    """
     from symad.native.ir import op_lines
     from symad.schedule.lowering import PRIMITIVES
 
     declared: dict[str, int] = {}
     parts = [f"@{h} = external dso_local global [0 x i8], align 1\n" for h in HOLES]
-    parts.append(f"declare dso_local void @{NEXT}(ptr)\n")
+    parts.append(f"declare dso_local void @{NEXT}(ptr, double)\n")
     for op, spec in PRIMITIVES.items():
-        lines, vals = [], []
-        for k in range(spec.arity):
-            lines += [f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)",
-                      f"  %a{k} = load double, ptr %p{k}"]
-            vals.append(f"%a{k}")
-        lines += op_lines(op, vals, "%r", "%t", declared)
-        lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
-                  "  store double %r, ptr %po",
-                  f"  musttail call void @{NEXT}(ptr %f)", "  ret void"]
-        parts.append(f"define void @{PREFIX}{op}(ptr noalias %f) {{\nentry:\n" + "\n".join(lines) + "\n}\n")
+        for reads_acc in range(1 << spec.arity):
+            for store in (True, False):
+                lines, vals = [], []
+                for k in range(spec.arity):
+                    if reads_acc >> k & 1:
+                        vals.append("%acc")
+                        continue
+                    lines += [f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)",
+                              f"  %a{k} = load double, ptr %p{k}"]
+                    vals.append(f"%a{k}")
+                lines += op_lines(op, vals, "%r", "%t", declared)
+                if store:
+                    lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
+                              "  store double %r, ptr %po"]
+                lines += [f"  musttail call void @{NEXT}(ptr %f, double %r)", "  ret void"]
+                name = f"{PREFIX}{op}_{variant(reads_acc, store)}"
+                parts.append(f"define void @{name}(ptr noalias %f, double %acc) {{\nentry:\n"
+                             + "\n".join(lines) + "\n}\n")
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
     return decls + "\n".join(parts) + "\nattributes #0 = { nobuiltin }\n"
 
@@ -134,10 +157,11 @@ def entries_ir(data_offset: int | None) -> str:
 
 @dataclass
 class Library:
-    """The stencils' code and relocations as arrays the stitcher indexes by op.
+    """The stencils' code and relocations as arrays the stitcher indexes by stencil.
 
-    ``blob`` holds every stencil's code, op ``k``'s at ``start[k]`` for ``length[k]`` bytes
-    (its final jump to the next stencil left out); op ``k``'s relocations are rows
+    ``ops`` numbers the ops, and ``variants[op, v]`` is the stencil of variant ``v`` (:func:`variant`)
+    of an op.  ``blob`` holds every stencil's code, stencil ``k``'s at ``start[k]`` for ``length[k]``
+    bytes (its final jump to the next stencil left out); its relocations are rows
     ``rel_start[k]`` … ``rel_start[k] + rel_count[k] - 1`` of ``rel_offset`` (in its code),
     ``rel_kind`` (:data:`HOLE`: the frame offset of operand ``rel_arg`` (3: the destination);
     :data:`PC_NEXT`: the next stencil; :data:`PC_DATA`: byte ``rel_arg`` of ``data``;
@@ -145,6 +169,7 @@ class Library:
     """
 
     ops: dict[str, int]
+    variants: np.ndarray
     blob: np.ndarray
     start: np.ndarray
     length: np.ndarray
@@ -201,7 +226,7 @@ def _parse(data: memoryview) -> Library:
         st_name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", data, sym_off + sym_ent * k)
         symbols.append((name_at(st_name) if st_name else "", shndx, value, size))
     functions = {name[len(PREFIX):]: (sec, value, size) for name, sec, value, size in symbols
-                 if name.startswith(PREFIX)}
+                 if name.startswith(PREFIX)}  # "<op>_<variant>"
     text_sections = {sec for sec, _, _ in functions.values()}
 
     relocs: dict[int, list[tuple[int, int, int, int]]] = {sec: [] for sec in text_sections}
@@ -217,8 +242,10 @@ def _parse(data: memoryview) -> Library:
     ops = {}
     code = bytearray()
     starts, lengths, rel_starts, rel_counts = [], [], [], []
+    variants: list[list[int]] = []
     rows: list[tuple[int, int, int, int]] = []
-    for op, (sec, value, size) in functions.items():
+    for stencil, (sec, value, size) in functions.items():
+        op, number = stencil.rsplit("_", 1)
         body = bytes(data[sections[sec][4] + value: sections[sec][4] + value + size])
         mine = sorted((off - value, rtype, sym, addend) for off, rtype, sym, addend in relocs[sec]
                       if value <= off < value + size)
@@ -244,7 +271,10 @@ def _parse(data: memoryview) -> Library:
                 and len(body) >= 5 and body[-5] == _JMP_REL32):
             table.pop()
             body = body[:-5]
-        ops[op] = len(ops)
+        if op not in ops:
+            ops[op] = len(ops)
+            variants.append([-1] * VARIANTS)
+        variants[ops[op]][int(number)] = len(starts)
         starts.append(len(code))
         lengths.append(len(body))
         code += body
@@ -254,7 +284,8 @@ def _parse(data: memoryview) -> Library:
     if set(holes) - {symbols[s][0] for s in range(len(symbols))} == set(HOLES):
         raise StencilError("no stencil reads a hole")
     rel = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    return Library(ops, np.frombuffer(bytes(code), dtype=np.uint8), np.array(starts, dtype=np.int64),
+    return Library(ops, np.array(variants, dtype=np.int64).reshape(-1, VARIANTS),
+                   np.frombuffer(bytes(code), dtype=np.uint8), np.array(starts, dtype=np.int64),
                    np.array(lengths, dtype=np.int64), np.array(rel_starts, dtype=np.int64),
                    np.array(rel_counts, dtype=np.int64), rel[:, 0].copy(), rel[:, 1].copy(), rel[:, 2].copy(),
                    rel[:, 3].copy(), bytes(blob), calls)

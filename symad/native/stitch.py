@@ -25,7 +25,7 @@ import numpy as np
 
 from symad.core.errors import PointError
 from symad.native import elf
-from symad.native.stencils import HOLE, PC_CALL, PC_DATA, PC_NEXT, Library
+from symad.native.stencils import HOLE, PC_CALL, PC_DATA, PC_NEXT, VARIANTS, Library
 from symad.schedule.schedule import Schedule
 
 _RET = 0xC3
@@ -34,17 +34,18 @@ MAX_FRAME_SLOTS = (2**31 - 8) // 8  # a frame offset is a 32-bit displacement
 
 
 def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each step's op (the library's number) and the frame slots of its operands (a row of three,
-    unused ones repeating the first) and of its result; the frame's template (inputs' slots
-    zero, constants in place); the outputs' slots."""
+    """Each step's stencil (the library's number) and the frame slots of its operands (a row of
+    three, unused ones repeating the first) and of its result; the frame's template (inputs'
+    slots zero, constants in place); the outputs' slots.
+
+    A step reads an operand the step before it computed from the register that step left it in,
+    and a step whose result only the next step reads stores nothing (:func:`stencils.variant`)."""
     steps = schedule.steps
     n_in = len(schedule.inputs)
-    const_nodes = [node for node in schedule.consts if node not in set(schedule.inputs)]
+    inputs = set(schedule.inputs)
+    const_nodes = [node for node in schedule.consts if node not in inputs]
     n = len(steps)
-    if n:
-        nodes, ops, args = zip(*steps)
-    else:
-        nodes, ops, args = (), (), ()
+    nodes, ops, args = zip(*steps) if n else ((), (), ())
     nodes_a = np.fromiter(nodes, dtype=np.int64, count=n)
     arity = np.fromiter(map(len, args), dtype=np.int64, count=n)
     flat = np.fromiter(itertools.chain.from_iterable(args), dtype=np.int64, count=int(arity.sum()))
@@ -63,15 +64,25 @@ def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray
     frame = np.zeros(base + n)
     frame[n_in:base] = [schedule.consts[node] for node in const_nodes]
     outs = lut[np.array(schedule.outputs, dtype=np.int64)]
-    return op_ids, operands, frame, outs
+
+    # Which operands come from the register, and which results need no store.
+    present = np.arange(3) < arity[:, None]
+    previous = np.concatenate([[-1], operands[:-1, 3]])
+    from_register = (operands[:, :3] == previous[:, None]) & present
+    reads = from_register.astype(np.int64) @ np.array([1, 2, 4])
+    uses = np.bincount(operands[:, :3][present], minlength=base + n) + np.bincount(outs, minlength=base + n)
+    by_next = np.append(from_register[1:].sum(axis=1), 0)
+    store = uses[base:] > by_next
+    stencil = library.variants[op_ids, reads + store * (VARIANTS // 2)]
+    return stencil, operands, frame, outs
 
 
-def body(library: Library, op_ids: np.ndarray, operands: np.ndarray) -> np.ndarray:
-    """The machine code of the steps ``op_ids`` on frame slots ``operands`` (see :func:`layout`),
+def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:
+    """The machine code of the stencils ``stencil`` on frame slots ``operands`` (see :func:`layout`),
     with the stencils' data and trampolines after it, as bytes (position-independent); the
     trampolines' addresses are this process's."""
-    n = len(op_ids)
-    lengths = library.length[op_ids]
+    n = len(stencil)
+    lengths = library.length[stencil]
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
     code_end = int(starts[-1]) + 1  # the ret
@@ -82,7 +93,7 @@ def body(library: Library, op_ids: np.ndarray, operands: np.ndarray) -> np.ndarr
     # All copies in one gather: byte j of step i is library byte start[op] + j.
     total = int(starts[-1])
     if total:
-        source = np.repeat(library.start[op_ids] - starts[:-1], lengths) + np.arange(total)
+        source = np.repeat(library.start[stencil] - starts[:-1], lengths) + np.arange(total)
         buf[:total] = library.blob[source]
     buf[total] = _RET
     buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
@@ -95,11 +106,11 @@ def body(library: Library, op_ids: np.ndarray, operands: np.ndarray) -> np.ndarr
         buf[at + 6:at + 14] = np.frombuffer(struct_q(address), dtype=np.uint8)
 
     # The relocations: row r of the library's table for each step of its op.
-    counts = library.rel_count[op_ids]
+    counts = library.rel_count[stencil]
     m = int(counts.sum())
     if m:
         step = np.repeat(np.arange(n), counts)
-        row = np.repeat(library.rel_start[op_ids] - (np.cumsum(counts) - counts), counts) + np.arange(m)
+        row = np.repeat(library.rel_start[stencil] - (np.cumsum(counts) - counts), counts) + np.arange(m)
         kind, arg = library.rel_kind[row], library.rel_arg[row]
         where = starts[step] + library.rel_offset[row]
         value = library.rel_addend[row].copy()
@@ -144,8 +155,8 @@ class StitchedProgram:
     def __init__(self, schedule: Schedule, library: Library, entries: Entries):
         if len(schedule.inputs) + len(schedule.consts) + schedule.size > MAX_FRAME_SLOTS:
             raise PointError("a program this large has no stitched code")
-        op_ids, operands, frame, outs = layout(schedule, library)
-        code = body(library, op_ids, operands)
+        stencil, operands, frame, outs = layout(schedule, library)
+        code = body(library, stencil, operands)
         self.image = elf.executable(code)
         if self.image is None:
             raise OSError("this process cannot map machine code")
