@@ -1,4 +1,5 @@
-"""The ``symad graph`` command: draw the DAG, and with ``--grad`` the reverse sweep, with Graphviz."""
+"""The ``symad graph`` command: draw the DAG, and with ``--grad`` the reverse sweep, with Graphviz;
+an ``.html`` output is the interactive page of the sweep (:mod:`symad.tools.explore`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import argparse
 import re
 
 from symad.cli.common import emit, parse_point
-from symad.core.errors import LimitError, VariableError
+from symad.core.errors import LimitError, SymadError, VariableError
 from symad.expr import Expr
+from symad.tools.explore import MAX_DRAWN, explore
 from symad.tools.viz import MAX_NODES, to_digraph, write_picture
 
 
@@ -15,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``symad graph``."""
     parser.add_argument("-o", "--output", metavar="FILE", default="-",
                         help="the picture; the extension picks the format (.png, .svg, .pdf need "
-                             "Graphviz's dot; .dot is the DOT text); '-' prints DOT text (default)")
+                             "Graphviz's dot; .dot is the DOT text; .html is a page stepping through the "
+                             "forward pass and the backward sweep at --at); '-' prints DOT text (default)")
     parser.add_argument("--grad", action="store_true",
                         help="add the backward graph: the adjoint ∂f/∂node of every node the "
                              "reverse sweep reaches")
@@ -23,14 +26,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "(implies --grad)")
     parser.add_argument("--rankdir", type=str.upper, choices=("TB", "LR", "BT", "RL"), default="TB",
                         help="layout direction: TB top to bottom (default), LR left to right")
-    parser.add_argument("--max-nodes", type=int, default=MAX_NODES, metavar="N",
-                        help=f"refuse to draw more than N nodes (default {MAX_NODES})")
+    parser.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                        help=f"refuse to draw more than N nodes (default {MAX_NODES}); in an .html page, "
+                             f"collapse subgraphs past N drawn nodes (default {MAX_DRAWN})")
 
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Build the picture and write it; prints nothing unless the output is '-' or --json."""
-    if args.max_nodes < 1:
+    if args.max_nodes is not None and args.max_nodes < 1:
         raise LimitError(f"--max-nodes must be at least 1, got {args.max_nodes}")
+    if args.output.lower().endswith(".html"):
+        _page(args, text, expr)
+        return
+    args.max_nodes = MAX_NODES if args.max_nodes is None else args.max_nodes
     point = parse_point(args.at) if args.at else None
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None
     for w in wrt or ():
@@ -51,6 +59,22 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         emit(args, obj, [], [])
     else:
         write_picture(dot, args.output)
+
+
+def _page(args: argparse.Namespace, text: str, expr: Expr) -> None:
+    """Write the interactive page of the sweep at --at."""
+    if not args.at:
+        raise SymadError("an .html page steps through the sweep at a point: give it with --at "
+                         "(for example --at x=1,y=2)")
+    if args.wrt:
+        raise SymadError("--wrt is for pictures: an .html page steps through the whole sweep")
+    title = text.strip() if len(text.strip()) <= 200 and "\n" not in text.strip() else None
+    page = explore(expr, parse_point(args.at), max_drawn=args.max_nodes or MAX_DRAWN, title=title,
+                   rankdir=args.rankdir)
+    page.save(args.output)
+    if args.json:
+        emit(args, {"expr": text.strip(), "output": args.output, "nodes": page.nodes, "drawn": page.drawn,
+                    "collapsed": page.collapsed, "bytes": len(page.html.encode("utf-8"))}, [], [])
 
 
 def _is_node(line: str) -> bool:

@@ -1,0 +1,161 @@
+"""The interactive page of the sweep (``symad.tools.explore``): its data, its file, ``symad graph -o page.html``.
+
+The page in a real browser is tested by ``tests/test_explore_browser.py``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+
+import pytest
+from support.cli_helpers import run
+
+from symad import Graph, LimitError, SymadError, parse
+from symad.tools.explanation import explain
+from symad.tools.explore import MAX_DRAWN, Page, explore, shown
+
+SEED = "(x+y)+x*(x+y)"
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+pytestmark = needs_dot
+
+
+def page_data(page: Page) -> dict:
+    """The JSON the page's script steps through."""
+    text = re.search(r'<script type="application/json" id="sx-data">(.*?)</script>', page.html, re.S)[1]
+    return json.loads(text)
+
+
+def exact(number: str) -> float:
+    """A number of the page's data: its exact digits (after ``|``, or the text shown if exact)."""
+    return float(number.split("|")[-1])
+
+
+def text(number: str) -> str:
+    """A number of the page's data as the page shows it."""
+    return number.split("|")[0]
+
+
+def chain(n: int) -> str:
+    """An expression of about ``5 n`` nodes, each term a few nodes of its own."""
+    return " + ".join(f"sin({k}*x + y)*x" for k in range(1, n + 1))
+
+
+def test_the_data_is_the_explanation_bit_for_bit():
+    e = parse("sin(x)^2/sqrt(1+y) + x*y*x", Graph())
+    point = {"x": 0.7, "y": 3.0}
+    data, want = page_data(explore(e, at=point)), explain(e, point)
+    assert [r["z"] for r in data["rows"]] == [r.name for r in want.rows]
+    assert [exact(r["v"]) for r in data["rows"]] == [r.value for r in want.rows]
+    assert [text(r["v"]) for r in data["rows"]] == [shown(r.value) for r in want.rows]
+    assert [s["z"] for s in data["sweep"]] == [r.name for r in want.sweep]
+    assert [exact(s["d"]) for s in data["sweep"]] == [r.derivative for r in want.sweep]
+    adjoint = {s["z"]: s["d"] for s in data["sweep"]}
+    for got, row in zip(data["sweep"], want.sweep, strict=True):
+        shown_terms = [(t["from"], t["local"], exact(t["c"]), exact(t["p"]), exact(t.get("f", adjoint[t["from"]])))
+                       for t in got["terms"]]
+        assert shown_terms == [(t.source, t.local, t.contribution, t.local_value, t.factor) for t in row.terms]
+    assert {p["var"]: exact(p["d"]) for p in data["gradient"]} == want.result
+    assert any("|" in r["v"] for r in data["rows"])  # (numbers shown rounded carry their exact digits)
+
+
+def test_the_seed_shared_node_receives_two_contributions_and_a_running_sum():
+    data = page_data(explore(SEED, at={"x": 1, "y": 2}))
+    z3 = next(s for s in data["sweep"] if s["z"] == "z3")
+    assert [(t["from"], t["c"], t["sum"]) for t in z3["terms"]] == [("z5", "1", "1"), ("z4", "1", "2")]
+    assert {p["var"]: p["d"] for p in data["gradient"]} == {"x": "5", "y": "2"}
+    full = {r["z"]: r.get("full") for r in data["rows"]}
+    assert full["z3"] == "x + y"
+
+
+def test_the_page_is_one_file_with_no_external_reference():
+    page = explore(SEED, at={"x": 1, "y": 2})
+    text = page.html
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "</html>" in text
+    assert not re.search(r"\ssrc\s*=", text, re.I)  # no scripts, styles or images to load
+    assert re.findall(r"\shref\s*=\s*\"[^\"]*\"", text, re.I) == [' href="data:,"']  # the icon: none to ask for
+    assert "url(" not in text and "@import" not in text
+    # The only addresses are the SVG namespaces, which are names, not requests.
+    assert set(re.findall(r"https?://[^\s\"']+", text)) <= {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    for z in ("z1", "z2", "z3", "z4", "z5"):
+        assert f'id="sx&#45;{z}"' in text  # the picture's nodes carry the explanation's names
+
+
+def test_the_same_expression_gives_the_same_page():
+    assert explore(SEED, at={"x": 1, "y": 2}).html == explore(parse(SEED, Graph()), at={"x": 1, "y": 2}).html
+
+
+def test_text_in_the_data_cannot_close_the_script():
+    page = explore(SEED, at={"x": 1, "y": 2}, title="</script><b>")
+    assert page.html.count("</script>") == 2  # the data's and the code's
+    assert page_data(page)["title"] == "</script><b>"
+
+
+def test_inline_in_a_notebook_the_page_is_a_frame_of_its_own():
+    page = explore(SEED, at={"x": 1, "y": 2})
+    frame = page._repr_html_()
+    assert frame.startswith("<iframe srcdoc=\"") and 'sandbox="allow-scripts"' in frame
+    srcdoc = re.match(r'<iframe srcdoc="([^"]*)"', frame)[1]
+    assert html.unescape(srcdoc) == page.html
+
+
+def test_save_writes_the_page(tmp_path):
+    page = explore(SEED, at={"x": 1, "y": 2})
+    page.save(str(tmp_path / "p.html"))
+    assert (tmp_path / "p.html").read_text(encoding="utf-8") == page.html
+
+
+def test_past_the_limit_subgraphs_collapse_and_the_page_says_so():
+    e = parse(chain(200), Graph())  # about 1,000 nodes
+    page = explore(e, at={"x": 0.5, "y": 0.25})
+    assert page.nodes > 1000 >= MAX_DRAWN and page.drawn + page.collapsed <= MAX_DRAWN + 2 and page.collapsed
+    assert len(page.html.encode("utf-8")) < 1_000_000
+    data = page_data(page)
+    assert data["notes"] and "collapses" in data["notes"][0]
+    assert len(data["rows"]) == len(explain(e, {"x": 0.5, "y": 0.25}).rows)  # the steps cover every node
+    ids = set(re.findall(r'<g id="([^"]+)" class="node"', page.html))
+    ids = {i.replace("&#45;", "-") for i in ids}
+    assert all(r.get("el", "sx-" + r["z"]) in ids for r in data["rows"])  # each step highlights a drawn node or its box
+    assert set(data["boxes"]) <= ids
+    members = [z for zs in data["boxes"].values() for z in zs]
+    assert len(members) == len(set(members))  # a collapsed node is in one box
+
+
+def test_a_thousand_nodes_drawn_in_full_stay_under_a_megabyte():
+    e = parse(chain(166), Graph())
+    page = explore(e, at={"x": 0.5, "y": 0.25}, max_drawn=1000)
+    assert page.collapsed == 0 and page.drawn == page.nodes > 990
+    assert len(page.html.encode("utf-8")) < 1_000_000
+
+
+def test_bad_input_gets_clear_errors():
+    with pytest.raises(SymadError, match="missing value for variable y"):
+        explore(SEED, at={"x": 1})
+    with pytest.raises(LimitError, match="at least 1"):
+        explore(SEED, at={"x": 1, "y": 2}, max_drawn=0)
+    with pytest.raises(SymadError, match="rankdir"):
+        explore(SEED, at={"x": 1, "y": 2}, rankdir="up")
+    with pytest.raises(SymadError, match="loop"):
+        explore("sum(i=1..20000, x[i]^2)", at={"x": 1.0})
+
+
+# ------------------------------------------------------------------ the command
+@pytest.mark.slow
+def test_symad_graph_writes_the_page(tmp_path):
+    out = tmp_path / "page.html"
+    p = run("graph", SEED, "--at", "x=1,y=2", "-o", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert (report["nodes"], report["drawn"], report["collapsed"]) == (5, 5, 0)
+    assert out.read_text(encoding="utf-8") == explore(SEED, at={"x": 1, "y": 2}, title=SEED).html
+
+
+@pytest.mark.slow
+def test_symad_graph_html_needs_a_point(tmp_path):
+    p = run("graph", SEED, "-o", str(tmp_path / "page.html"))
+    assert p.returncode == 2 and "--at" in p.stderr and "Traceback" not in p.stderr
+    p = run("graph", SEED, "--at", "x=1,y=2", "--wrt", "x", "-o", str(tmp_path / "page.html"))
+    assert p.returncode == 2 and "--wrt" in p.stderr
+    assert not (tmp_path / "page.html").exists()
