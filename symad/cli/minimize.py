@@ -33,12 +33,15 @@ examples:
   symad minimize "100*(y-x^2)^2+(1-x)^2" --from x=-1.2,y=1 --trace path.csv --plot path.png
   symad minimize "x^2+y^2" --from x=0,y=0 --eq "x+y-1"
   symad minimize "(x-2)^2+(y-1)^2" --from x=0,y=0 --ineq "1-x^2-y^2" --method trust-constr
+  symad minimize "x^2+y^2" --from x=0,y=0 --eq "x+y-1" --method ipopt --option mu_strategy=adaptive
 
 methods: newton (exact Hessian, line search, shifted where not positive definite; default;
   with many variables or a large expression, Newton-CG on Hessian-vector products instead),
   trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
   backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr);
-  slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives.
+  slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives;
+  ipopt: IPOPT's interior point (pip install "symad[ipopt]"), given the exact sparse Jacobian
+  and Hessian of the Lagrangian, its options by --option NAME=VALUE.
 
 constraints: --eq EXPR (EXPR = 0) and --ineq EXPR (EXPR >= 0), repeatable; their variables
   are the problem's too. The summary gives each constraint's value and Lagrange multiplier
@@ -56,6 +59,7 @@ status: "converged" only at a stationary point: the (projected) gradient norm <=
 """
 
 
+CONSTRAINED = (*SCIPY_METHODS, "ipopt")  # the methods that take constraints
 EXPRESSION_OPTIONS = ("--eq", "--ineq")  # their values may start with '-' (see cli.main)
 
 
@@ -64,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.add_argument("--from", dest="start", action="append", default=[], metavar="x=-1.2,y=1",
                    help="the start point: name=value pairs, one per free variable (repeatable)")
-    p.add_argument("--method", choices=[*METHODS, *SCIPY_METHODS],
+    p.add_argument("--method", choices=[*METHODS, *CONSTRAINED],
                    help="default: newton, or slsqp with constraints")
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="iteration limit (default 1000 for newton and trust-ncg, else 100000)")
@@ -84,6 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="an equality constraint: EXPR = 0 (repeatable)")
     p.add_argument("--ineq", dest="constraints", action=_Constraint, default=[], metavar="EXPR",
                    help="an inequality constraint: EXPR >= 0 (repeatable)")
+    p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                   help="an IPOPT option (--method ipopt; repeatable), e.g. mu_strategy=adaptive")
     p.add_argument("--trace", metavar="FILE.csv", help="write every iterate to a CSV file")
     p.add_argument("--plot", metavar="FILE.png",
                    help="draw the path on a contour plot (two free variables)")
@@ -116,6 +122,25 @@ def read_cli_constraints(specs: list[tuple[str, str]], expr: Expr) -> list[tuple
     return out
 
 
+def ipopt_options(specs: list[str]) -> dict[str, int | float | str]:
+    """``['mu_strategy=adaptive', 'max_cpu_time=5']`` → ``{'mu_strategy': 'adaptive', 'max_cpu_time': 5}``:
+    a value that reads as an integer is one, else as a number, else it is text (IPOPT checks the type)."""
+    out: dict[str, int | float | str] = {}
+    for spec in specs:
+        name, eq, value = (s.strip() for s in spec.partition("="))
+        if not (eq and name and value):
+            raise SymadError(f"--option expects NAME=VALUE, got {spec.strip()!r:.60}")
+        for kind in (int, float):
+            try:
+                out[name] = kind(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[name] = value
+    return out
+
+
 def parse_bounds(specs: list[str]) -> dict[str, tuple[float | None, float | None]]:
     """``['x=-2:2,y=0:']`` → ``{'x': (-2.0, 2.0), 'y': (0.0, None)}``."""
     bounds: dict[str, tuple[float | None, float | None]] = {}
@@ -141,11 +166,14 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     start, fixed, bounds = parse_point(args.start), parse_point(args.fix), parse_bounds(args.bounds)
     constraints = read_cli_constraints(args.constraints, expr)
     method = chosen_method(args)
-    if constraints and method not in SCIPY_METHODS:
-        raise SymadError(f"--method {method} takes no constraints: use slsqp (the default with constraints) "
-                         f"or trust-constr")
-    if method in SCIPY_METHODS and (args.trace or args.plot):
-        raise SymadError(f"--trace and --plot follow symad's own methods; scipy's {method} keeps no path")
+    if constraints and method not in CONSTRAINED:
+        raise SymadError(f"--method {method} takes no constraints: use slsqp (the default with constraints), "
+                         f"trust-constr or ipopt")
+    if method in CONSTRAINED and (args.trace or args.plot):
+        whose = "IPOPT" if method == "ipopt" else f"scipy's {method}"
+        raise SymadError(f"--trace and --plot follow symad's own methods; {whose} keeps no path")
+    if args.option and method != "ipopt":
+        raise SymadError(f"--option sets IPOPT's options: it is for --method ipopt, not {method}")
     names = expr.graph.variables([expr.id, *(c.id for _, c in constraints)])
     start, fixed = indexed.expand_point(names, start), indexed.expand_point(names, fixed)
     free = [v for v in names if v not in fixed]
@@ -160,9 +188,11 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         raise SymadError(f"--plot draws functions of two free variables; this one has {len(free)}")
     if args.plot:
         _matplotlib()  # before the run, not after it
-    options = {} if args.lr is None else {"lr": args.lr}
+    options: dict[str, Any] = {} if args.lr is None else {"lr": args.lr}
+    if method == "ipopt":
+        options["options"] = ipopt_options(args.option)
     bar = _progress_bar(args)
-    extra: dict[str, Any] = {"variables": names, "constraints": constraints} if method in SCIPY_METHODS else {
+    extra: dict[str, Any] = {"variables": names, "constraints": constraints or None} if method in CONSTRAINED else {
         "keep_path": bool(args.trace or args.plot)}
     result = minimize(expr, {v: start[v] for v in free}, method=method, fixed=fixed, bounds=bounds,
                       tol=args.tol, xtol=args.xtol, max_iter=args.max_iter, max_time=args.max_time,
@@ -208,6 +238,8 @@ def _report(args: argparse.Namespace, text: str, r: OptimizeResult, start: dict[
            "iterations": r.nit, "evaluations": r.nfev, "hessian_evaluations": r.nhev,
            "success": bool(r.success), "status": r.status, "message": r.message, "time": r.time,
            "setup_time": r.setup_time}
+    if "ipopt_status" in r:
+        obj["ipopt_status"] = r.ipopt_status
     if cons:
         obj["constraints"] = [{k: _json(v) if k in ("value", "multiplier") else v for k, v in c.items()}
                               for c in cons]
@@ -270,7 +302,8 @@ def _progress_bar(args: argparse.Namespace) -> _Bar | None:
     from tqdm import tqdm
 
     method = chosen_method(args)
-    total = args.max_iter or (100_000 if method in METHODS and method not in SECOND_ORDER else 1000)
+    total = args.max_iter or (100_000 if method in METHODS and method not in SECOND_ORDER
+                              else 3000 if method == "ipopt" else 1000)
     return _Bar(tqdm, total, method)
 
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 
+from symad.ad.sparsity import csr
 from symad.core.dag import Graph
 from symad.core.errors import SymadError, VariableError, name_list
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
 from symad.optimize.problem import substitute
-from symad.optimize.sparse import SparseHessian, SparseJacobian, csr, symmetric_csr
+from symad.optimize.sparse import SparseHessian, symmetric_csr
 from symad.second_order import SecondOrder
 from symad.vector_function import VectorFunction
 
@@ -80,7 +81,6 @@ class Constraints:
         self.eq = np.array([k == "eq" for k in self.kinds])
         self._last: tuple[bytes, np.ndarray, np.ndarray] | None = None
         self._lagrangian: SecondOrder | None = None
-        self._sparse_jacobian: SparseJacobian | None = None
         self._sparse_hessian: SparseHessian | None = None
         self.nfev = self.njev = self.nhev = 0
 
@@ -136,22 +136,20 @@ class Constraints:
         return self.lagrangian().hessian(np.asarray(x, dtype=float), *self.lagrangian_args(v))
 
     # ------------------------------------------------------------------ sparse forms
-    def sparse_jacobian(self) -> SparseJacobian:
-        """The Jacobian's pattern and values (IPOPT's and trust-constr's sparse forms)."""
-        if self._sparse_jacobian is None:
-            self._sparse_jacobian = SparseJacobian(self.function)
-        return self._sparse_jacobian
+    def jacobian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Jacobian's structural nonzeros ``(rows, cols)`` (IPOPT's and trust-constr's sparse forms)."""
+        return self.function.jacobian_pattern()
+
+    def jacobian_values(self, x: Any) -> np.ndarray:
+        """The Jacobian's values aligned with :meth:`jacobian_pattern`."""
+        self.njev += 1
+        return self.function.jacobian_values(np.ascontiguousarray(x, dtype=float), *self.args)
 
     def sparse_hessian(self) -> SparseHessian:
-        """The lower triangle of ``Σ v_i ∇²c_i``: values at ``(x, *lagrangian_args(v))``."""
+        """The lower triangle of ``Σ v_i ∇²c_i``: its pattern, values at ``(x, *lagrangian_args(v))``."""
         if self._sparse_hessian is None:
             self._sparse_hessian = SparseHessian(self.lagrangian(), len(self.names))
         return self._sparse_hessian
-
-    def jacobian_values(self, x: Any) -> np.ndarray:
-        """The Jacobian's values aligned with :meth:`sparse_jacobian`'s pattern."""
-        self.njev += 1
-        return self.sparse_jacobian().values(x, *self.args)
 
     def hessian_values(self, x: Any, v: Any) -> np.ndarray:
         """``Σ v_i ∇²c_i(x)``'s lower triangle, aligned with :meth:`sparse_hessian`'s pattern."""
@@ -168,10 +166,10 @@ class Constraints:
         upper = np.where(self.eq, 0.0, np.inf)
         if not sparse:
             return [NonlinearConstraint(self.values, np.zeros(len(self)), upper, jac=self.jacobian, hess=self.hess)]
-        n, jac, hess = len(self.names), self.sparse_jacobian(), self.sparse_hessian()
+        n, (rows, cols), hess = len(self.names), self.jacobian_pattern(), self.sparse_hessian()
 
         def jacobian(x: Any) -> Any:
-            return csr(jac.rows, jac.cols, self.jacobian_values(x), (len(self), n))
+            return csr(rows, cols, self.jacobian_values(x), (len(self), n))
 
         def hessian(x: Any, v: Any) -> Any:
             return symmetric_csr(hess.rows, hess.cols, self.hessian_values(x, v), n)

@@ -39,7 +39,9 @@ STATUS = {
 }
 SOLVED = (0, 1)
 # What a status means, said before IPOPT's own message.
-SAYS = {2: "infeasible: IPOPT found no point meeting the constraints and bounds",
+SAYS = {0: "optimality conditions met to tol",
+        1: "optimality conditions met to IPOPT's acceptable tolerances only (not to tol)",
+        2: "infeasible: IPOPT found no point meeting the constraints and bounds",
         4: "diverged: the iterates grew without bound (unbounded below?)",
         -1: "maximum number of iterations reached",
         -13: "non-finite: a value or derivative is not finite (overflow, or outside the domain)"}
@@ -66,10 +68,11 @@ class _Callbacks:
         self._fg_at: tuple[bytes, float, np.ndarray] | None = None
         self.f_hessian = SparseHessian(problem.fn, n)
         parts = [(self.f_hessian.rows, self.f_hessian.cols)]
+        self._jacobian = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         if cons is not None:
             c = cons.sparse_hessian()
             parts.append((c.rows, c.cols))
-            self._jacobian = cons.sparse_jacobian()
+            self._jacobian = cons.jacobian_pattern()
         self.union = Union(parts, n)
         self.last_x: np.ndarray | None = None
 
@@ -89,15 +92,13 @@ class _Callbacks:
         return self._fg(x)[1]
 
     def constraints(self, x: np.ndarray) -> np.ndarray:
-        assert self.cons is not None
-        return self.cons.values(x)
+        return self.cons.values(x) if self.cons is not None else np.zeros(0)
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._jacobian.rows, self._jacobian.cols
+        return self._jacobian
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        assert self.cons is not None
-        return self.cons.jacobian_values(x)
+        return self.cons.jacobian_values(x) if self.cons is not None else np.zeros(0)
 
     def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self.union.rows, self.union.cols
@@ -216,15 +217,15 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
     if stopped:
         message = stopped[0]
     else:
-        message = said or SAYS.get(status, "") or ipopt_says
-        message += f" (IPOPT: {name}" + (f": {ipopt_says})" if ipopt_says and message != ipopt_says else ")")
+        message = f"{said or SAYS.get(status, '') or ipopt_says} (IPOPT: {name})"
     success = status in SOLVED and not stopped and violation <= FEASIBLE
     if status in SOLVED and violation > FEASIBLE:
         message += f" (but a constraint is violated by {violation:.3g})"
     out = {
         "x": x, "fun": float(f), "jac": g, "nit": iterations[0],
         "nfev": problem.nfev, "njev": problem.njev, "nhev": problem.nhev,
-        "success": bool(success), "status": status, "message": message, "ipopt_status": name,
+        "success": bool(success), "status": status, "message": message,
+        "ipopt_status": name, "ipopt_message": ipopt_says,
         "variables": list(problem.names), "point": problem.point(x), "method": "ipopt", "hessian": "sparse",
         "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
         "bound_multipliers": (np.asarray(info["mult_x_L"], dtype=float), np.asarray(info["mult_x_U"], dtype=float)),
