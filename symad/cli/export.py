@@ -7,11 +7,13 @@ import os
 import re
 import sys
 
+from symad.cli import loops
 from symad.cli.common import emit
 from symad.core.errors import SymadError
 from symad.core.files import write_atomically
 from symad.expr import Expr
 from symad.tools.exporters import c_source, python_source
+from symad.tools.exporters.loops import layout
 
 EPILOG = """\
 The code is from the same schedule and op lowerings as symad's native code, and computes
@@ -25,6 +27,8 @@ examples:
         double f(const double *x, double *grad)
   symad export-c "x^3*y" --hessian --name cubic -o cubic.c      double cubic(x, grad, hess)
   symad export-py "x^3*y" --grad -o cubic.py                    def f(x): return value, grad
+  symad export-c "sum(i = 1..100000, (x[i+1] - x[i])^2)" --grad -o smooth.c
+        loops over i; x is the vector x[1..100001] (F_SIZE in the header)
 """
 
 
@@ -57,11 +61,14 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         else:
             write_atomically(path, content)
     if args.output != "-":
+        variables = list(expr.variables)
+        if loops.has_loops(expr):  # a vector as x[lo..hi]
+            variables = layout(expr, False).labels()
         what = "value" + (", gradient" if args.grad or args.hessian else "") + (", Hessian" if args.hessian else "")
         written = " and ".join(path for path, _ in files)
         emit(args, {"expr": text.strip(), "files": [path for path, _ in files], "name": args.name,
-                    "variables": list(expr.variables)},
-             [f"wrote {written}: {args.name}({', '.join(expr.variables)}), {what}"], [])
+                    "variables": variables},
+             [f"wrote {written}: {args.name}({', '.join(variables)}), {what}"], [])
 
 
 def _header_of(output: str, force: bool) -> str:

@@ -11,7 +11,8 @@ from symad.core import binders
 from symad.core.errors import SymadError
 from symad.expr import Expr
 
-COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats")  # the others say they do not take loops yet
+# the commands that take loops; the others say they do not take them yet
+COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "export-c", "export-py")
 
 
 def has_loops(expr: Expr | list[Expr] | None) -> bool:
