@@ -58,6 +58,8 @@ def test_the_data_is_the_explanation_bit_for_bit():
                        for t in got["terms"]]
         assert shown_terms == [(t.source, t.local, t.contribution, t.local_value, t.factor) for t in row.terms]
     assert {p["var"]: exact(p["d"]) for p in data["gradient"]} == want.result
+    for got in data["sweep"]:  # the running sums shown end at the adjoint the sweep summed
+        assert not got["terms"] or exact(got["terms"][-1].get("sum", got["terms"][-1]["c"])) == exact(got["d"])
     assert any("|" in r["v"] for r in data["rows"])  # (numbers shown rounded carry their exact digits)
 
 

@@ -69,7 +69,7 @@ def _number(value: float) -> str:
 class Page:
     """The page of an expression at a point: ``html`` (one file), ``save(path)``, inline in Jupyter."""
 
-    html: str
+    html: str = field(repr=False)
     expression: str
     nodes: int  # nodes of the DAG (numbers included)
     drawn: int  # nodes of the DAG drawn in the picture
@@ -183,8 +183,8 @@ class _Layout:
         g = self.g
         large = len(self.drawn) + len(self.boxes) > viz.LARGE
         dot = graphviz.Digraph("symad", graph_attr={
-            "rankdir": self.rankdir, "fontname": "Helvetica", "nodesep": "0.8", "ranksep": "0.45", "newrank": "true",
-            "bgcolor": "transparent", **(_LARGE_LAYOUT if large else {})})
+            "rankdir": self.rankdir, "fontname": "Helvetica", "nodesep": "0.8" if large else "1.1", "ranksep": "0.45",
+            "newrank": "true", "bgcolor": "transparent", **(_LARGE_LAYOUT if large else {})})
         dot.attr("node", fontname="Helvetica", fontsize="13", margin="0.12,0.05", height="0.4")
         dot.attr("edge", fontname="Helvetica", fontsize="11", color=_EDGE, arrowsize="0.7")
         inputs = []

@@ -28,20 +28,30 @@
     var el = document.getElementById(row.el);
     if (el && row.el === "sx-" + row.z) {
       elements[row.z] = el;
-      var box = el.getBBox();
-      notes[row.z] = {val: addText(el, box, 0, "sx-val"), adj: addText(el, box, 1, "sx-adj")};
+      notes[row.z] = {val: addText(el, "sx-val"), adj: addText(el, "sx-adj")};
     }
   });
+  var placed = false;
   var boxes = Object.keys(D.boxes).map(function (id) { return document.getElementById(id); });
   var step = 0;
 
-  function addText(el, box, line, cls) {
+  function addText(el, cls) {
     var t = document.createElementNS("http://www.w3.org/2000/svg", "text");
-    t.setAttribute("x", box.x + box.width + 4);
-    t.setAttribute("y", box.y + box.height / 2 - 2 + line * 14);
     t.setAttribute("class", cls);
     el.appendChild(t);
     return t;
+  }
+
+  function place() {  // the numbers beside their nodes, once the picture is laid out (a frame may not be yet)
+    Object.keys(notes).forEach(function (z) {
+      var shape = elements[z].querySelector("ellipse, polygon, path");
+      var box = (shape || elements[z]).getBBox();
+      if (box.width > 0) { placed = true; }
+      notes[z].val.setAttribute("x", box.x + box.width + 4);
+      notes[z].val.setAttribute("y", box.y + box.height / 2 - 2);
+      notes[z].adj.setAttribute("x", box.x + box.width + 4);
+      notes[z].adj.setAttribute("y", box.y + box.height / 2 + 12);
+    });
   }
 
   function esc(s) {
@@ -135,20 +145,22 @@
   }
 
   // ------------------------------------------------------------ the picture at a step
-  function adjointAt(z, k) {  // z's adjoint annotation once the sweep has done rows 0..k
-    var inf = info[z], s = inf.sweep;
+  var SHORT = 20;  // characters of a sum written beside a node; past them, only the sum so far
+  function adjointAt(z, k) {  // z's adjoint beside its node once the sweep has done rows 0..k
+    var s = info[z].sweep;
     if (!s) { return ""; }
-    if (inf.at <= k) {
-      var terms = s.terms.length > 1 ? s.terms.map(function (t) { return text(t.c); }).join(" + ") + " = " : "";
-      return bar(z) + " = " + terms + text(s.d);
-    }
-    var got = s.terms.filter(function (t) { return t.at <= k; });
-    if (!got.length) { return ""; }
-    if (got.length === s.terms.length) { return bar(z) + " = " + (got.length > 1 ? got.map(function (t) { return text(t.c); }).join(" + ") + " = " : "") + text(got[got.length - 1].sum); }
-    return bar(z) + " = " + got.map(function (t) { return text(t.c); }).join(" + ") + " + \u2026";
+    var got = s.seed ? [] : s.terms.filter(function (t) { return t.at <= k; });
+    if (!s.seed && !got.length) { return ""; }
+    var whole = s.seed ? info[z].at <= k : got.length === s.terms.length;
+    var sum = whole ? text(s.d) : "";  // every contribution is in: the adjoint, as the sweep summed it
+    var terms = got.map(function (t) { return text(t.c); }).join(" + ");
+    var line = bar(z) + " = " + (whole ? (got.length > 1 ? terms + " = " : "") + sum : terms + " + \u2026");
+    if (line.length <= SHORT) { return line; }
+    return bar(z) + " = " + (whole ? sum : text(got[got.length - 1].sum) + " + \u2026");
   }
 
   function paint() {
+    if (!placed) { place(); }
     var k = step - R - 1;  // the sweep row of a backward step (or past it)
     var cur = step >= 1 && step <= R ? D.rows[step - 1].z : k >= 0 && k < S ? D.sweep[k].z : null;
     var sweepDone = step > R + S ? S : k;
@@ -281,7 +293,19 @@
     zoom.textContent = on ? "full size" : "fit";
   }
   zoom.addEventListener("click", function () { fit(!graph.classList.contains("sx-fit")); });
-  fit(wide <= 2.5 * graph.clientWidth && tall <= 2.5 * window.innerHeight);
+  var fitted = false;
+  function layout() {  // once the page has a size (a frame gets it after its script may have run)
+    if (graph.clientWidth > 0 && !fitted) {
+      fitted = true;
+      fit(wide <= 2.5 * graph.clientWidth && tall <= 2.5 * window.innerHeight);
+    } else if (fitted && graph.classList.contains("sx-fit")) {
+      fit(true);
+    }
+    if (!placed) { place(); }
+  }
+  window.addEventListener("resize", layout);
+  window.addEventListener("load", layout);
+  layout();
 
   document.getElementById("sx-at").textContent = D.at ? "at " + D.at : "";
   document.getElementById("sx-notes").textContent = D.notes.join(" ");
