@@ -22,10 +22,8 @@ from typing import Any
 import numpy as np
 
 from symad.core.errors import PointError, SymadError
-from symad.optimize.constrained import FEASIBLE, constrained_problem, violation_of
-from symad.optimize.constraints import Constraints
-from symad.optimize.problem import Problem
-from symad.optimize.sparse import SparseHessian, Union
+from symad.optimize.constrained import FEASIBLE
+from symad.optimize.nlp import NLP, build, jacobian_t, violation
 
 # IPOPT's return statuses (its ApplicationReturnStatus), by number.
 STATUS = {
@@ -62,53 +60,40 @@ class _Callbacks:
     """The problem in cyipopt's calling conventions (``objective``, ``gradient``, ``constraints``,
     ``jacobian``, ``hessian`` and their structures, ``intermediate``)."""
 
-    def __init__(self, problem: Problem, cons: Constraints | None, intermediate: Callable[..., bool]):
-        self.p, self.cons, self.intermediate = problem, cons, intermediate
-        n = len(problem.names)
+    def __init__(self, nlp: NLP, intermediate: Callable[..., bool]):
+        self.nlp, self.intermediate = nlp, intermediate
         self._fg_at: tuple[bytes, float, np.ndarray] | None = None
-        self.f_hessian = SparseHessian(problem.fn, n)
-        parts = [(self.f_hessian.rows, self.f_hessian.cols)]
-        self._jacobian = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        if cons is not None:
-            c = cons.sparse_hessian()
-            parts.append((c.rows, c.cols))
-            self._jacobian = cons.jacobian_pattern()
-        self.union = Union(parts, n)
         self.last_x: np.ndarray | None = None
 
-    def _fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Value and gradient from one call, kept for the point (IPOPT asks for each in turn)."""
         key = x.tobytes()
         if self._fg_at is None or self._fg_at[0] != key:
-            f, g = self.p.fg(x)
-            self._fg_at = (key, float(f), np.asarray(g, dtype=float))
+            f, g = self.nlp.fg(x)
+            self._fg_at = (key, float(f), g)
             self.last_x = x.copy()
         return self._fg_at[1], self._fg_at[2]
 
     def objective(self, x: np.ndarray) -> float:
-        return self._fg(x)[0]
+        return self.fg(x)[0]
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
-        return self._fg(x)[1]
+        return self.fg(x)[1]
 
     def constraints(self, x: np.ndarray) -> np.ndarray:
-        return self.cons.values(x) if self.cons is not None else np.zeros(0)
+        return self.nlp.values(x)
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._jacobian
+        return self.nlp.jacobian
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self.cons.jacobian_values(x) if self.cons is not None else np.zeros(0)
+        return self.nlp.jacobian_values(x)
 
     def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.union.rows, self.union.cols
+        return self.nlp.union.rows, self.nlp.union.cols
 
     def hessian(self, x: np.ndarray, mu: np.ndarray, sigma: float) -> np.ndarray:
-        self.p.nhev += 1
-        parts = [sigma * self.f_hessian.values(x, *self.p.args)]
-        if self.cons is not None:
-            parts.append(self.cons.hessian_values(x, mu))  # IPOPT's multipliers μ: its Lagrangian f + Σ μ_i c_i
-        return self.union.combine(parts)
+        return self.nlp.hessian_values(x, sigma, mu)  # IPOPT's multipliers μ: its Lagrangian f + Σ μ_i c_i
 
 
 @contextmanager
@@ -156,10 +141,10 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
     if options is not None and not isinstance(options, Mapping):
         raise SymadError(f"options is a dict of IPOPT's options by name, not {options!r:.60}")
     t0 = time.perf_counter()
-    problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
-    x = problem.start(x0)
+    nlp = build(fun, constraints, variables, fixed, bounds, background, params)
+    x = nlp.start(x0)
     if not np.isfinite(x).all():
-        bad = [problem.names[i] for i in np.flatnonzero(~np.isfinite(x))]
+        bad = [nlp.names[i] for i in np.flatnonzero(~np.isfinite(x))[:3]]
         raise PointError(f"the start point is not finite: {', '.join(bad)}")
     from symad.optimize.driver import OptimizeResult
 
@@ -182,20 +167,19 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
                 return False
         return True
 
-    calls = _Callbacks(problem, cons, intermediate)
-    m = len(cons) if cons is not None else 0
+    calls = _Callbacks(nlp, intermediate)
+    m = nlp.m
     with np.errstate(all="ignore"):  # compile, and look at the start, before the clock starts
-        f0, g0 = calls._fg(x)
-        c0 = cons.values(x) if cons is not None else np.zeros(0)
-        if cons is not None:
-            cons.jacobian_values(x)
+        f0, g0 = calls.fg(x)
+        c0 = nlp.values(x)
+        nlp.jacobian_values(x)
         first = [name for name, v in (("f", np.asarray(f0)), ("its gradient", g0), ("a constraint", c0))
                  if not np.isfinite(v).all()]
     setup = time.perf_counter() - t0
-    lower = np.zeros(m)
-    upper = np.where(cons.eq, 0.0, math.inf) if cons is not None else np.zeros(0)
-    nlp = cyipopt.Problem(n=len(x), m=m, problem_obj=calls, lb=problem.lower, ub=problem.upper, cl=lower, cu=upper)
-    _set_options(nlp, {"print_level": 0, "sb": "yes", "tol": tol, "max_iter": max_iter, **(options or {})})
+    upper = np.where(nlp.eq, 0.0, math.inf)
+    problem = cyipopt.Problem(n=len(x), m=m, problem_obj=calls, lb=nlp.lower, ub=nlp.upper, cl=np.zeros(m),
+                              cu=upper)
+    _set_options(problem, {"print_level": 0, "sb": "yes", "tol": tol, "max_iter": max_iter, **(options or {})})
     t1 = time.perf_counter()
     if first:
         status, x_out = -13, x
@@ -204,13 +188,13 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
         said = f"non-finite at the start point: {' and '.join(first)} (change x0)"
     else:
         with np.errstate(all="ignore"):
-            x_out, info = nlp.solve(x)
+            x_out, info = problem.solve(x)
         status, said = int(info["status"]), ""
     x = np.asarray(x_out, dtype=float)
     with np.errstate(all="ignore"):
-        f, g = problem.fg(x)
-        values = cons.values(x) if cons is not None else np.zeros(0)
-    violation = violation_of(values, cons, x, problem)
+        f, g = nlp.fg(x)
+        values = nlp.values(x)
+    worst = violation(nlp, x, values)
     name = STATUS.get(status, f"status {status}")
     ipopt_says = info["status_msg"].decode(errors="replace") if isinstance(info["status_msg"], bytes) else str(
         info["status_msg"])
@@ -218,24 +202,23 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
         message = stopped[0]
     else:
         message = f"{said or SAYS.get(status, '') or ipopt_says} (IPOPT: {name})"
-    success = status in SOLVED and not stopped and violation <= FEASIBLE
-    if status in SOLVED and violation > FEASIBLE:
-        message += f" (but a constraint is violated by {violation:.3g})"
+    success = status in SOLVED and not stopped and worst <= FEASIBLE
+    if status in SOLVED and worst > FEASIBLE:
+        message += f" (but a constraint is violated by {worst:.3g})"
     out = {
         "x": x, "fun": float(f), "jac": g, "nit": iterations[0],
-        "nfev": problem.nfev, "njev": problem.njev, "nhev": problem.nhev,
+        "nfev": nlp.nfev, "njev": nlp.njev, "nhev": nlp.nhev,
         "success": bool(success), "status": status, "message": message,
         "ipopt_status": name, "ipopt_message": ipopt_says,
-        "variables": list(problem.names), "point": problem.point(x), "method": "ipopt", "hessian": "sparse",
-        "constraints": {"kinds": cons.kinds if cons else [], "values": values, "violation": violation},
+        "variables": list(nlp.names), "point": nlp.point(x), "method": "ipopt", "hessian": "sparse",
+        "constraints": {"kinds": list(nlp.kinds), "values": values, "violation": worst},
         "bound_multipliers": (np.asarray(info["mult_x_L"], dtype=float), np.asarray(info["mult_x_U"], dtype=float)),
         "time": time.perf_counter() - t1, "setup_time": setup,
     }
-    if cons is not None:
+    if m:
         multipliers = -np.asarray(info["mult_g"], dtype=float)
         out["multipliers"] = multipliers
         with np.errstate(all="ignore"):
-            g = g - cons.jacobian(x).T @ multipliers
-    out["grad_norm"] = float(np.linalg.norm(problem.pgrad(x, g)))
+            g = g - jacobian_t(nlp, x, multipliers)
+    out["grad_norm"] = float(np.linalg.norm(nlp.pgrad(x, g)))
     return out
-

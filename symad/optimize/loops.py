@@ -1,0 +1,403 @@
+"""Constrained problems written with loops: an objective with sums, constraint families ``each(i=..., c)``.
+
+Each piece is compiled on its own (its text may define its own constants, ``N = 2000; ...``):
+the objective (a :class:`~symad.indexed_function.IndexedFunction` when a sum stays a loop, else
+a written-out :class:`~symad.function.Function`), each scalar constraint the same way, and each
+family ``each(k = lo..hi, c_k)`` as its Lagrangian ``L = sum(k = lo..hi, λ[k]*c_k)``, an indexed
+function of the variables *and* of ``λ``: its gradient in ``λ`` is the family's values, and its
+Hessian holds the family's Jacobian (the ``λ``–``x`` block, as ``∂²L/∂λ_k∂x_j = ∂c_k/∂x_j``) and
+the family's part of the Lagrangian's Hessian (the ``x``–``x`` block at ``λ = μ``), patterns
+read off the loop without unrolling it and values from Hessian-vector products
+(:meth:`~symad.indexed_function.IndexedFunction.hessian_values`).
+
+The problem's variables are every scalar and every vector entry the pieces use, a vector
+``x`` covering the indices from the smallest to the largest any piece uses, in the order of
+their names (``p[1..N+1]``, then ``u[1..N]``, ...); a piece's own variables are a part of them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core import binders
+from symad.core.dag import Graph, natural_key
+from symad.core.errors import PointError, SymadError, VariableError
+from symad.core.indexed import as_floats
+from symad.expr import Expr, parse
+from symad.optimize.conditions import as_constraint, check_objective
+from symad.optimize.constraints import KINDS
+from symad.optimize.sparse import Union
+
+_LABEL = re.compile(r"(?P<base>[^\[\]]+)\[(?P<lo>-?\d+)(?:\.\.(?P<hi>-?\d+))?\]")
+MULTIPLIERS = "lam'"  # the family's multipliers in its Lagrangian: a name no parsed text has (the quote)
+
+
+def has_loops(expr: Expr) -> bool:
+    """Whether ``expr`` keeps a loop (a sum, prod or each that was not written out)."""
+    return bool(expr.graph.scoped) and binders.has_scoped(expr.graph, [expr.id])
+
+
+def _ranges(labels: Sequence[str]) -> list[tuple[str, int, int] | tuple[str, None, None]]:
+    """A compiled function's variables (``x[1..5]``, ``x[3]``, ``y``) as ``(base, lo, hi)``, a
+    scalar as ``(name, None, None)``."""
+    out: list[tuple[str, int, int] | tuple[str, None, None]] = []
+    for label in labels:
+        m = _LABEL.fullmatch(label)
+        if m is None:
+            out.append((label, None, None))
+        else:
+            lo = int(m["lo"])
+            out.append((m["base"], lo, int(m["hi"]) if m["hi"] is not None else lo))
+    return out
+
+
+class Layout:
+    """The problem's flat vector of variables: each scalar once, each vector as one run of its
+    entries from the smallest index any piece uses to the largest."""
+
+    def __init__(self, label_lists: Sequence[Sequence[str]]):
+        spans: dict[str, list[int]] = {}
+        scalars: set[str] = set()
+        for labels in label_lists:
+            for base, lo, hi in _ranges(labels):
+                if lo is None:
+                    scalars.add(base)
+                else:
+                    span = spans.setdefault(base, [lo, hi])  # type: ignore[list-item]
+                    span[0], span[1] = min(span[0], lo), max(span[1], hi)  # type: ignore[type-var]
+        both = sorted(scalars & set(spans))
+        if both:
+            raise VariableError(f"{both[0]} is both a scalar and a vector ({both[0]}[...]) in the problem")
+        self.offsets: dict[str, int] = {}
+        self.spans = {b: (lo, hi) for b, (lo, hi) in spans.items()}
+        at = 0
+        for base in sorted([*scalars, *spans], key=natural_key):
+            self.offsets[base] = at
+            at += spans[base][1] - spans[base][0] + 1 if base in spans else 1
+        self.size = at
+
+    def positions(self, labels: Sequence[str]) -> np.ndarray:
+        """The positions of a piece's flat variables (in its own order) in the problem's vector."""
+        parts = []
+        for base, lo, hi in _ranges(labels):
+            start = self.offsets[base]
+            if lo is None:
+                parts.append(np.array([start], dtype=np.int64))
+            else:
+                first = start + lo - self.spans[base][0]
+                parts.append(np.arange(first, first + hi - lo + 1, dtype=np.int64))
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    @property
+    def bases(self) -> list[str]:
+        return list(self.offsets)
+
+    def labels(self) -> list[str]:
+        """Every variable's name, ``x[k]`` for a vector's entries, in the flat order."""
+        out = []
+        for base in self.offsets:
+            if base in self.spans:
+                lo, hi = self.spans[base]
+                out.extend(f"{base}[{k}]" for k in range(lo, hi + 1))
+            else:
+                out.append(base)
+        return out
+
+    def described(self) -> str:
+        """``p[1..2001], u[1..2000], T``."""
+        return ", ".join(f"{b}[{self.spans[b][0]}..{self.spans[b][1]}]" if b in self.spans else b
+                         for b in self.offsets)
+
+    def values(self, given: Mapping[str, Any] | Any, what: str) -> np.ndarray:
+        """A vector over the layout from ``{base: number or array, name: number, "x[3]": number}``,
+        or a flat sequence; every variable must be given (``what`` says which argument this is)."""
+        if not isinstance(given, Mapping):
+            flat = as_floats(given, what=what).reshape(-1)
+            if flat.shape != (self.size,):
+                raise PointError(f"{what} needs {self.size:,} numbers ({self.described()}), got {flat.size:,}")
+            return flat.copy()
+        out = np.full(self.size, math.nan)
+        done = np.zeros(self.size, dtype=bool)
+        for name, value in given.items():
+            key = name.strip()
+            entry = _LABEL.fullmatch(key)
+            if key in self.spans:
+                lo, hi = self.spans[key]
+                arr = as_floats(value, key, what=what)
+                if arr.ndim > 1 or (arr.ndim == 1 and arr.size != hi - lo + 1):
+                    raise PointError(f"{what}: {key} has {hi - lo + 1:,} entries ({key}[{lo}] to {key}[{hi}]), "
+                                     f"not {arr.size:,} numbers")
+                at = slice(self.offsets[key], self.offsets[key] + hi - lo + 1)
+            elif key in self.offsets:
+                arr, at = as_floats(value, key, what=what), slice(self.offsets[key], self.offsets[key] + 1)
+            elif entry is not None and entry["base"] in self.spans and entry["hi"] is None:
+                base, k = entry["base"], int(entry["lo"])
+                lo, hi = self.spans[base]
+                if not lo <= k <= hi:
+                    raise VariableError(f"{what}: {key} is outside {base}[{lo}..{hi}]")
+                arr = as_floats(value, key, what=what)
+                at = slice(self.offsets[base] + k - lo, self.offsets[base] + k - lo + 1)
+            else:
+                raise VariableError(f"{what}: {key} is not a variable of the problem ({self.described()})")
+            out[at] = arr
+            done[at] = True
+        if not done.all():
+            missing = self.labels()[int(np.flatnonzero(~done)[0])]
+            raise PointError(f"{what} has no value for {missing} (the problem's variables: {self.described()})")
+        return out
+
+    def point(self, x: np.ndarray) -> dict[str, Any]:
+        """The solution by name: a vector's entries as one array, a scalar as a float."""
+        out: dict[str, Any] = {}
+        for base, at in self.offsets.items():
+            if base in self.spans:
+                lo, hi = self.spans[base]
+                out[base] = x[at:at + hi - lo + 1].copy()
+            else:
+                out[base] = float(x[at])
+        return out
+
+
+def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
+    """An expression's value, gradient and sparse Hessian: loops kept, or written out."""
+    if has_loops(expr):
+        from symad.indexed_function import IndexedFunction
+
+        return IndexedFunction(expr, wrt=wrt)
+    from symad.function import Function
+
+    return Function(expr, background=False)
+
+
+class Scalar:
+    """A scalar piece (the objective, or one constraint): value, gradient and Hessian over its
+    own variables, at its ``take`` positions of the problem's vector."""
+
+    def __init__(self, expr: Expr):
+        self.fn = _compiled(expr)
+        self.labels = list(self.fn.variables)
+
+    def place(self, layout: Layout) -> None:
+        self.take = layout.positions(self.labels)
+        rows, cols = self.fn.hessian_pattern()
+        self.h_rows, self.h_cols = self.take[rows], self.take[cols]  # take is increasing: still lower
+
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = self.fn.value_and_grad(np.ascontiguousarray(x[self.take]))
+        return float(f), np.asarray(g, dtype=float)
+
+    def hessian_values(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.fn.hessian_values(np.ascontiguousarray(x[self.take])), dtype=float)
+
+
+class Family:
+    """A constraint family ``each(k = lo..hi, c_k)``: its values, sparse Jacobian and Lagrangian
+    Hessian from one indexed function, its Lagrangian ``sum(k, λ[k]*c_k)`` over ``(λ, x)``."""
+
+    def __init__(self, expr: Expr):
+        g: Graph = expr.graph
+        level, lo, hi = binders.range_of(g, expr.id)
+        body = binders.body_of(g, expr.id)
+        if binders.levels(g)[body] < level:
+            raise SymadError(f"each(...) of a body without its index is {hi - lo + 1} copies of one "
+                             f"constraint: give it once")
+        weight = binders.item(g, g.vector(MULTIPLIERS), g.index(level))
+        lagrangian = binders.reduce(g, "sum", level, lo, hi, g.make("mul", weight, body))
+        from symad.indexed_function import IndexedFunction
+
+        self.fn = IndexedFunction(Expr(g, lagrangian))
+        self.m = hi - lo + 1
+        labels = list(self.fn.variables)
+        ((mu_at, mu_label),) = [(k, v) for k, v in enumerate(labels) if v.startswith(MULTIPLIERS + "[")]
+        self.labels = labels[:mu_at] + labels[mu_at + 1:]
+        sizes = [1 if lo_ is None else hi_ - lo_ + 1 for _, lo_, hi_ in _ranges(labels)]
+        self.mu_start = sum(sizes[:mu_at])
+        self._full = np.zeros(self.fn.size)
+        self._mu_mask = np.zeros(self.fn.size, dtype=bool)
+        self._mu_mask[self.mu_start:self.mu_start + self.m] = True
+        self._at: tuple[bytes, bytes, np.ndarray] | None = None
+
+    def place(self, layout: Layout, row: int) -> None:
+        """Where the family's variables sit in the problem's vector, its rows from ``row`` on."""
+        take = layout.positions(self.labels)
+        # the function's flat positions: the multipliers' block, the variables' positions around it
+        local = np.concatenate([np.arange(self.mu_start), np.arange(self.mu_start + self.m, self.fn.size)])
+        to_problem = np.full(self.fn.size, -1, dtype=np.int64)
+        to_problem[local] = take
+        rows, cols = self.fn.hessian_pattern()
+        mu_r, mu_c = self._mu_mask[rows], self._mu_mask[cols]
+        self._jac = np.flatnonzero(mu_r ^ mu_c)  # the λ–x block: the Jacobian
+        self._hess = np.flatnonzero(~mu_r & ~mu_c)  # the x–x block: Σ μ_k ∇²c_k
+        jr = np.where(mu_r, rows, cols)[self._jac] - self.mu_start
+        jc = to_problem[np.where(mu_r, cols, rows)[self._jac]]
+        order = np.lexsort((jc, jr))
+        self._jac, self.j_rows, self.j_cols = self._jac[order], jr[order] + row, jc[order]
+        hr, hc = to_problem[rows[self._hess]], to_problem[cols[self._hess]]
+        self.h_rows, self.h_cols = np.maximum(hr, hc), np.minimum(hr, hc)
+        self.to_problem = to_problem
+
+    def _point(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        full = self._full.copy()
+        full[~self._mu_mask] = x[self.to_problem[~self._mu_mask]]
+        full[self._mu_mask] = mu
+        return full
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        _, grad = self.fn.value_and_grad(self._point(x, np.zeros(self.m)))
+        return np.asarray(grad[self._mu_mask], dtype=float)
+
+    def _hessian(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        key = x.tobytes()
+        if self._at is None or self._at[0] != key or self._at[1] != mu.tobytes():
+            self._at = (key, mu.tobytes(), np.asarray(self.fn.hessian_values(self._point(x, mu)), dtype=float))
+        return self._at[2]
+
+    def jacobian_values(self, x: np.ndarray) -> np.ndarray:
+        mu = np.frombuffer(self._at[1]) if self._at is not None and self._at[0] == x.tobytes() else np.ones(self.m)
+        return self._hessian(x, mu)[self._jac]  # (the Jacobian does not depend on μ)
+
+    def hessian_values(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        return self._hessian(x, mu)[self._hess]
+
+
+class LoopProblem:
+    """A constrained problem with loops, as IPOPT and trust-constr take it: the objective's value,
+    gradient and Hessian, the constraints' values and sparse Jacobian, the Lagrangian's sparse
+    Hessian, over :class:`Layout`'s flat vector."""
+
+    def __init__(self, fun: str | Expr, constraints: Any, bounds: Any):
+        objective = parse(fun, Graph()) if isinstance(fun, str) else fun
+        check_objective(objective)
+        self.objective = Scalar(objective)
+        self.kinds: list[str] = []
+        self.pieces: list[Scalar | Family] = []
+        for kind, expr in _read(constraints):
+            self.kinds.append(kind)
+            self.pieces.append(Family(expr) if expr.op == "each" else Scalar(expr))
+        self.layout = Layout([self.objective.labels, *(p.labels for p in self.pieces)])
+        self.names = self.layout.labels()
+        self.objective.place(self.layout)
+        row = 0
+        self.rows: list[slice] = []
+        for piece in self.pieces:
+            m = piece.m if isinstance(piece, Family) else 1
+            if isinstance(piece, Family):
+                piece.place(self.layout, row)
+            else:
+                piece.place(self.layout)
+            self.rows.append(slice(row, row + m))
+            row += m
+        self.m = row
+        self.eq = np.zeros(self.m, dtype=bool)
+        for kind, rows in zip(self.kinds, self.rows):
+            self.eq[rows] = kind == "eq"
+        self.lower, self.upper = self._bounds(bounds)
+        self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self.union = Union([(self.objective.h_rows, self.objective.h_cols),
+                            *((p.h_rows, p.h_cols) for p in self.pieces)], self.layout.size)
+        j_rows, j_cols = [], []
+        for piece, rows in zip(self.pieces, self.rows):
+            if isinstance(piece, Family):
+                j_rows.append(piece.j_rows)
+                j_cols.append(piece.j_cols)
+            else:
+                j_rows.append(np.full(piece.take.size, rows.start, dtype=np.int64))
+                j_cols.append(piece.take)
+        self.jacobian = (np.concatenate(j_rows) if j_rows else np.zeros(0, dtype=np.int64),
+                         np.concatenate(j_cols) if j_cols else np.zeros(0, dtype=np.int64))
+        self.nfev = self.njev = self.nhev = 0
+
+    def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``{name: (lo, hi)}`` (None: no bound): a vector's name bounds each of its entries, and
+        ``x[3]`` one entry (over its vector's bounds, whatever the order given)."""
+        lower, upper = np.full(self.layout.size, -math.inf), np.full(self.layout.size, math.inf)
+        if bounds is None:
+            return lower, upper
+        if not isinstance(bounds, Mapping):
+            raise SymadError("bounds of a problem with loops are a dict {name: (lo, hi)}, a vector's name "
+                             "bounding each of its entries")
+        for name, pair in sorted(bounds.items(), key=lambda item: "[" in item[0]):
+            at = self._where(name.strip())
+            lo, hi = pair
+            lower[at] = -math.inf if lo is None else float(as_floats(lo, name))
+            upper[at] = math.inf if hi is None else float(as_floats(hi, name))
+        bad = np.flatnonzero(~(lower <= upper))
+        if bad.size:
+            raise PointError(f"empty bounds for {self.names[bad[0]]}: {lower[bad[0]]:g} > {upper[bad[0]]:g}")
+        return lower, upper
+
+    def _where(self, name: str) -> slice:
+        """The positions of a variable, a vector or an entry ``x[3]`` in the flat vector."""
+        layout = self.layout
+        if name in layout.offsets:
+            lo, hi = layout.spans.get(name, (0, 0))
+            return slice(layout.offsets[name], layout.offsets[name] + hi - lo + 1)
+        m = _LABEL.fullmatch(name)
+        if m is not None and m["hi"] is None and m["base"] in layout.spans:
+            lo, hi = layout.spans[m["base"]]
+            k = int(m["lo"])
+            if lo <= k <= hi:
+                return slice(layout.offsets[m["base"]] + k - lo, layout.offsets[m["base"]] + k - lo + 1)
+        raise VariableError(f"bounds for {name}: not a variable of the problem ({layout.described()})")
+
+    # ------------------------------------------------------------------ what the solvers call
+    def start(self, x0: Any) -> np.ndarray:
+        x = self.layout.values(x0, "x0")
+        return np.clip(x, self.lower, self.upper) if self.bounded else x
+
+    def point(self, x: np.ndarray) -> dict[str, Any]:
+        return self.layout.point(x)
+
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        self.nfev += 1
+        self.njev += 1
+        f, g_local = self.objective.fg(x)
+        g = np.zeros(self.layout.size)
+        g[self.objective.take] = g_local
+        return f, g
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        out = np.empty(self.m)
+        for piece, rows in zip(self.pieces, self.rows):
+            out[rows] = piece.values(x) if isinstance(piece, Family) else piece.fg(x)[0]
+        return out
+
+    def jacobian_values(self, x: np.ndarray) -> np.ndarray:
+        parts = [p.jacobian_values(x) if isinstance(p, Family) else p.fg(x)[1] for p in self.pieces]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def hessian_values(self, x: np.ndarray, sigma: float, mu: np.ndarray) -> np.ndarray:
+        """``σ∇²f + Σ μ_i ∇²c_i`` on :attr:`union`'s pattern (IPOPT's convention for ``μ``)."""
+        self.nhev += 1
+        parts = [sigma * self.objective.hessian_values(x)]
+        for piece, rows in zip(self.pieces, self.rows):
+            if isinstance(piece, Family):
+                parts.append(piece.hessian_values(x, np.ascontiguousarray(mu[rows])))
+            else:
+                parts.append(float(mu[rows.start]) * piece.hessian_values(x))
+        return self.union.combine(parts)
+
+    def pgrad(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return x - np.clip(x - g, self.lower, self.upper) if self.bounded else g
+
+
+def _read(specs: Any) -> list[tuple[str, Expr]]:
+    """``(kind, expression)`` pairs, each text parsed into a graph of its own."""
+    if specs is None:
+        return []
+    if isinstance(specs, (tuple, Mapping)):
+        specs = [specs]
+    out = []
+    for spec in specs:
+        kind, fun = (spec.get("type"), spec.get("fun")) if isinstance(spec, Mapping) else spec
+        if kind not in KINDS:
+            raise SymadError(f"a constraint's kind is \"eq\" (expression = 0) or \"ineq\" (expression >= 0), "
+                             f"not {kind!r:.30}")
+        expr = parse(fun, Graph()) if isinstance(fun, str) else fun
+        out.append(as_constraint(kind, expr))
+    return out

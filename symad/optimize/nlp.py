@@ -1,0 +1,146 @@
+"""A constrained problem in the sparse form IPOPT takes: one interface, two kinds of problem.
+
+:class:`WrittenOut` is a problem of written-out expressions (a :class:`~symad.optimize.problem.Problem`
+and its :class:`~symad.optimize.constraints.Constraints`: fixed values, parameters, any objective);
+:class:`~symad.optimize.loops.LoopProblem` one whose objective or constraints keep loops (sums,
+``each`` families).  Both give, over a flat vector ``x`` of ``n`` variables with bounds ``lower``,
+``upper``: ``fg(x)`` (the objective's value and gradient), ``values(x)`` (the ``m`` constraints,
+``eq`` saying which are equalities, the others ``≥ 0``), the Jacobian's pattern ``jacobian`` and
+``jacobian_values(x)``, the Lagrangian Hessian's lower triangle ``union`` and
+``hessian_values(x, σ, μ)`` (``σ∇²f + Σ μ_i ∇²c_i``), ``start``, ``point``, ``pgrad`` and counters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.core.dag import Graph
+from symad.core.errors import SymadError
+from symad.expr import Expr, parse
+from symad.objectives import Objective
+from symad.optimize.constraints import Constraints
+from symad.optimize.loops import LoopProblem, has_loops
+from symad.optimize.problem import Problem
+from symad.optimize.sparse import SparseHessian, Union
+
+
+class WrittenOut:
+    """A problem of written-out expressions in the sparse form (see the module)."""
+
+    def __init__(self, problem: Problem, cons: Constraints | None):
+        self.problem, self.cons = problem, cons
+        self.names = list(problem.names)
+        self.lower, self.upper, self.bounded = problem.lower, problem.upper, problem.bounded
+        self.m = len(cons) if cons is not None else 0
+        self.eq = cons.eq if cons is not None else np.zeros(0, dtype=bool)
+        self.kinds = cons.kinds if cons is not None else []
+        n = len(self.names)
+        self.f_hessian = SparseHessian(problem.fn, n)
+        parts = [(self.f_hessian.rows, self.f_hessian.cols)]
+        self.jacobian = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        if cons is not None:
+            c = cons.sparse_hessian()
+            parts.append((c.rows, c.cols))
+            self.jacobian = cons.jacobian_pattern()
+        self.union = Union(parts, n)
+
+    @property
+    def nfev(self) -> int:
+        return self.problem.nfev
+
+    @property
+    def njev(self) -> int:
+        return self.problem.njev
+
+    @property
+    def nhev(self) -> int:
+        return self.problem.nhev
+
+    def start(self, x0: Any) -> np.ndarray:
+        return self.problem.start(x0)
+
+    def point(self, x: np.ndarray) -> dict[str, Any]:
+        return self.problem.point(x)
+
+    def pgrad(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return self.problem.pgrad(x, g)
+
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = self.problem.fg(x)
+        return float(f), np.asarray(g, dtype=float)
+
+    def values(self, x: np.ndarray) -> np.ndarray:
+        return self.cons.values(x) if self.cons is not None else np.zeros(0)
+
+    def jacobian_values(self, x: np.ndarray) -> np.ndarray:
+        return self.cons.jacobian_values(x) if self.cons is not None else np.zeros(0)
+
+    def hessian_values(self, x: np.ndarray, sigma: float, mu: np.ndarray) -> np.ndarray:
+        self.problem.nhev += 1
+        parts = [sigma * self.f_hessian.values(x, *self.problem.args)]
+        if self.cons is not None:
+            parts.append(self.cons.hessian_values(x, mu))
+        return self.union.combine(parts)
+
+
+NLP = WrittenOut | LoopProblem
+
+
+def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Mapping[str, float] | None,
+          bounds: Any, background: bool, params: Mapping[str, float] | None) -> NLP:
+    """The problem in sparse form: with loops (in the objective or a constraint) a
+    :class:`~symad.optimize.loops.LoopProblem`, else :class:`WrittenOut`."""
+    from symad.optimize.constrained import constrained_problem
+
+    if loops_in(fun, constraints):
+        given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
+        if given:
+            raise SymadError(f"a problem with loops takes no {', '.join(given)}: write the values into its "
+                             f"text (N = 2000; h = 1/N; ...)")
+        return LoopProblem(fun, constraints, bounds)
+    return WrittenOut(*constrained_problem(fun, constraints, variables, fixed, bounds, background, params))
+
+
+def loops_in(fun: Any, constraints: Any) -> bool:
+    """Whether the objective or a constraint keeps a loop (texts are parsed to see)."""
+    if isinstance(fun, Objective) or not isinstance(fun, (str, Expr)):
+        return False
+    exprs = [fun]
+    specs = [] if constraints is None else [constraints] if isinstance(constraints, (tuple, Mapping)) else constraints
+    for spec in specs:
+        if isinstance(spec, Mapping):
+            exprs.append(spec.get("fun"))
+        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
+            exprs.append(spec[1])
+    for e in exprs:
+        if isinstance(e, str):
+            try:
+                e = parse(e, Graph())
+            except SymadError:
+                return False  # the written-out path reports it
+        if isinstance(e, Expr) and has_loops(e):
+            return True
+    return False
+
+
+def violation(nlp: NLP, x: np.ndarray, values: np.ndarray) -> float:
+    """The largest amount by which a constraint or a bound is not met at ``x`` (0 if all are)."""
+    worst = 0.0
+    if len(values):
+        worst = float(np.max(np.where(nlp.eq, np.abs(values), np.maximum(-values, 0.0))))
+    if nlp.bounded:
+        worst = max(worst, float(np.max(np.maximum(nlp.lower - x, 0.0), initial=0.0)),
+                    float(np.max(np.maximum(x - nlp.upper, 0.0), initial=0.0)))
+    return worst if math.isfinite(worst) else math.inf
+
+
+def jacobian_t(nlp: NLP, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``Jᵀv`` from the sparse Jacobian at ``x``."""
+    out = np.zeros(len(x))
+    rows, cols = nlp.jacobian
+    np.add.at(out, cols, nlp.jacobian_values(x) * v[rows])
+    return out
