@@ -119,10 +119,12 @@ def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRA
     z = {node: row.name for node, row in zip(named, steps.rows, strict=True)}
     layout = _Layout(g, root, order, z, max_drawn, rankdir.upper())
     svg = _svg(layout.digraph())
-    heading = title if title is not None else str(expr)
-    data = _data(g, steps, named, z, layout, heading)
+    sizes = _tree_sizes(g, order)
+    heading = title if title is not None else to_infix(g, root) if sizes[root] <= _FULL_TEXT else \
+        f"{steps.rows[-1].expr}   ({len(named)} nodes; z names as in the steps)"
+    data = _data(g, steps, named, z, layout, heading, sizes)
     page = _fill(heading, svg, data)
-    return Page(page, str(expr), len(order), len(layout.drawn), len(layout.boxes), layout.notes)
+    return Page(page, heading, len(order), len(layout.drawn), len(layout.boxes), layout.notes)
 
 
 # ------------------------------------------------------------------ what is drawn
@@ -199,7 +201,8 @@ class _Layout:
                 inputs.append(self._id(node))
         for head in self.boxes:
             count = len(self.members[head])
-            label = f"<{html.escape(self.z[head])} …<BR/><FONT POINT-SIZE=\"10\">{count} collapsed nodes</FONT>>"
+            label = (f"<{html.escape(self.z[head])} …<BR/><FONT POINT-SIZE=\"10\">{count} collapsed "
+                     f"node{'s' if count > 1 else ''}</FONT>>")
             dot.node(f"sx-box-{self.z[head]}", label, id=f"sx-box-{self.z[head]}", **_COLLAPSED_STYLE)
         if not large and len(inputs) > 1:
             with dot.subgraph() as row:
@@ -256,11 +259,16 @@ def _svg(dot: graphviz.Digraph) -> str:
 
 
 # ------------------------------------------------------------------ the steps, as data
-def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], layout: _Layout,
-          heading: str) -> dict[str, Any]:
+def _tree_sizes(g: Graph, order: list[int]) -> dict[int, int]:
+    """Each node's size written out as a tree, capped past _FULL_TEXT (only "short or not" matters)."""
     sizes: dict[int, int] = {}
-    for node in canonical_order(g, [named[-1]]) if named else ():
+    for node in order:  # arguments first
         sizes[node] = min(1 + sum(sizes[a] for a in g.args[node]), _FULL_TEXT + 1)
+    return sizes
+
+
+def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], layout: _Layout,
+          heading: str, sizes: Mapping[int, int]) -> dict[str, Any]:
     position = {row.name: k for k, row in enumerate(steps.sweep)}
     rows = []
     for node, row in zip(named, steps.rows, strict=True):

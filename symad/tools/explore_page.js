@@ -90,6 +90,8 @@
     return h;
   }
 
+  var MANY = 12;  // terms listed in full at a node with more users (the sum is shown whole)
+
   function backwardHtml(k) {
     var s = D.sweep[k], inf = info[s.z], row = inf.row, h;
     h = "<div class=\"sx-eq\" data-z=\"" + s.z + "\">" + esc(bar(s.z)) + " = ";
@@ -97,16 +99,23 @@
       h += num(s.d, "adjoint") + "</div><div class=\"sx-label\">the seed: \u2202f/\u2202f = 1 (" + esc(s.z) +
         " is the output).</div>";
     } else {
-      h += s.terms.map(function (t) { return esc(bar(t.from)) + "\u00b7" + esc(t.local); }).join(" + ") + "<br>&nbsp;&nbsp;= ";
-      h += s.terms.map(function (t) {
+      var shown = s.terms.slice(0, MANY), more = s.terms.length > MANY ? " + \u2026 (" + (s.terms.length - MANY) +
+        " more terms)" : "";
+      h += shown.map(function (t) { return esc(bar(t.from)) + "\u00b7" + esc(t.local); }).join(" + ") + more +
+        "<br>&nbsp;&nbsp;= ";
+      h += shown.map(function (t) {
         return t.blocked ? "0 (branch not taken)" : factor(t.f) + "\u00b7" + factor(t.p);
-      }).join(" + ") + "<br>&nbsp;&nbsp;= " + num(s.d, "adjoint") + "</div>";
+      }).join(" + ") + more + "<br>&nbsp;&nbsp;= " + num(s.d, "adjoint") + "</div>";
       h += "<div class=\"sx-label\">\u2202f/\u2202" + esc(s.z) + (row.full ? ", " + esc(s.z) + " = " + code(row.full) : "") +
         ": what its users passed back.</div>";
       if (s.terms.length > 1) {
         h += "<div class=\"sx-shared\">" + esc(s.z) + " is shared: " + s.terms.length +
           " users each passed a contribution, summed as they came:<table>";
         s.terms.forEach(function (t, i) {
+          if (i >= MANY && i < s.terms.length - 1) { return; }  // the first ones, and the last with the total
+          if (i === s.terms.length - 1 && i > MANY) {
+            h += "<tr><td colspan=\"3\">\u2026 " + (s.terms.length - 1 - MANY) + " more contributions</td></tr>";
+          }
           h += "<tr class=\"sx-term\" data-from=\"" + t.from + "\"><td>from " + esc(t.from) + "</td><td>" +
             (t.blocked ? "0 (branch not taken)" : factor(t.f) + "\u00b7" + factor(t.p) + " = " + num(t.c, "contribution")) +
             "</td><td>running sum " + num(t.sum, "sum") + "</td></tr>";
