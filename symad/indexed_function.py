@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from symad.ad.forward import forward
-from symad.ad.gather import indexed_gradient
+from symad.ad.gather import hessian_bands, indexed_gradient
+from symad.ad.sparsity import Layout, colouring, csr, hessian_pattern, recovered, scipy_sparse
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
@@ -73,6 +74,8 @@ class IndexedFunction:
         self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
         self._run = self._whole.run if self._whole is not None else self._program.run
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
+        self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
+        self._colours: np.ndarray | None = None
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
         self.size = sum(self._length(n) for n in self.wrt)
@@ -113,6 +116,73 @@ class IndexedFunction:
             at += n
         parts = self._hvp.run(scalars, vectors)
         return np.concatenate([np.reshape(np.broadcast_to(p, (self._length(w),)), -1) for p, w in zip(parts, self.wrt)])
+
+    # ------------------------------------------------------------------ sparse Hessians
+    def _layout(self) -> Layout:
+        """Where each variable sits in the flat vector of :attr:`variables`."""
+        scalars, vectors, at = {}, {}, 0
+        for name in self.wrt:
+            if name in self.spans:
+                low, high = self.spans[name][0]
+                vectors[name] = (at, low, high)
+            else:
+                scalars[self._scalar_nodes[name]] = at
+            at += self._length(name)
+        return Layout(scalars, vectors, at)
+
+    def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's structural nonzeros, lower triangle: ``(rows, cols)`` int64 arrays with
+        ``rows >= cols``, row-major sorted, positions in the flat vector of :attr:`variables`; read
+        from each loop's entries and their offsets (a band for Rosenbrock), never unrolled.
+
+        >>> import symad
+        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+        >>> rows, cols = f.hessian_pattern()
+        >>> rows.size, rows[:5], cols[:5]
+        (39999, array([0, 1, 1, 2, 2]), array([0, 0, 1, 1, 2]))
+        """
+        if self._pattern is None:
+            self._pattern = hessian_pattern(self.graph, self.root, self._layout())
+        return self._pattern
+
+    def hessian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian's entries at :meth:`hessian_pattern`'s positions, exact: forward over reverse
+        (:meth:`hessp`) along one direction per colour of the columns (three for a tridiagonal
+        Hessian, whatever n), each entry read off alone.  ``data``: as for :meth:`value_and_grad`."""
+        rows, cols = self.hessian_pattern()
+        if self._colours is None:
+            self._colours = colouring(rows, cols, self.size)
+        return recovered(rows, cols, self._colours, lambda d: self.hessp(point, d, data))
+
+    def sparse_hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> Any:
+        """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
+        ``pip install "symad[scipy]"``)."""
+        scipy_sparse()
+        return csr(*self.hessian_pattern(), self.hessian_values(point, data), (self.size, self.size), mirrored=True)
+
+    def hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian as a dense ``n x n`` array (for small n; :meth:`sparse_hessian` for large)."""
+        rows, cols = self.hessian_pattern()
+        values = self.hessian_values(point, data)
+        dense = np.zeros((self.size, self.size))
+        dense[rows, cols] = values
+        dense[cols, rows] = values
+        return dense
+
+    def hessian_text(self) -> list[tuple[str, str, str, tuple[int, int] | None]]:
+        """The Hessian as a few indexed expressions, ``(row, column, text, range)`` each:
+        ``("x[k]", "x[k+1]", "...", (1, n-1))`` is ∂²f/∂x[k]∂x[k+1] for k = 1..n-1 (the range's
+        edges as explicit cases in the text, as in :meth:`gradient_text`); a scalar's row or column
+        is its name and a range None when no index runs.  Each pair once: a vector with itself
+        from the diagonal up (offsets >= 0), two variables in :attr:`variables` order.
+
+        >>> import symad
+        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+        >>> [(row, col, rng) for row, col, _, rng in f.hessian_text()]
+        [('x[k]', 'x[k]', (1, 20000)), ('x[k]', 'x[k+1]', (1, 19999))]
+        """
+        return hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
+                             self._scalar_nodes)
 
     def _length(self, name: str) -> int:
         span = self.spans.get(name)

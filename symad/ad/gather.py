@@ -11,7 +11,7 @@ The partials ``∂f/∂(x[i + cj])`` come from the body's own reverse sweep
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from symad.ad.reverse import Nodes, backward, body_adjoints
@@ -20,6 +20,7 @@ from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
+from symad.core.printing import to_infix
 
 
 class VectorPartial(NamedTuple):
@@ -147,3 +148,62 @@ def _guarded(graph: Graph, k: int, low: int, high: int, terms: Sequence[tuple[in
             term = graph.make("where", condition, term, zero)
         total = term if total is None else graph.make("add", total, term)
     return zero if total is None else total
+
+
+Band = tuple[str, str, str, "tuple[int, int] | None"]
+
+
+def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
+                  partials: Mapping[str, int], scalars: Mapping[str, int]) -> list[Band]:
+    """The Hessian's bands as indexed expressions, ``(row, column, text, range)`` each (see
+    :meth:`symad.indexed_function.IndexedFunction.hessian_text`).  ``partials``: each variable's
+    partial (a vector's an ``each`` node), ``scalars``: the scalar variables' nodes.
+
+    The band along ``y[k + c]`` of a vector ``x``'s row is the partial of ``∂f/∂x[k]``'s body
+    along its entry ``y[k + c]`` (the body's own reverse sweep, as the gradient's); a scalar's
+    row is the indexed gradient of its partial."""
+    out: list[Band] = []
+    position = {name: k for k, name in enumerate(wrt)}
+    for name in wrt:
+        partial = partials[name]
+        if name not in spans:
+            row_scalars, row_vectors = indexed_gradient(graph, partial)
+            for other in wrt:
+                if other in spans:
+                    band = row_vectors.get(other)
+                    if band is None or graph.is_const(graph.args[band.node][0], 0.0):
+                        continue
+                    labels = (name, f"{other}[k]") if position[name] < position[other] else (f"{other}[k]", name)
+                    out.append((*labels, to_infix(graph, graph.args[band.node][0], index_names=["k"]),
+                                (band.low, band.high)))
+                elif position[other] >= position[name]:
+                    entry = row_scalars.get(scalars[other])
+                    if entry is not None and not graph.is_const(entry, 0.0):
+                        out.append((name, other, to_infix(graph, entry), None))
+            continue
+        _, low, high = graph.data[partial]  # type: ignore[misc]
+        inner = body_adjoints(graph, partial)
+        bands = []
+        for item in binders.items(graph, graph.args[partial][0], 0):
+            entry = inner.get(item)
+            vector, *at = graph.args[item]
+            other = graph.data[vector]
+            if entry is None or other not in spans or other not in position or len(at) != 1:
+                continue
+            coef, shift = binders.affine(graph, at[0])  # type: ignore[misc]
+            a = coef.get(0, 0)
+            # each pair once: y[k + c] from x's row when x comes first, x[k + c] for c >= 0
+            # (x[c - k], reversed, holds both of its mirror images)
+            if a not in (1, -1) or position[other] < position[name] or (other == name and a == 1 and shift < 0):
+                continue
+            (olow, ohigh), = spans[other]
+            if a == 1:
+                column = f"{other}[k{shift:+d}]" if shift else f"{other}[k]"
+                reach = (max(low, olow - shift), min(high, ohigh - shift))
+            else:
+                column = f"{other}[{shift} - k]"
+                reach = (max(low, shift - ohigh), min(high, shift - olow))
+            bands.append(((position[other], a, shift),
+                          (f"{name}[k]", column, to_infix(graph, entry, index_names=["k"]), reach)))
+        out.extend(band for _, band in sorted(bands))
+    return out

@@ -29,7 +29,7 @@ with a dense matrix is).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -501,3 +501,51 @@ def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int
         rows, cols, values = (np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]),
                               np.concatenate([values, values[off]]))
     return sparse.csr_matrix((values, (rows, cols)), shape=shape)
+
+
+# ------------------------------------------------------------------ values from Hessian-vector products
+def colouring(rows: np.ndarray, cols: np.ndarray, size: int) -> np.ndarray:
+    """A colour per column of the symmetric matrix whose lower triangle is ``(rows, cols)``, such
+    that no row has nonzeros in two columns of one colour: ``H·(Σ e_j, j of colour c)`` then holds
+    each entry of those columns alone (direct recovery).  A band of half-width b takes 2b + 1
+    colours (``j mod 2b + 1``, no search); otherwise greedy, column by column."""
+    if size == 0:
+        return np.empty(0, dtype=np.int64)
+    width = int(np.max(rows - cols)) if rows.size else 0
+    if 2 * width + 1 <= 64:
+        return np.arange(size, dtype=np.int64) % (2 * width + 1)
+    full_rows, full_cols = symmetric(rows, cols)
+    order = np.lexsort((full_cols, full_rows))
+    full_rows, full_cols = full_rows[order], full_cols[order]
+    row_start = np.searchsorted(full_rows, np.arange(size + 1))
+    by_col = np.lexsort((full_rows, full_cols))
+    col_rows, col_start = full_rows[by_col], np.searchsorted(full_cols[by_col], np.arange(size + 1))
+    rs, cs, rstart, cstart = full_cols.tolist(), col_rows.tolist(), row_start.tolist(), col_start.tolist()
+    colours = [-1] * size
+    forbidden: list[int] = []  # per colour, the last column it was forbidden for
+    for j in range(size):
+        for r in cs[cstart[j]:cstart[j + 1]]:
+            for k in rs[rstart[r]:rstart[r + 1]]:
+                c = colours[k]
+                if c >= 0:
+                    forbidden[c] = j
+        c = next((c for c, last in enumerate(forbidden) if last != j), len(forbidden))
+        if c == len(forbidden):
+            forbidden.append(-1)
+        colours[j] = c
+    return np.array(colours, dtype=np.int64)
+
+
+def recovered(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray,
+              product: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """The entries ``(rows, cols)`` of a symmetric matrix from its products with one vector per
+    colour (``product(d)`` is ``H·d``; ``colours`` from :func:`colouring`)."""
+    values = np.empty(rows.size)
+    colour_of = colours[cols]
+    for c in range(int(colours.max()) + 1 if colours.size else 0):
+        chosen = colour_of == c
+        if not chosen.any():
+            continue
+        direction = (colours == c).astype(float)
+        values[chosen] = product(direction)[rows[chosen]]
+    return values
