@@ -6,7 +6,8 @@ an array over the range (the index is ``arange(lo, hi+1)``, an entry ``x[i + c]`
 small powers as products, ``where`` as a select, so the numbers are the other backends' own.
 
 A ``sum`` adds its terms in the order every backend uses (:func:`blocked_sum`): blocks of
-:data:`BLOCK` terms, each in two lanes, then the blocks' sums by NumPy's pairwise sum.
+:data:`BLOCK` terms, each in two lanes (a sum inside a loop's body: eight), then the blocks' sums
+by NumPy's pairwise sum.
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ import numpy as np
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.core.errors import PointError, SymadError
-from symad.schedule.loop_nest import BLOCK
+from symad.schedule.loop_nest import BLOCK, INNER_LANES
 from symad.schedule.lowering import PRIMITIVES, lower
 
 
-def blocked_sum(terms: np.ndarray) -> Any:
-    """``terms`` added along their last axis in the canonical order, the compiled row-sum loop's:
-    blocks of :data:`BLOCK` terms; in a block, two lanes from 0.0, one adding the terms at even
-    offsets and one those at odd offsets, left to right, then lane one plus lane two; the blocks'
-    sums pairwise (NumPy's sum).  Blocks may so run on any number of cores with the same bits.
+def blocked_sum(terms: np.ndarray, lanes: int = 2) -> Any:
+    """``terms`` added along their last axis in the canonical order, the compiled loops': blocks
+    of :data:`BLOCK` terms; in a block, ``lanes`` lanes from 0.0, lane ``l`` adding the terms at
+    offsets ``l``, ``l + lanes``, ... left to right, then the lanes added as a tree of adjacent
+    pairs (two lanes: lane one plus lane two); the blocks' sums pairwise (NumPy's sum).  Blocks
+    may so run on any number of cores with the same bits.  A top-level sum has two lanes, a sum
+    inside a loop's body :data:`~symad.schedule.loop_nest.INNER_LANES` (vector registers' worth).
     A float for 1-D terms, else an array of the leading shape."""
     terms = np.asarray(terms)
     if terms.ndim == 0:
@@ -39,20 +42,21 @@ def blocked_sum(terms: np.ndarray) -> Any:
     full = n // BLOCK
     sums = []
     if full:
-        sums.append(_lanes(rows[:, :full * BLOCK].reshape(-1, BLOCK)).reshape(len(rows), full))
+        sums.append(_lanes(rows[:, :full * BLOCK].reshape(-1, BLOCK), lanes).reshape(len(rows), full))
     if n > full * BLOCK:
-        sums.append(_lanes(rows[:, full * BLOCK:]).reshape(len(rows), 1))
+        sums.append(_lanes(rows[:, full * BLOCK:], lanes).reshape(len(rows), 1))
     blocks = sums[0] if len(sums) == 1 else np.concatenate(sums, axis=1)
     out = blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0]
     return float(out[0]) if not lead else out.reshape(lead)
 
 
-def _lanes(blocks: np.ndarray) -> np.ndarray:
-    """Each row's sum as the row-sum loop adds it (see :func:`blocked_sum`)."""
+def _lanes(blocks: np.ndarray, lanes: int) -> np.ndarray:
+    """Each row's sum as the compiled loops add it (see :func:`blocked_sum`)."""
     zero = np.zeros((len(blocks), 1))
-    even = np.cumsum(np.concatenate([zero, blocks[:, 0::2]], axis=1), axis=1)[:, -1]
-    odd = np.cumsum(np.concatenate([zero, blocks[:, 1::2]], axis=1), axis=1)[:, -1]
-    return even + odd
+    sums = [np.cumsum(np.concatenate([zero, blocks[:, lane::lanes]], axis=1), axis=1)[:, -1] for lane in range(lanes)]
+    while len(sums) > 1:
+        sums = [sums[k] + sums[k + 1] for k in range(0, len(sums), 2)]
+    return sums[0]
 
 
 class _Scope:
@@ -134,7 +138,8 @@ class ArrayProgram:
         result = np.broadcast_to(result, np.broadcast_shapes(np.shape(result), index.shape))
         op = graph.op[node]
         if op == "sum":
-            total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1)), level)
+            lanes = 2 if level == 0 else INNER_LANES
+            total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1), lanes), level)
             return float(total.reshape(())) if level == 0 else total
         if op == "each" and level == 0:
             return np.array(result.reshape(-1))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from symad.native.ir import hex_double, load_line, op_lines, row_constants, step_lines
-from symad.schedule.loop_nest import BLOCK, LoopNest, LoopProgram, Scope
+from symad.schedule.loop_nest import BLOCK, INNER_LANES, Entry, LoopNest, LoopProgram, Scope
 from symad.schedule.schedule import Schedule
 
 
@@ -121,11 +121,13 @@ def _inputs_and_vectors(inputs: list[int], tag: str, vectors: int, names: dict[i
 
 
 def _scope_lines(scope: Scope, index: str, indices: dict[int, str], names: dict[int, str], lines: list[str],
-                 block: list[str], p: str, declared: dict[str, int], clamp: bool = True) -> str:
+                 block: list[str], p: str, declared: dict[str, int], clamp: bool = True,
+                 hoisted: Hoisted | None = None) -> str:
     """Lines of one scope's body at the i64 index ``index`` (``indices``: every open level's), appended
     to ``lines``; returns the IR value of the body.  ``block[0]`` tracks the block the lines end in.
     ``clamp``: the entries' indices may leave their vectors (a guarded term's), and are clamped; the
-    loops inside read as their scope does."""
+    loops inside read as their scope does.  ``hoisted``: sums inside already computed for every
+    index (:func:`_hoist`), read from their arrays."""
     names = dict(names)
     names.update((node, hex_double(c)) for node, c in scope.consts.items())
     graph_index = f"%{p}d"
@@ -155,6 +157,13 @@ def _scope_lines(scope: Scope, index: str, indices: dict[int, str], names: dict[
         names[e.node] = f"%{p}e{k}"
     for node, op, args in scope.steps:
         inner = scope.inner.get(node)
+        if inner is not None and hoisted and node in hoisted:
+            array, low = hoisted[node]
+            lines += [f"  %{p}h{node}o = sub i64 {index}, {low}",
+                      f"  %{p}h{node}a = getelementptr double, ptr {array}, i64 %{p}h{node}o",
+                      f"  %{p}h{node} = load double, ptr %{p}h{node}a"]
+            names[node] = f"%{p}h{node}"
+            continue
         if inner is not None:
             names[node] = _inner_sum(inner, indices, names, lines, block, f"{p}{node}x", declared, clamp=clamp)
             continue
@@ -171,31 +180,62 @@ def _index_nodes(scope: Scope) -> list[tuple[int, str | None]]:
 
 def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str], block: list[str],
                p: str, declared: dict[str, int], first: str | None = None, last_index: str | None = None,
-               clamp: bool = True) -> str:
-    """A sum inside a body, as an inner loop in the canonical order (two lanes from 0.0 by the parity
-    of the offset from ``first``); returns its IR value.  The index runs from ``first`` to
-    ``last_index`` (IR values; by default the scope's whole range)."""
+               clamp: bool = True, lanes: int = INNER_LANES, hoisted: Hoisted | None = None) -> str:
+    """A sum as a loop in the canonical order (``lanes`` lanes from 0.0, lane ``l`` adding the terms
+    at offsets ``l``, ``l + lanes``, ... from ``first``; then the lanes added as a tree of adjacent
+    pairs); returns its IR value.  The index runs from ``first`` to ``last_index`` (IR values; by
+    default the scope's whole range).  The loop takes ``lanes`` terms a step, the body written once a
+    lane (independent additions, which the SLP vectoriser packs into vector registers), then the
+    last terms one at a time, each to its lane."""
     first = str(scope.low) if first is None else first
     last_index = str(scope.high) if last_index is None else last_index
     before = block[0]
-    j = f"%{p}j"
-    body: list[str] = [f"L{p}b:"]
-    block[0] = f"L{p}b"
-    value = _scope_lines(scope, j, {**indices, scope.level: j}, names, body, block, p, declared, clamp)
+    j, q = f"%{p}J", f"%{p}"
+    lines += [f"  {q}N1 = sub i64 {last_index}, {first}", f"  {q}N2 = add i64 {q}N1, 1",
+              f"  {q}N3 = icmp slt i64 {q}N2, 0", f"  {q}N = select i1 {q}N3, i64 0, i64 {q}N2",
+              f"  {q}R = and i64 {q}N, {lanes - 1}", f"  {q}G = sub i64 {q}N, {q}R",
+              f"  {q}E = add i64 {first}, {q}G", f"  br label %L{p}H"]
+    body: list[str] = [f"L{p}B:"]
+    block[0] = f"L{p}B"
+    sums = []
+    for lane in range(lanes):
+        at = f"{q}J{lane}i"
+        body.append(f"  {at} = add i64 {j}, {lane}")
+        value = _scope_lines(scope, at, {**indices, scope.level: at}, names, body, block, f"{p}M{lane}", declared,
+                             clamp, hoisted)
+        body.append(f"  {q}S{lane}n = fadd double {q}S{lane}, {value}")
+        sums.append(f"{q}S{lane}")
     last = block[0]
-    body += [f"  %{p}off = sub i64 {j}, {first}", f"  %{p}par = and i64 %{p}off, 1",
-             f"  %{p}odd = icmp ne i64 %{p}par, 0", f"  %{p}sa = fadd double %{p}a, {value}",
-             f"  %{p}sb = fadd double %{p}b, {value}", f"  %{p}a2 = select i1 %{p}odd, double %{p}a, double %{p}sa",
-             f"  %{p}b2 = select i1 %{p}odd, double %{p}sb, double %{p}b", f"  %{p}jn = add i64 {j}, 1",
-             f"  br label %L{p}h"]
-    lines += [f"  br label %L{p}h", f"L{p}h:",
-              f"  {j} = phi i64 [{first}, %{before}], [%{p}jn, %{last}]",
-              f"  %{p}a = phi double [0.0, %{before}], [%{p}a2, %{last}]",
-              f"  %{p}b = phi double [0.0, %{before}], [%{p}b2, %{last}]",
-              f"  %{p}go = icmp sle i64 {j}, {last_index}", f"  br i1 %{p}go, label %L{p}b, label %L{p}x",
-              *body, f"L{p}x:", f"  %{p}res = fadd double %{p}a, %{p}b"]
-    block[0] = f"L{p}x"
-    return f"%{p}res"
+    body += [f"  {q}Jn = add i64 {j}, {lanes}", f"  br label %L{p}H"]
+    lines += [f"L{p}H:", f"  {j} = phi i64 [{first}, %{before}], [{q}Jn, %{last}]"]
+    lines += [f"  {s} = phi double [0.0, %{before}], [{s}n, %{last}]" for s in sums]
+    lines += [f"  {q}go = icmp slt i64 {j}, {q}E", f"  br i1 {q}go, label %L{p}B, label %L{p}T", *body]
+    # the last terms (fewer than the lanes), one a step, each to its lane
+    k = f"{q}K"
+    tail: list[str] = [f"L{p}U:"]
+    block[0] = f"L{p}U"
+    value = _scope_lines(scope, k, {**indices, scope.level: k}, names, tail, block, f"{p}T", declared, clamp, hoisted)
+    end = block[0]
+    tail.append(f"  {q}Kl = sub i64 {k}, {q}E")
+    for lane in range(lanes):
+        tail += [f"  {q}Q{lane}s = fadd double {q}Q{lane}, {value}", f"  {q}Q{lane}c = icmp eq i64 {q}Kl, {lane}",
+                 f"  {q}Q{lane}n = select i1 {q}Q{lane}c, double {q}Q{lane}s, double {q}Q{lane}"]
+    tail += [f"  {q}Kn = add i64 {k}, 1", f"  br label %L{p}T"]
+    lines += [f"L{p}T:", f"  {k} = phi i64 [{q}E, %L{p}H], [{q}Kn, %{end}]"]
+    lines += [f"  {q}Q{lane} = phi double [{q}S{lane}, %L{p}H], [{q}Q{lane}n, %{end}]" for lane in range(lanes)]
+    lines += [f"  {q}Kgo = icmp sle i64 {k}, {last_index}", f"  br i1 {q}Kgo, label %L{p}U, label %L{p}X", *tail,
+              f"L{p}X:"]
+    block[0] = f"L{p}X"
+    parts = [f"{q}Q{lane}" for lane in range(lanes)]
+    fresh = 0
+    while len(parts) > 1:  # adjacent pairs: ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7))
+        paired = []
+        for a, b in zip(parts[::2], parts[1::2]):
+            fresh += 1
+            lines.append(f"  {q}P{fresh} = fadd double {a}, {b}")
+            paired.append(f"{q}P{fresh}")
+        parts = paired
+    return parts[0]
 
 
 # ===================================================================== a whole program with loops
@@ -220,17 +260,20 @@ def program_ir(program: LoopProgram) -> str:
                   f"  %te{k} = load double, ptr %te{k}a"]
         names[e.node] = f"%te{k}"
     arrays = {node for node, kind in zip(program.outputs, program.kinds) if kind == "each"}
+    computed: dict[int, tuple[str, int, int]] = {}  # sums inside computed for every row: array, rows
     for node, op, args in top.steps:
         inner = top.inner.get(node)
         if inner is None:
             r = f"%tv{node}"
             lines += op_lines(op, [names[a] for a in args], r, f"%tt{node}", declared)
             names[node] = r
-        elif inner.op == "each":
+            continue
+        hoisted = _hoist(inner, names, lines, block, f"h{node}", declared, computed)
+        if inner.op == "each":
             slot = program.outputs.index(node)
-            names[node] = _top_each(inner, names, lines, block, f"w{node}", declared, f"%out{slot}")
+            names[node] = _top_each(inner, names, lines, block, f"w{node}", declared, f"%out{slot}", hoisted)
         else:
-            names[node] = _top_sum(inner, names, lines, block, f"u{node}", declared)
+            names[node] = _top_sum(inner, names, lines, block, f"u{node}", declared, hoisted)
     for k, node in enumerate(program.outputs):
         if node not in arrays:
             lines.append(f"  store double {names[node]}, ptr %out{k}")
@@ -258,8 +301,153 @@ def _call_entry(program: LoopProgram) -> str:
             "  %value = load double, ptr %v\n  ret double %value\n}\n")
 
 
+# A top-level loop of up to this many rows has its sums inside (those reading nothing of its body
+# but its index) computed for all its rows before it (:func:`_hoist`): stack arrays of 8 bytes a
+# row, eight of them where the sum runs across the rows.
+HOIST_MAX_ROWS = 8192
+Hoisted = dict[int, tuple[str, int]]  # a sum inside -> (its array, the row index of its first entry)
+
+
+def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
+           declared: dict[str, int], computed: dict[int, tuple[str, int, int]]) -> Hoisted:
+    """The sums inside the top-level loop ``outer`` that read nothing of its body but its index,
+    computed for all its rows before it: one loop nest a sum, which two loops sharing the sum (the
+    rows' dot products ``sum(j, A[i,j]*x[j])`` of a value and of its gradient) share.  A sum reading
+    its entries across the rows (``sum(i, x[i]*A[i,k])`` for each ``k``) runs with the loops swapped:
+    for each ``i`` in turn, the terms of every row added to that row's lane of ``i``, a unit-stride
+    loop over the rows that LLVM vectorises; each row's lanes hold what the loop inside would
+    have, so the bits are the same."""
+    hoisted: Hoisted = {}
+    rows = outer.high - outer.low + 1
+    if rows > HOIST_MAX_ROWS:
+        return hoisted
+    for node, inner in outer.inner.items():
+        if inner.op != "sum" or inner.inner or any(c not in names and c != outer.index_node for c in inner.captures):
+            continue
+        done = computed.get(node)
+        if done is not None and done[1] <= outer.low and outer.high <= done[2]:
+            hoisted[node] = (done[0], done[1])
+            continue
+        q = f"{p}n{node}"
+        clamp = not _inside(inner, outer)
+        if _across(inner, outer):
+            array = _sum_across(inner, outer, names, lines, block, q, declared, clamp)
+        else:
+            array = _sum_along(inner, outer, names, lines, block, q, declared, clamp)
+        computed[node] = (array, outer.low, outer.high)
+        hoisted[node] = (array, outer.low)
+    return hoisted
+
+
+def _strides(entry: Entry, level: int) -> int:
+    """How far apart in memory ``entry`` reads for consecutive values of index ``level`` (elements)."""
+    return sum(coef.get(level, 0) * stride for (coef, _), stride in zip(entry.indices, entry.strides))
+
+
+def _across(inner: Scope, outer: Scope) -> bool:
+    """Whether more of the sum's entries that move with both indices (``A[i,k]``; ``x[i]`` is read
+    well either way) read consecutive elements along the rows than along the sum's own index."""
+    both = [(abs(_strides(e, inner.level)), abs(_strides(e, outer.level))) for e in inner.entries]
+    along = sum(own == 1 and row > 1 for own, row in both)
+    across = sum(row == 1 and own > 1 for own, row in both)
+    return across > along
+
+
+def _inside(inner: Scope, outer: Scope) -> bool:
+    """Whether every entry of the sum lies inside its vector at every row and index (no clamping)."""
+    box = {outer.level: (outer.low, outer.high), inner.level: (inner.low, inner.high)}
+    for e in inner.entries:
+        for (coef, const), (lo, hi) in zip(e.indices, e.bounds):
+            if any(level not in box for level in coef):
+                return False
+            least = const + sum(min(c * box[lv][0], c * box[lv][1]) for lv, c in coef.items())
+            most = const + sum(max(c * box[lv][0], c * box[lv][1]) for lv, c in coef.items())
+            if least < lo or most > hi:
+                return False
+    return True
+
+
+def _row_loop(p: str, first: int, last: int, lines: list[str], block: list[str]) -> tuple[str, list[str]]:
+    """The head of a counted loop over ``first`` … ``last`` (its i64 index, returned with the body's
+    opening lines); :func:`_close_loop` ends it."""
+    before = block[0]
+    lines += [f"  br label %R{p}h", f"R{p}h:", f"  %{p}k = phi i64 [{first}, %{before}], [%{p}kn, %R{p}e]",
+              f"  %{p}go = icmp sle i64 %{p}k, {last}", f"  br i1 %{p}go, label %R{p}b, label %R{p}x", f"R{p}b:"]
+    block[0] = f"R{p}b"
+    return f"%{p}k", lines
+
+
+def _close_loop(p: str, lines: list[str], block: list[str]) -> None:
+    lines += [f"  br label %R{p}e", f"R{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %R{p}h", f"R{p}x:"]
+    block[0] = f"R{p}x"
+
+
+def _sum_along(inner: Scope, outer: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
+               declared: dict[str, int], clamp: bool) -> str:
+    """The sum at every row of ``outer``, row by row (its own loop innermost), into a stack array."""
+    rows = outer.high - outer.low + 1
+    lines.insert(0, f"  %{p}H = alloca double, i64 {rows}")
+    k, _ = _row_loop(p, outer.low, outer.high, lines, block)
+    row_names = _with_index(names, outer, k, lines, p)
+    value = _inner_sum(inner, {outer.level: k}, row_names, lines, block, f"{p}s", declared, clamp=clamp)
+    lines += [f"  %{p}o = sub i64 {k}, {outer.low}", f"  %{p}a = getelementptr double, ptr %{p}H, i64 %{p}o",
+              f"  store double {value}, ptr %{p}a"]
+    _close_loop(p, lines, block)
+    return f"%{p}H"
+
+
+def _sum_across(inner: Scope, outer: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
+                declared: dict[str, int], clamp: bool) -> str:
+    """The sum at every row of ``outer`` with the loops swapped: its lanes one stack array each over
+    the rows, from 0.0; for each index ``i`` of the sum, every row's term added to lane ``i mod
+    lanes`` of that row; then each row's lanes added as the loop inside adds them."""
+    rows, lanes = outer.high - outer.low + 1, INNER_LANES
+    lines.insert(0, f"  %{p}A = alloca double, i64 {rows * lanes}")
+    z, _ = _row_loop(f"{p}z", 0, rows * lanes - 1, lines, block)
+    lines += [f"  %{p}za = getelementptr double, ptr %{p}A, i64 {z}", f"  store double 0.0, ptr %{p}za"]
+    _close_loop(f"{p}z", lines, block)
+    i, _ = _row_loop(f"{p}i", inner.low, inner.high, lines, block)
+    lines += [f"  %{p}io = sub i64 {i}, {inner.low}", f"  %{p}il = and i64 %{p}io, {lanes - 1}",
+              f"  %{p}im = mul i64 %{p}il, {rows}", f"  %{p}lane = getelementptr double, ptr %{p}A, i64 %{p}im"]
+    k, _ = _row_loop(f"{p}r", outer.low, outer.high, lines, block)
+    row_names = _with_index(names, outer, k, lines, f"{p}r")
+    value = _scope_lines(inner, i, {outer.level: k, inner.level: i}, row_names, lines, block, f"{p}b", declared,
+                         clamp)
+    lines += [f"  %{p}ro = sub i64 {k}, {outer.low}", f"  %{p}ra = getelementptr double, ptr %{p}lane, i64 %{p}ro",
+              f"  %{p}rv = load double, ptr %{p}ra", f"  %{p}rs = fadd double %{p}rv, {value}",
+              f"  store double %{p}rs, ptr %{p}ra"]
+    _close_loop(f"{p}r", lines, block)
+    _close_loop(f"{p}i", lines, block)
+    k, _ = _row_loop(f"{p}t", 0, rows - 1, lines, block)  # each row's lanes, as a tree of adjacent pairs
+    parts = []
+    for lane in range(lanes):
+        lines += [f"  %{p}t{lane}o = add i64 {k}, {lane * rows}",
+                  f"  %{p}t{lane}a = getelementptr double, ptr %{p}A, i64 %{p}t{lane}o",
+                  f"  %{p}t{lane} = load double, ptr %{p}t{lane}a"]
+        parts.append(f"%{p}t{lane}")
+    fresh = 0
+    while len(parts) > 1:
+        paired = []
+        for a, b in zip(parts[::2], parts[1::2]):
+            fresh += 1
+            lines.append(f"  %{p}tp{fresh} = fadd double {a}, {b}")
+            paired.append(f"%{p}tp{fresh}")
+        parts = paired
+    lines.append(f"  store double {parts[0]}, ptr %{p}t0a")  # lane 0's array becomes the sums'
+    _close_loop(f"{p}t", lines, block)
+    return f"%{p}A"
+
+
+def _with_index(names: dict[int, str], outer: Scope, k: str, lines: list[str], p: str) -> dict[int, str]:
+    """``names`` with the outer loop's index leaf, if its body reads it, as the double of row ``k``."""
+    if outer.index_node is None:
+        return names
+    lines.append(f"  %{p}kd = sitofp i64 {k} to double")
+    return {**names, outer.index_node: f"%{p}kd"}
+
+
 def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-             declared: dict[str, int]) -> str:
+             declared: dict[str, int], hoisted: Hoisted | None = None) -> str:
     """A top-level sum: its blocks of :data:`BLOCK` rows one after another, each block's sum into a
     stack array, then those added in NumPy's pairwise order."""
     count = scope.high - scope.low + 1
@@ -273,7 +461,8 @@ def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[
               f"  %{p}hi = select i1 %{p}over, i64 {scope.high}, i64 %{p}hi0"]
     block[0] = f"K{p}s"
     # the entries of a sum of the expression lie inside their vectors (the vectors' spans are theirs)
-    value = _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, f"%{p}lo", f"%{p}hi", clamp=False)
+    value = _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, f"%{p}lo", f"%{p}hi", clamp=False, lanes=2,
+                       hoisted=hoisted)
     lines += [f"  %{p}at = getelementptr double, ptr %{p}acc, i64 %{p}k", f"  store double {value}, ptr %{p}at",
               f"  br label %K{p}e", f"K{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %K{p}h", f"K{p}x:"]
     block[0] = f"K{p}x"
@@ -321,7 +510,7 @@ def _pairwise(values: list[str], add: Callable[[str, str], str]) -> str:
 
 
 def _top_each(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-              declared: dict[str, int], out: str) -> str:
+              declared: dict[str, int], out: str, hoisted: Hoisted | None = None) -> str:
     """A top-level each: its body at every row, stored in the output array ``out``.  The rows whose
     entries all lie inside their vectors run unclamped (the loop LLVM vectorises), the edge rows
     clamped."""
@@ -335,23 +524,24 @@ def _top_each(scope: Scope, names: dict[int, str], lines: list[str], block: list
         (lo, hi), = e.bounds
         inside_lo, inside_hi = max(inside_lo, lo - const), min(inside_hi, hi - const)
     if inside_lo > inside_hi:
-        _each_rows(scope, names, lines, block, f"{p}a", declared, out, low, high, True)
+        _each_rows(scope, names, lines, block, f"{p}a", declared, out, low, high, True, hoisted)
         return out
     for k, (first, last, clamp) in enumerate(((low, inside_lo - 1, True), (inside_lo, inside_hi, False),
                                               (inside_hi + 1, high, True))):
         if first <= last:
-            _each_rows(scope, names, lines, block, f"{p}{k}", declared, out, first, last, clamp)
+            _each_rows(scope, names, lines, block, f"{p}{k}", declared, out, first, last, clamp, hoisted)
     return out
 
 
 def _each_rows(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-               declared: dict[str, int], out: str, first: int, last: int, clamp: bool) -> None:
+               declared: dict[str, int], out: str, first: int, last: int, clamp: bool,
+               hoisted: Hoisted | None = None) -> None:
     """The rows ``first`` … ``last`` (indices) of a top-level each, stored in ``out``."""
     before = block[0]
     j = f"%{p}j"
     body: list[str] = [f"E{p}b:"]
     block[0] = f"E{p}b"
-    value = _scope_lines(scope, j, {scope.level: j}, names, body, block, p, declared, clamp)
+    value = _scope_lines(scope, j, {scope.level: j}, names, body, block, p, declared, clamp, hoisted)
     end = block[0]
     body += [f"  %{p}r = sub i64 {j}, {scope.low}", f"  %{p}at = getelementptr double, ptr {out}, i64 %{p}r",
              f"  store double {value}, ptr %{p}at", f"  %{p}jn = add i64 {j}, 1", f"  br label %E{p}h"]

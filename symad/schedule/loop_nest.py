@@ -7,9 +7,9 @@ entry's element offset is affine in the indices: ``x[i + 1]``, ``A[i, j]``, ``A[
 index clamped into its vector's range, as the NumPy evaluator reads past an end), and the
 captures it takes from the top level (the same in every row).
 
-A sum inside runs in the canonical order (:func:`symad.backends.arrays.blocked_sum`): two lanes
-from 0.0 by the parity of the offset, then lane one plus lane two; ranges of one block at most
-(:data:`INNER_MAX`), longer ones stay in NumPy.
+A sum inside runs in the canonical order (:func:`symad.backends.arrays.blocked_sum`):
+:data:`INNER_LANES` lanes from 0.0 by the offset modulo their number, then added as a tree of
+adjacent pairs; ranges of one block at most (:data:`INNER_MAX`), longer ones stay in NumPy.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from symad.schedule.lowering import Step, lower
 
 BLOCK = 8192  # terms a block of the canonical order of a sum (the NumPy evaluator's and every loop's)
 INNER_MAX = BLOCK  # a loop inside runs as one block of the canonical order
+# Lanes of a sum inside a loop's body (a top-level sum has two, the row-sum loop's): eight
+# independent additions a step, two vector registers of four, so that a dot product of a row
+# (``sum(j, A[i,j]*x[j])``) runs at the vector units' pace rather than one addition's latency.
+INNER_LANES = 8
 
 
 class NotCompiled(Exception):
@@ -58,6 +62,7 @@ class Scope:
     entries: list[Entry]
     inner: dict[int, Scope] = field(default_factory=dict)  # a step's node -> the loop computing it
     index_node: int | None = None  # the scope's own index leaf, if its body reads it
+    captures: list[int] = field(default_factory=list)  # the values it reads from outside, the same every index
 
 
 @dataclass
@@ -202,7 +207,8 @@ def _scope(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]
     if variables:
         raise NotCompiled("a variable inside the body")  # captures cover them: not expected
     own = [n for n in nodes if op_of[n] == "index"]
-    scope = Scope(node, op, level, low, high, body, steps, consts, entries, index_node=own[0] if own else None)
+    scope = Scope(node, op, level, low, high, body, steps, consts, entries, index_node=own[0] if own else None,
+                  captures=list(graph.args[node][1:]))
     known = outer | set(nodes)
     for inside in inner_loops:
         _, lo, hi = graph.data[inside]  # type: ignore[misc]

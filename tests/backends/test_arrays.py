@@ -54,6 +54,27 @@ def test_these_terms_tell_orders_apart() -> None:
     assert len({blocked_sum(terms), plain, float(terms.sum())}) == 3
 
 
+def reference_lanes(terms: np.ndarray, lanes: int) -> float:
+    """One block in ``lanes`` lanes, one float at a time: lane l adds the terms at offsets l, l + lanes, ...
+    from 0.0, then the lanes as a tree of adjacent pairs."""
+    sums = [0.0] * lanes
+    for k, t in enumerate(terms.tolist()):
+        sums[k % lanes] += t
+    while len(sums) > 1:
+        sums = [sums[k] + sums[k + 1] for k in range(0, len(sums), 2)]
+    return sums[0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 15, 16, 17, 1000, BLOCK])
+def test_a_sum_inside_a_loop_adds_in_eight_lanes(n: int) -> None:
+    rng = np.random.default_rng(n)
+    terms = rng.standard_normal((3, n)) * 10.0 ** rng.integers(-8, 9, (3, n))
+    got = blocked_sum(terms, 8)
+    assert np.array_equal(got, [reference_lanes(row, 8) for row in terms])
+    if n >= 1000:  # another count of lanes is another order
+        assert not np.array_equal(got, blocked_sum(terms, 2))
+
+
 def test_blocked_sum_of_special_values() -> None:
     assert blocked_sum(np.array([])) == 0.0
     assert np.isnan(blocked_sum(np.array([1.0, np.nan, 2.0])))

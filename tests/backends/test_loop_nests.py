@@ -60,3 +60,18 @@ def test_a_nest_over_many_blocks_adds_in_the_canonical_order() -> None:
     got = compiled.value_and_grad({"x": x, "B": B})
     want = numpy_only.value_and_grad({"x": x, "B": B})
     assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 16, 17, 30])
+def test_inner_sums_of_every_length_in_eight_lanes(n: int) -> None:
+    # each count of terms left over after the groups of eight (the one-at-a-time tail) has its path
+    rng = np.random.default_rng(n)
+    x, A = rng.uniform(-1, 1, n) * 10.0 ** rng.integers(-4, 5, n), rng.uniform(-1, 1, (n, n))
+    with looping(0):
+        expr = parse_looped(f"sum(i = 1..{n}, x[i]*sum(j = 1..{n}, A[i,j]*x[j]))")
+        compiled = IndexedFunction(expr, wrt=["x"])
+        numpy_only = IndexedFunction(expr, wrt=["x"], backend="python")
+    got = compiled.value_and_grad({"x": x, "A": A})
+    want = numpy_only.value_and_grad({"x": x, "A": A})
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert got[0] == pytest.approx(x @ A @ x, rel=1e-9, abs=1e-9)
