@@ -194,6 +194,9 @@ def test_a_collapsed_node_highlights_its_box(open_page):
     assert got["current"] == ["sx-z1"]  # x: drawn (inputs are), the nodes after it deep in the DAG collapsed
     got = next_step(page)
     assert got["z"] == "z2" and len(got["current"]) == 1 and got["current"][0].startswith("sx-box-")
+    page.hover(f'[id="{got["current"][0]}"]')
+    page.wait_for_selector("#sx-tip:not([hidden])")
+    assert "collapsed" in page.text_content("#sx-tip") and "z2" in page.text_content("#sx-tip")
 
 
 def test_a_ten_thousand_node_expression_opens_in_seconds(open_page):
