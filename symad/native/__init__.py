@@ -4,7 +4,8 @@
 (``point``, ``batch`` and ``call`` entry points); :func:`compile_rows` into a loop summing it
 over rows of data, :func:`compile_map` into a loop mapping it over a range.  :func:`interpreter`
 is the instruction interpreter the VM runs on (its opcodes: :func:`interpreter_opcodes`,
-``COPY``).  The on-disk cache of object code is configured by :func:`set_cache_dir` and
+``COPY``); :func:`stitch` copies and patches machine code from precompiled stencils (the
+``stencils`` and ``stitcher`` modules).  The on-disk cache of object code is configured by :func:`set_cache_dir` and
 :func:`set_cache_max_mb`.  Inside: the IR (``ir``), LLVM's passes and object code
 (``codegen``), the loader of object code (``elf``), the compile worker process (``worker``,
 ``remote``), the on-disk cache (``cache``) and the compiles themselves (``jit``).  Nothing
@@ -25,7 +26,7 @@ _EXPORTS = {
     "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "RowsProgram": "jit",
     "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
     "compile_program": "jit", "LoopCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
-    "interpreter": "jit", "rows_if_cached": "jit",
+    "interpreter": "jit", "rows_if_cached": "jit", "stitch": "jit", "stitch_available": "jit",
 }
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
         compile_stats,
         interpreter,
         rows_if_cached,
+        stitch,
+        stitch_available,
     )
 
 
@@ -57,5 +60,5 @@ __all__ = [
     "CACHE_PROGRAMS", "COPY", "LoopCode", "MapProgram", "NativeProgram", "RowsProgram",
     "available", "cache_dir", "clear_cache", "compile", "compile_map", "compile_nest", "compile_program",
     "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached", "set_cache_dir",
-    "set_cache_max_mb",
+    "set_cache_max_mb", "stitch", "stitch_available",
 ]

@@ -30,7 +30,7 @@ from typing import Any
 
 from symad.core import forksafe
 from symad.native import cache, codegen, elf, ir, loop_ir, remote, stencils
-from symad.native import stitch as stitching
+from symad.native import stitcher as stitching
 from symad.runtime import background
 from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
@@ -521,7 +521,7 @@ def stitch_available() -> bool:
 
 def stitch(schedule: Schedule) -> stitching.StitchedProgram:
     """Machine code for ``schedule`` copied and patched from the op table's stencils
-    (:mod:`symad.native.stitch`): a :class:`NativeProgram`'s entries, built in about a
+    (:mod:`symad.native.stitcher`): a :class:`NativeProgram`'s entries, built in about a
     microsecond a step, no compiler run; the stencils are compiled once a machine."""
     library, entries = _stencils[0] if _stencils else background.run_interruptibly(_load_stencils)
     return stitching.StitchedProgram(schedule, library, entries)
@@ -532,27 +532,31 @@ def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
         if not _stencils:
             library = stencils.parse(_stencil_object())
             entries_text = stencils.entries_ir(array_data_offset())
-            entries = stitching.Entries(_load(_shared_object(entries_text, 2, "", _target_machine_for), 2))
+            entries = stitching.Entries(_load(_shared_object(entries_text, lambda: entries_text, 2, "",
+                                                             _target_machine_for), 2))
             _stencils.append((library, entries))
         return _stencils[0]
 
 
 def _stencil_object() -> bytes:
-    """The stencils' object code: from the shared code cache (its trust rules), else compiled
-    (once a machine, ~0.1 s)."""
-    return _shared_object(stencils.library_ir(), 2, "stencils", lambda opt: codegen.stencil_target_machine())
+    """The stencils' object code: from the shared code cache (its trust rules; keyed by the op
+    table's lowerings, the CPU and LLVM), else compiled (once a machine, ~0.3 s)."""
+    return _shared_object(stencils.library_digest(), stencils.library_ir, 2, "stencils",
+                          lambda opt: codegen.stencil_target_machine())
 
 
-def _shared_object(text: str, opt: int, kind: str, machine: Callable[[int], Any]) -> bytes:
+def _shared_object(key: str, text: Callable[[], str], opt: int, kind: str, machine: Callable[[int], Any]) -> bytes:
+    """Object code kept in the shared cache under ``key`` (the IR text, or a digest of what it is
+    written from), else compiled from ``text()``."""
     folder = cache.shared_dir()
-    name = _disk_name(text, opt, kind) if folder is not None else None
+    name = _disk_name(key, opt, kind) if folder is not None else None
     stored = cache.load(name, folder) if name else None
     if stored is not None:
         with _lock:
             _stats["loaded"] += 1
         return stored
     background.import_compile_modules()
-    stored = codegen.object_code(text, machine(opt), opt, codegen.QUICK_OPS + 1 if not kind else 1)
+    stored = codegen.object_code(text(), machine(opt), opt, codegen.QUICK_OPS + 1 if not kind else 1)
     if name and cache.writable(folder):
         cache.store(name, stored, folder)
     return stored

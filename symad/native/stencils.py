@@ -11,7 +11,7 @@ The holes are symbols the object file leaves undefined.  Compiled with the small
 and static relocations, LLVM folds a hole into the displacement of the load or store itself
 (``vaddsd _HOLE_B(%rdi), %xmm0, %xmm0``, an ``R_X86_64_32S`` relocation), and the tail call
 into a ``jmp _HOLE_NEXT`` (``R_X86_64_PLT32``), its last instruction, which the stitcher drops
-when the next stencil follows (:mod:`symad.native.stitch`).  Calls of the C library
+when the next stencil follows (:mod:`symad.native.stitcher`).  Calls of the C library
 (``sin``) and constants LLVM puts in read-only data are relative relocations, which the
 stitcher points at trampolines and at a copy of the data inside the stitched code.
 
@@ -28,6 +28,7 @@ parse: :mod:`symad.native.jit` compiles and caches.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import dataclass
 
@@ -60,6 +61,21 @@ def variant(reads_acc: int, store: bool) -> int:
 
 
 VARIANTS = 16  # three operands' bits, and the store's
+
+
+FORMAT = "stencils-2"  # the stencils' generator and calling convention: changed with them
+
+
+def library_digest() -> str:
+    """What the stencils' code depends on besides the machine and LLVM: the op table's lowerings
+    (each primitive op's name, arity and LLVM lowering) and :data:`FORMAT`; their cache key,
+    known without writing the IR."""
+    import hashlib
+
+    from symad.schedule.lowering import PRIMITIVES
+
+    parts = [FORMAT, *(f"{op}/{spec.arity}/{spec.llvm!r}" for op, spec in PRIMITIVES.items())]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def library_ir() -> str:
@@ -98,7 +114,7 @@ def library_ir() -> str:
     return decls + "\n".join(parts) + "\nattributes #0 = { nobuiltin }\n"
 
 
-# The record a stitched program's entries read (see symad.native.stitch): eight-byte fields.
+# The record a stitched program's entries read (see symad.native.stitcher): eight-byte fields.
 RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame")
 
 
@@ -237,6 +253,8 @@ def _parse(data: memoryview) -> Library:
             r_offset, r_info, addend = struct.unpack_from("<QQq", data, offset + entsize * r)
             relocs[target].append((r_offset, r_info & 0xFFFFFFFF, r_info >> 32, addend))
 
+    for table_of_section in relocs.values():
+        table_of_section.sort()
     holes = {name: k for k, name in enumerate(HOLES)}
     calls: list[str] = []
     ops = {}
@@ -247,8 +265,10 @@ def _parse(data: memoryview) -> Library:
     for stencil, (sec, value, size) in functions.items():
         op, number = stencil.rsplit("_", 1)
         body = bytes(data[sections[sec][4] + value: sections[sec][4] + value + size])
-        mine = sorted((off - value, rtype, sym, addend) for off, rtype, sym, addend in relocs[sec]
-                      if value <= off < value + size)
+        in_section = relocs[sec]
+        lo = bisect.bisect_left(in_section, (value,))
+        hi = bisect.bisect_left(in_section, (value + size,))
+        mine = [(off - value, rtype, sym, addend) for off, rtype, sym, addend in in_section[lo:hi]]
         table = []
         for off, rtype, sym, addend in mine:
             name, shndx, sym_value, _ = symbols[sym]

@@ -2,11 +2,13 @@
 
 Below ``NATIVE_MIN_OPS`` operations a foreign call costs more than the work, so single
 points run in Python.  Up to ``NATIVE_SYNC_OPS`` optimised native code (LLVM -O2) is
-compiled before the first call.  Beyond, quick native code (-O0, compiled in about the
-time Python needs to compile the same program, and in less memory) serves the calls; once
-they have cost what optimised code's compile will, a background thread compiles it, up to
-``NATIVE_OPTIMIZE_OPS`` (-O2's time grows faster than linearly).  Past ``NATIVE_MAX_OPS``,
-Python code compiled in chunks keeps memory bounded.  The thresholds are read through
+compiled before the first call.  Beyond, quick native code serves the calls from the first:
+code stitched from precompiled stencils (:func:`symad.native.stitch`, about a microsecond an
+operation to build, no compiler run) where this machine has them, else -O0 code (compiled in
+about the time Python needs to compile the same program); once they have cost what optimised
+code's compile will, a background thread compiles it, up to ``NATIVE_OPTIMIZE_OPS`` (-O2's
+time grows faster than linearly).  Past ``NATIVE_MAX_OPS`` (LLVM's memory), stitched code up
+to ``STITCH_MAX_OPS``, then Python code compiled in chunks, keep memory bounded.  The thresholds are read through
 this module at each use, so a test may change them.
 """
 
@@ -18,14 +20,15 @@ BACKENDS = ("auto", "python", "native")
 NATIVE_MIN_OPS = 16  # measured: native `call` ≈ 0.9 µs a point; Python code ≈ 0.5 µs + 50 ns an operation
 NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
-NATIVE_MAX_OPS = 200_000  # beyond, `auto` stays in Python: LLVM's memory grows with function size
+NATIVE_MAX_OPS = 200_000  # beyond, `auto` compiles no LLVM code: LLVM's memory grows with function size
+STITCH_MAX_OPS = 20_000_000  # stitched code (no LLVM at all) up to this size: ~25 bytes of code an operation
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
 
 # What a native compile is expected to cost, for the ski rentals deciding when one pays
 # (measured: LLVM -O2 ~20 ms plus ~150 µs an operation, -O0 ~25 µs an operation), and
 # what a call of quick (-O0) code costs (~0.6 µs plus ~1.3 ns an operation).
 COMPILE_S, COMPILE_S_PER_OP = 0.02, {0: 25e-6, 2: 150e-6}
-CALL_S, QUICK_S_PER_OP = 0.6e-6, 1.3e-9
+CALL_S, QUICK_S_PER_OP = 0.6e-6, 1.3e-9  # quick code: -O0 or stitched (~0.4 and ~0.6 ns an operation)
 # A compile in the background is not free for the caller: while it runs, the caller's loop
 # slows (on 2 cores, with SciPy's BLAS threads spinning beside it, by ~0.7 s during a 0.4 s
 # compile).  The ski rentals count a compile at this multiple of its own time.
@@ -34,8 +37,14 @@ BACKGROUND_COST = 2.5
 
 def native_points(backend: str, size: int) -> bool:
     """Whether single points of a program of ``size`` operations run on native code."""
-    return backend == "native" or (backend == "auto" and NATIVE_MIN_OPS <= size <= NATIVE_MAX_OPS
-                                   and native.available())
+    return backend == "native" or (backend == "auto" and NATIVE_MIN_OPS <= size and native.available()
+                                   and (size <= NATIVE_MAX_OPS or (size <= STITCH_MAX_OPS and stitched(size))))
+
+
+def stitched(size: int) -> bool:
+    """Whether a program of ``size`` operations gets stitched code as its first native code (at
+    once, in place of the instructions' early calls) rather than compiled code."""
+    return size > NATIVE_SYNC_OPS and native.stitch_available()
 
 
 def native_batches(backend: str, size: int) -> bool:
@@ -56,5 +65,5 @@ def compile_seconds(size: int, opt: int) -> float:
 
 
 def quick_calls_before_optimising(size: int) -> int:
-    """Calls of quick (-O0) code that cost what the -O2 compile of ``size`` operations will."""
+    """Calls of quick code (-O0 or stitched) that cost what the -O2 compile of ``size`` operations will."""
     return max(1, round(compile_seconds(size, 2) / (CALL_S + QUICK_S_PER_OP * size)))

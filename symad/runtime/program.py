@@ -75,10 +75,21 @@ class Program:
         self.call = program.call if program is not None and self.prefer_native_points else None
 
     def _quick_native(self, optimize: bool = True) -> None:
-        """Quick native code (-O0) now; with ``optimize``, optimised code (-O2) from a background
-        thread once the quick code's calls have cost what that compile will (a ski rental: a
-        short loop never pays for it, nor waits for it, nor shares its cores with it)."""
-        self.native = native.compile(self.schedule, opt=0)
+        """Quick native code now (stitched from stencils where this machine has them, else -O0);
+        with ``optimize``, optimised code (-O2) from a background thread once the quick code's
+        calls have cost what that compile will (a ski rental: a short loop never pays for it,
+        nor waits for it, nor shares its cores with it)."""
+        stitched = policy.stitched(self.size)
+        if stitched:
+            try:
+                self.native = native.stitch(self.schedule)
+            except Exception:  # noqa: BLE001 - unusable stencils: compiled quick code instead
+                stitched = False
+        if not stitched:
+            if self.size > policy.NATIVE_MAX_OPS:
+                self.prefer_native_points = False  # no LLVM code this large: Python code
+                return
+            self.native = native.compile(self.schedule, opt=0)
         quick = self.call
         if not optimize or self.size > policy.NATIVE_OPTIMIZE_OPS or not self.background:
             return

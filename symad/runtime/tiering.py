@@ -3,7 +3,9 @@
 A :class:`TieredProgram` is one set of outputs of a function (its value, or its
 value and gradient).  With backend ``auto``:
 
-1. the first call builds the program's :class:`~symad.schedule.schedule.Schedule` and
+1. the first call builds the program's :class:`~symad.schedule.schedule.Schedule`; a large
+   one (:func:`~symad.runtime.policy.stitched`) gets its compiled program at once, whose first
+   native code is stitched from stencils in about the time instructions take to build; else it
    flattens it into instructions for the shared interpreter
    (:class:`~symad.backends.vm.VMProgram`: about a microsecond a step to build,
    nanoseconds a step to run), which serves the calls from then on; with
@@ -187,6 +189,11 @@ class TieredProgram:
             schedule = self._schedule()
             if schedule.size < policy.NATIVE_MIN_OPS:
                 return False
+            if self.backend == "auto" and policy.stitched(schedule.size):
+                # Stitched machine code costs about what the instructions do to build: it serves
+                # from the first call (the program compiles -O2 code in the background when it pays).
+                self.compiled()
+                return True
             vm = VMProgram(schedule)
         except Exception:  # noqa: BLE001 - the tape keeps serving; a compile reports the error
             return False

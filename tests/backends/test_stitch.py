@@ -1,4 +1,4 @@
-"""Copy-and-patch code (symad.native.stitch): the stencils read from their object code, the
+"""Copy-and-patch code (symad.native.stitcher): the stencils read from their object code, the
 stitcher's patches (constants, inputs, outputs, long programs, deep chains), its entries, and
 the code cache's trust rules applied to the stencils."""
 
@@ -16,7 +16,7 @@ from support.properties import property_test
 import symad
 from symad import Graph
 from symad.native import cache, elf, jit, stencils
-from symad.native import stitch as stitching
+from symad.native import stitcher as stitching
 from symad.schedule.lowering import PRIMITIVES
 from symad.schedule.schedule import Schedule
 
@@ -162,8 +162,7 @@ def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
     again, never run."""
     folder = tmp_path / "cache"
     monkeypatch.setattr(cache, "_dir", [folder])
-    text = stencils.library_ir()
-    name = jit._disk_name(text, 2, "stencils")
+    name = jit._disk_name(stencils.library_digest(), 2, "stencils")
     good = jit._stencil_object()
     assert cache.load(name, folder) == good  # stored on first use
     path = folder / f"{name}.o"
