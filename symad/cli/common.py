@@ -269,8 +269,14 @@ def parse_point(specs: Sequence[str], flag: str = "--at") -> dict[str, Any]:
     return point
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _number(name: str, text: str) -> float:
     """The number ``text`` (an expression without variables) given for ``name``."""
+    text = text.strip()
+    if _PLAIN_NUMBER.fullmatch(text):  # a plain literal (a vector's many entries): read as the language reads it
+        return float(text)
     try:
         value = parse(text, Graph())
     except SymadError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from symad.cli import loops
 from symad.cli.common import parse_point
 from symad.core import indexed
 from symad.core.errors import SymadError, check_variables
@@ -19,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="forward mode's direction (default: 1 for the first variable, 0 for the others)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--latex", action="store_true", help="print the steps as a LaTeX aligned block")
+    parser.add_argument("--iteration", type=int, metavar="K",
+                        help="with sums kept as loops: show each loop's body at i = K and gather df/dx[K] "
+                             "(default: the loop's first index)")
     parser.epilog = (f"Text tables align their columns up to {ALIGN_MAX} characters: a longer cell (a node "
                      "with many users)\nis printed whole but unpadded. Every row, term and value is printed "
                      "in full, also\nwith --markdown and --json, so the output grows with the DAG.\n\n"
@@ -27,6 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Print the explanation."""
+    if loops.has_loops(expr):
+        _run_loops(args, expr)
+        return
+    if args.iteration is not None:
+        raise SymadError("--iteration is for sums kept as loops (this expression has none)")
     point = indexed.expand_point(expr.variables, parse_point(args.at))
     check_variables(expr.variables, point)
     direction = indexed.expand_point(expr.variables, parse_point(args.seed)) if args.seed else {}
@@ -46,3 +55,13 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         print(result.to_latex())
     else:
         print(result.to_text())
+
+
+def _run_loops(args: argparse.Namespace, expr: Expr) -> None:
+    """The explanation of an expression with sums kept as loops (reverse mode, text or JSON)."""
+    if args.mode != "reverse" or args.seed:
+        raise SymadError("with sums kept as loops, symad explain shows reverse mode (no --mode forward, --seed)")
+    if args.markdown or args.latex:
+        raise SymadError("with sums kept as loops, symad explain prints text or --json (no --markdown, --latex)")
+    result = explain(expr, parse_point(args.at), iteration=args.iteration)
+    print(result.to_json() if args.json else result.to_text())

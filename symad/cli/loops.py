@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders
@@ -12,7 +13,7 @@ from symad.core.errors import SymadError
 from symad.expr import Expr
 
 # the commands that take loops; the others say they do not take them yet
-COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "export-c", "export-py")
+COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "explain", "export-c", "export-py")
 
 
 def has_loops(expr: Expr | list[Expr] | None) -> bool:
@@ -29,11 +30,16 @@ def refuse(command: str) -> SymadError:
 
 
 def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: bool) -> None:
-    """``symad grad``/``eval`` of an expression with loops: a vector is given whole, ``x=[...]``."""
+    """``symad grad``/``eval`` of an expression with loops: a vector is given whole, ``x=[...]``, or
+    as one number for every entry, ``x=0.5``."""
     if getattr(args, "params", None):
         raise SymadError("--params is not supported yet with sums kept as loops")
     f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)  # loaded for loops only
-    value, grad = f.value_and_grad(parse_point(args.at))
+    point = parse_point(args.at)
+    for name, given in point.items():  # one number for a vector: every entry
+        if name in f.spans and isinstance(given, float):
+            point[name] = [given] * math.prod(hi - lo + 1 for lo, hi in f.spans[name])
+    value, grad = f.value_and_grad(point)
     names = [name for variable in f.variables for name in _entries(variable)]
     obj: dict = {"expr": text.strip(), "value": json_number(value)}
     rows = [("f", format_number(value))]

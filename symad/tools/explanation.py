@@ -9,6 +9,7 @@ seed direction.  Both end in the derivative.  The steps are those of the one swe
 
 from __future__ import annotations
 
+import importlib
 import json
 import unicodedata
 from collections.abc import Mapping
@@ -17,7 +18,9 @@ from typing import Any
 
 from symad.ad import trace
 from symad.ad.local import local_partial
+from symad.core import binders
 from symad.core.dag import Graph
+from symad.core.errors import SymadError
 from symad.core.latex import latex_name, latex_number, to_latex
 from symad.core.ops import OPS, PREC_ATOM
 from symad.core.printing import format_number, precedence, to_infix
@@ -219,9 +222,11 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
-            direction: Mapping[str, float] | None = None) -> Explanation:
-    """The step-by-step tables of ``mode`` ("reverse" or "forward") at ``point``.
+def explain(expr: Expr, point: Mapping[str, Any], mode: str = "reverse",
+            direction: Mapping[str, float] | None = None, iteration: int | None = None) -> Any:
+    """The step-by-step tables of ``mode`` ("reverse" or "forward") at ``point``.  An expression
+    with sums kept as loops is explained in reverse mode, each loop's body at ``iteration``
+    (:func:`symad.tools.loop_explanation.explain_loops`; a vector given whole or as one number).
 
     >>> from symad import parse
     >>> print(explain(parse("(x+y)+x*(x+y)"), {"x": 1, "y": 2}).to_text().splitlines()[-1])
@@ -230,6 +235,10 @@ def explain(expr: Expr, point: Mapping[str, float], mode: str = "reverse",
     if mode not in ("reverse", "forward"):
         raise ValueError("mode must be 'reverse' or 'forward'")
     g, root = expr.graph, expr.id
+    if g.scoped and binders.has_scoped(g, [root]):
+        if mode != "reverse":
+            raise SymadError("forward mode is not explained over sums kept as loops yet: use reverse mode")
+        return importlib.import_module("symad.tools.loop_explanation").explain_loops(expr, point, iteration)
     point = {v: float(point[v]) for v in expr.variables}
     if mode == "reverse":
         steps = trace.reverse(g, root, point)

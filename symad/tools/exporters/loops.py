@@ -22,13 +22,10 @@ from symad.core import binders
 from symad.core.dag import BINDERS, Graph, natural_key
 from symad.core.errors import SymadError
 from symad.core.ops import Inline
-from symad.schedule import loop_nest
-from symad.schedule.loop_nest import BLOCK
+from symad.schedule.loop_nest import BLOCK, INNER_LANES
 from symad.schedule.lowering import PRIMITIVES, lower
 from symad.tools.exporters.straight_line import C, Dialect, _Translator, c_name, literal
 
-# Lanes of a sum inside a loop's body (the evaluators' order; two where the loops have no such constant).
-INNER_LANES: int = getattr(loop_nest, "INNER_LANES", 2)
 _C_HELPERS = {
     "symad_clamp": "static long symad_clamp(long k, long n) { return k < 0 ? 0 : k >= n ? n - 1 : k; }",
     # NumPy's pairwise sum of a contiguous array (the order the blocks' sums of a sum are added in)
