@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from symad.cli import loops
 from symad.cli.common import add_params_option, emit, format_number, nonfinite_warnings, point_and_params
 from symad.core.errors import PointError
 from symad.core.latex import to_latex
@@ -16,6 +17,7 @@ examples:
   symad hessian "100*(y-x^2)^2+(1-x)^2" --at x=1,y=1     value, gradient and Hessian matrix
   symad hessian "x^3*y" --at x=1,y=2 --json
   symad hessian "x^3*y"                                  the entries as expressions (no --at)
+  symad hessian "sum(i = 1..100000, (x[i+1] - x[i]^2)^2)"  a loop's Hessian as bands in k
 """
 
 
@@ -39,6 +41,9 @@ def _label(names: list[str], i: int, j: int) -> str:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Print the Hessian: a matrix of numbers with --at, else the upper triangle as expressions."""
+    if loops.has_loops(expr):  # its bands, or its nonzeros at a point
+        loops.hessian(args, text, expr)
+        return
     names = list(expr.variables)
     if args.params and not args.at:
         raise PointError("--params gives values, which the Hessian as expressions (no --at) does not use: "
