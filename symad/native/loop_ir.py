@@ -74,8 +74,9 @@ def nest_ir(nest: LoopNest) -> str:
     the top-level loop over rows ``start`` … ``end - 1`` (index ``low + row``), its body with the
     loops inside it run as inner loops.  A top-level ``sum`` writes its rows' sum to ``out[0]``, an
     ``each`` its value at row ``r`` to ``out[r]``.  ``w[k]`` is capture ``k``; ``bases[v]`` the address
-    of vector ``v``'s first entry.  Every sum adds in the canonical order: two lanes from 0.0 by the
-    parity of the offset (a row's from ``start``, which the caller keeps even), then lane one plus two."""
+    of vector ``v``'s first entry.  Every sum adds in the canonical order: the top-level one in two
+    lanes from 0.0 by the parity of the offset (a row's from ``start``, which the caller keeps even),
+    then lane one plus two; a sum inside in :data:`~symad.schedule.loop_nest.INNER_LANES` lanes."""
     declared: dict[str, int] = {}
     names: dict[int, str] = {}
     entry = _inputs_and_vectors(nest.captures, "c", len(nest.vectors), names)
@@ -245,7 +246,9 @@ def program_ir(program: LoopProgram) -> str:
     each block in the canonical two lanes, the blocks' sums added as NumPy's pairwise sum adds them;
     an ``each`` stored row by row), output ``k`` stored at ``outs[k]`` (a number, or an ``each``'s
     array).  ``w[k]`` is variable ``k``; ``bases[v]`` vector ``v``'s first entry.  One call computes
-    the value and the whole gradient: no per-loop call, no thread."""
+    the value and the whole gradient: no per-loop call, no thread.  The sums inside a loop at the
+    top that read only its index are computed for all its rows first (:func:`_hoist`).  With
+    ``program.array_offset``, ``call(x, g)`` too (:func:`_call_entry`)."""
     declared: dict[str, int] = {}
     top = program.top
     names: dict[int, str] = {node: hex_double(c) for node, c in top.consts.items()}
@@ -321,6 +324,7 @@ def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[st
     rows = outer.high - outer.low + 1
     if rows > HOIST_MAX_ROWS:
         return hoisted
+    known = {**names, **{node: hex_double(c) for node, c in outer.consts.items()}}  # constants the loops share
     for node, inner in outer.inner.items():
         if inner.op != "sum" or inner.inner or any(c not in names and c != outer.index_node for c in inner.captures):
             continue
@@ -331,9 +335,9 @@ def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[st
         q = f"{p}n{node}"
         clamp = not _inside(inner, outer)
         if _across(inner, outer):
-            array = _sum_across(inner, outer, names, lines, block, q, declared, clamp)
+            array = _sum_across(inner, outer, known, lines, block, q, declared, clamp)
         else:
-            array = _sum_along(inner, outer, names, lines, block, q, declared, clamp)
+            array = _sum_along(inner, outer, known, lines, block, q, declared, clamp)
         computed[node] = (array, outer.low, outer.high)
         hoisted[node] = (array, outer.low)
     return hoisted
@@ -367,17 +371,18 @@ def _inside(inner: Scope, outer: Scope) -> bool:
     return True
 
 
-def _row_loop(p: str, first: int, last: int, lines: list[str], block: list[str]) -> tuple[str, list[str]]:
-    """The head of a counted loop over ``first`` … ``last`` (its i64 index, returned with the body's
-    opening lines); :func:`_close_loop` ends it."""
+def _row_loop(p: str, first: int, last: int, lines: list[str], block: list[str]) -> str:
+    """The head of a counted loop over ``first`` … ``last``, its body opened; returns its i64 index.
+    :func:`_close_loop` ends it."""
     before = block[0]
     lines += [f"  br label %R{p}h", f"R{p}h:", f"  %{p}k = phi i64 [{first}, %{before}], [%{p}kn, %R{p}e]",
               f"  %{p}go = icmp sle i64 %{p}k, {last}", f"  br i1 %{p}go, label %R{p}b, label %R{p}x", f"R{p}b:"]
     block[0] = f"R{p}b"
-    return f"%{p}k", lines
+    return f"%{p}k"
 
 
 def _close_loop(p: str, lines: list[str], block: list[str]) -> None:
+    """The end of the loop :func:`_row_loop` opened with prefix ``p``."""
     lines += [f"  br label %R{p}e", f"R{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %R{p}h", f"R{p}x:"]
     block[0] = f"R{p}x"
 
@@ -387,7 +392,7 @@ def _sum_along(inner: Scope, outer: Scope, names: dict[int, str], lines: list[st
     """The sum at every row of ``outer``, row by row (its own loop innermost), into a stack array."""
     rows = outer.high - outer.low + 1
     lines.insert(0, f"  %{p}H = alloca double, i64 {rows}")
-    k, _ = _row_loop(p, outer.low, outer.high, lines, block)
+    k = _row_loop(p, outer.low, outer.high, lines, block)
     row_names = _with_index(names, outer, k, lines, p)
     value = _inner_sum(inner, {outer.level: k}, row_names, lines, block, f"{p}s", declared, clamp=clamp)
     lines += [f"  %{p}o = sub i64 {k}, {outer.low}", f"  %{p}a = getelementptr double, ptr %{p}H, i64 %{p}o",
@@ -403,13 +408,13 @@ def _sum_across(inner: Scope, outer: Scope, names: dict[int, str], lines: list[s
     lanes`` of that row; then each row's lanes added as the loop inside adds them."""
     rows, lanes = outer.high - outer.low + 1, INNER_LANES
     lines.insert(0, f"  %{p}A = alloca double, i64 {rows * lanes}")
-    z, _ = _row_loop(f"{p}z", 0, rows * lanes - 1, lines, block)
+    z = _row_loop(f"{p}z", 0, rows * lanes - 1, lines, block)
     lines += [f"  %{p}za = getelementptr double, ptr %{p}A, i64 {z}", f"  store double 0.0, ptr %{p}za"]
     _close_loop(f"{p}z", lines, block)
-    i, _ = _row_loop(f"{p}i", inner.low, inner.high, lines, block)
+    i = _row_loop(f"{p}i", inner.low, inner.high, lines, block)
     lines += [f"  %{p}io = sub i64 {i}, {inner.low}", f"  %{p}il = and i64 %{p}io, {lanes - 1}",
               f"  %{p}im = mul i64 %{p}il, {rows}", f"  %{p}lane = getelementptr double, ptr %{p}A, i64 %{p}im"]
-    k, _ = _row_loop(f"{p}r", outer.low, outer.high, lines, block)
+    k = _row_loop(f"{p}r", outer.low, outer.high, lines, block)
     row_names = _with_index(names, outer, k, lines, f"{p}r")
     value = _scope_lines(inner, i, {outer.level: k, inner.level: i}, row_names, lines, block, f"{p}b", declared,
                          clamp)
@@ -418,7 +423,7 @@ def _sum_across(inner: Scope, outer: Scope, names: dict[int, str], lines: list[s
               f"  store double %{p}rs, ptr %{p}ra"]
     _close_loop(f"{p}r", lines, block)
     _close_loop(f"{p}i", lines, block)
-    k, _ = _row_loop(f"{p}t", 0, rows - 1, lines, block)  # each row's lanes, as a tree of adjacent pairs
+    k = _row_loop(f"{p}t", 0, rows - 1, lines, block)  # each row's lanes, as a tree of adjacent pairs
     parts = []
     for lane in range(lanes):
         lines += [f"  %{p}t{lane}o = add i64 {k}, {lane * rows}",

@@ -75,3 +75,23 @@ def test_inner_sums_of_every_length_in_eight_lanes(n: int) -> None:
     want = numpy_only.value_and_grad({"x": x, "A": A})
     assert got[0] == want[0] and np.array_equal(got[1], want[1])
     assert got[0] == pytest.approx(x @ A @ x, rel=1e-9, abs=1e-9)
+
+
+def test_sums_inside_computed_for_every_row_first_read_clamped_entries_as_numpy_does() -> None:
+    # the gradient's each runs over k = 1..n, but A's rows are 2..n: its sums inside read A[1, j]
+    # clamped (a guarded term), computed for all rows before the rows' loop, along and across
+    n = 19
+    rng = np.random.default_rng(5)
+    x, A = rng.uniform(-1, 1, n), rng.uniform(-1, 1, (n - 1, n))
+    with looping(0):
+        expr = parse_looped(f"sum(i = 2..{n}, (x[i] - i/7)*sum(j = 1..{n}, A[i,j]*x[j]*x[i]))")
+        compiled = IndexedFunction(expr, wrt=["x"])
+        numpy_only = IndexedFunction(expr, wrt=["x"], backend="python")
+    assert compiled._whole is not None
+    got = compiled.value_and_grad({"x": x, "A": A})
+    want = numpy_only.value_and_grad({"x": x, "A": A})
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    B = np.vstack([np.zeros(n), A])  # by hand: rows 2..n of A, x's weights (x[i] - i/7)
+    w = x - np.arange(1, n + 1) / 7
+    w[0] = 0.0
+    assert got[0] == pytest.approx(float(np.sum(w * x * (B @ x))), rel=1e-12, abs=1e-12)
