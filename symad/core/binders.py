@@ -29,10 +29,19 @@ from symad.core.dag import BINDERS, SCOPED, Graph
 from symad.core.errors import SymadError
 
 # A sum stays one node (a loop) past this many terms, or when writing it out would take more than
-# UNROLL_MAX_STEPS tokens (its terms times its body's length): Rosenbrock's n = 1000 is written
-# out (calls cost less), n = 10^4 is a loop (built in a tenth of the time, and calls cost less).
-UNROLL_MAX_TERMS = 10_000
-UNROLL_MAX_STEPS = 50_000
+# UNROLL_MAX_STEPS tokens (its terms times its body's length).  Measured by
+# `python -m benchmarks.indexed.unrolling` (benchmarks/indexed/unrolling.json: the same text as a loop
+# and written out, n = 10 ... 10^4, in fresh processes): the first value and gradient is cheaper as
+# a loop from about a hundred terms on (written out, LLVM compiles every term: 2.4x at n = 1000 for
+# Rosenbrock, 6x for a body of a dozen functions at 1000); a call, written out, is cheaper for short
+# programs (Rosenbrock up to 300 terms about 2x; its gradient as a loop evaluates each partial once
+# per entry that reads it), and dearer past a few thousand operations (-O2 code of a long program
+# arrives late or never: Rosenbrock at 1000 terms 1.5x the loop's call in the first seconds).  The
+# written-out calls win up to about 10^4 tokens whatever the body (Rosenbrock 300 terms of 33
+# tokens, the long body 100 of 90); a body of a few tokens still stays a loop past 300 terms,
+# where the loop's vectorised call has caught up.
+UNROLL_MAX_TERMS = 300
+UNROLL_MAX_STEPS = 10_000
 # Inside a loop's body a sum stays a loop past this many terms: the body is compiled once, and
 # a short sum written out there (three coordinates) is what code generation wants.
 UNROLL_INSIDE_LOOP = 16
