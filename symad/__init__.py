@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Expr": "expr", "parse": "expr", "parse_outputs": "expr", "var": "expr", "vector": "expr", "data": "expr",
     "Vector": "symbolic_array", "Matrix": "symbolic_array", "Function": "function",
-    "IndexedFunction": "indexed_function",
+    "IndexedFunction": "indexed_function", "IndexedVectorFunction": "indexed_vector_function",
     "VectorFunction": "vector_function", "Graph": "core.dag",
     "SecondOrder": "second_order", "hessian": "second_order", "hvp": "second_order",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from symad.frontend.parser import to_postfix
     from symad.function import Function
     from symad.indexed_function import IndexedFunction
+    from symad.indexed_vector_function import IndexedVectorFunction
     from symad.interop import from_sympy, to_sympy
     from symad.objectives import Objective, objective
     from symad.optimize import minimize
@@ -67,7 +68,7 @@ __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS, lambda: importlib.import
 
 def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None = None,  # noqa: A001
             backend: str = "auto", *, background: bool = True,
-            wrt: list[str] | None = None) -> Function | VectorFunction:
+            wrt: list[str] | None = None) -> Function | VectorFunction | IndexedFunction | IndexedVectorFunction:
     """Compile an expression (or its text) into a :class:`Function` of value and gradient.
 
     ``wrt`` names the variables differentiated; the expression's other variables are then
@@ -87,17 +88,29 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
     >>> compile("x*y; x + y").jacobian([2, 3])
     array([[3., 2.],
            [1., 1.]])
+
+    Outputs with loops (``each(i = a..b, ...)`` families, long sums) give an
+    :class:`IndexedVectorFunction`, whose sparse Jacobian is read from the index structure.
     """
     if isinstance(expr, str):
         outputs = __getattr__("parse_outputs")(expr)
         expr = outputs[0] if len(outputs) == 1 else outputs
     if not isinstance(expr, (list, tuple)) and _has_loops(expr):  # a sum kept as a loop: whole vectors
+        if expr.graph.op[expr.id] == "each":  # a family of outputs
+            return _indexed_vector([expr], wrt or variables)
         indexed = importlib.import_module(".indexed_function", __name__)
         return indexed.IndexedFunction(expr, wrt=wrt or variables)  # type: ignore[return-value]
     if isinstance(expr, (list, tuple)):
-        return __getattr__("VectorFunction")(expr, variables=variables, backend=backend, background=background,
+        exprs = importlib.import_module(".vector_function", __name__).as_outputs(expr)
+        if any(_has_loops(e) for e in exprs):  # families and sums kept as loops among the outputs
+            return _indexed_vector(exprs, wrt or variables)
+        return __getattr__("VectorFunction")(exprs, variables=variables, backend=backend, background=background,
                                              wrt=wrt)
     return __getattr__("Function")(expr, variables=variables, backend=backend, background=background, wrt=wrt)
+
+
+def _indexed_vector(exprs: Sequence[Any], wrt: list[str] | None) -> Any:
+    return importlib.import_module(".indexed_vector_function", __name__).IndexedVectorFunction(exprs, wrt=wrt)
 
 
 def _has_loops(expr: Any) -> bool:
@@ -108,9 +121,9 @@ def _has_loops(expr: Any) -> bool:
 
 
 __all__ = [
-    "DotNotFoundError", "Expr", "Function", "Graph", "IndexedFunction", "LimitError", "Matrix", "NameRuleError",
-    "Objective", "ParseError", "PointError", "SecondOrder", "SymadError", "UnknownFunctionError", "VariableError",
-    "Vector", "VectorFunction", "clear_caches", "compile", "data", "dumps", "explain", "from_sympy", "hessian",
-    "hvp", "load", "loads", "minimize", "objective", "parse", "parse_outputs", "save", "to_digraph", "to_postfix",
-    "to_sympy", "var", "vector", "write_picture",
+    "DotNotFoundError", "Expr", "Function", "Graph", "IndexedFunction", "IndexedVectorFunction", "LimitError",
+    "Matrix", "NameRuleError", "Objective", "ParseError", "PointError", "SecondOrder", "SymadError",
+    "UnknownFunctionError", "VariableError", "Vector", "VectorFunction", "clear_caches", "compile", "data", "dumps",
+    "explain", "from_sympy", "hessian", "hvp", "load", "loads", "minimize", "objective", "parse", "parse_outputs",
+    "save", "to_digraph", "to_postfix", "to_sympy", "var", "vector", "write_picture",
 ]

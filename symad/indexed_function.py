@@ -24,7 +24,7 @@ import numpy as np
 
 from symad.ad.forward import forward
 from symad.ad.gather import hessian_bands, indexed_gradient
-from symad.ad.sparsity import Layout, colouring, csr, hessian_pattern, recovered, scipy_sparse
+from symad.ad.sparsity import Compression, Layout, csr, hessian_pattern, scipy_sparse
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
@@ -34,22 +34,18 @@ from symad.core.printing import to_infix
 from symad.runtime.native_loops import compiled_loops, whole_program
 
 
-class IndexedFunction:
-    """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
-    (default: every variable and vector); the others are data, given by name at each call."""
+class IndexedInputs:
+    """What functions over loops share: their roots with ``x[k]`` read as the vector's entry, the
+    vectors' spans, the variables differentiated (``wrt``; default: every variable and vector of
+    one index) and the data (the others, given by name at each call), and how a point becomes
+    the programs' inputs."""
 
-    def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
-        self.expr = expr
-        graph = expr.graph
+    def __init__(self, graph: Any, roots: Sequence[int], wrt: Sequence[str] | None, backend: str):
         # x[k] beside a loop over x, or with x in wrt: the vector's entry (one variable, not two)
-        vectors = {graph.data[n] for n in graph.reachable([expr.id]) if graph.op[n] == "vector"}
-        (root,) = binders.entries_of(graph, [expr.id], {*(wrt or ()), *vectors})
-        self.graph, self.root = graph, root
-        if graph.op[root] == "each":
-            raise SymadError("each(...) is a vector of values: its Jacobian is not supported yet "
-                             "(compile a scalar expression, such as a sum)")
-        self.spans = binders.index_span(graph, [root])
-        scalars = [n for n in graph.reachable([root]) if graph.op[n] == "var"]
+        vectors = {graph.data[n] for n in graph.reachable(roots) if graph.op[n] == "vector"}
+        self.graph, self.roots = graph, binders.entries_of(graph, list(roots), {*(wrt or ()), *vectors})
+        self.spans = binders.index_span(graph, self.roots)
+        scalars = [n for n in graph.reachable(self.roots) if graph.op[n] == "var"]
         names = sorted([*(graph.data[n] for n in scalars), *self.spans], key=natural_key)  # type: ignore[misc]
         if wrt is None:  # what has one index or none; a vector of several indices is data
             wrt = [n for n in names if len(self.spans.get(n, ((0, 0),))) == 1]
@@ -64,20 +60,7 @@ class IndexedFunction:
                                 "not supported yet (it can be data, given at each call)")
         self.data = tuple(n for n in names if n not in self.wrt)
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
-        partials, vectors = indexed_gradient(graph, root)
-        outputs = [root]
-        for name in self.wrt:
-            outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
-        self._outputs, self._backend = outputs, backend
-        self._program = self._compiled(outputs)
-        # small enough: value and gradient in one call of one machine-code function
-        self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
-        self._run = self._whole.run if self._whole is not None else self._program.run
-        self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
-        self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
-        self._colours: np.ndarray | None = None
-        one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
-        self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
+        self._backend = backend
         self.size = sum(self._length(n) for n in self.wrt)
 
     def _compiled(self, roots: list[int]) -> ArrayProgram:
@@ -87,25 +70,20 @@ class IndexedFunction:
             program.runners = compiled_loops(self.graph, program, spans)
         return program
 
-    def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
-        """The Hessian times ``direction`` (flat, in :attr:`variables` order) at ``point``: forward
-        mode over the indexed gradient (each vector's row of products one ``each`` node again),
-        never the n x n matrix.  For ``scipy.optimize.minimize(..., hessp=f.hessp)``."""
-        if self._hvp is None:
-            g = self.graph
-            tangent = {}
-            for name in self.wrt:
-                if name in self.spans:
-                    tangent[g.vector(name)] = g.vector(name + "'")
-                else:
-                    tangent[self._scalar_nodes[name]] = g.var(name + "'")
-            (roots,) = forward(g, self._outputs[1:], [tangent])
-            self._hvp = self._compiled(roots)
-        given = self._named(point, data, {})
-        scalars, vectors = self._inputs(given)
+    def _tangents(self) -> dict[int, int]:
+        """Each variable's node and its tangent's (``x'``): the directions of forward mode."""
+        g = self.graph
+        return {(g.vector(name) if name in self.spans else self._scalar_nodes[name]):
+                (g.vector(name + "'") if name in self.spans else g.var(name + "'")) for name in self.wrt}
+
+    def _with_direction(self, point: Any, direction: Any, data: Mapping[str, Any] | None,
+                        what: str = "the direction") -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
+        """The programs' inputs at ``point`` with ``direction`` (flat, in :attr:`variables` order)
+        as the tangents ``x'``."""
+        scalars, vectors = self._inputs(self._named(point, data, {}))
         flat = as_floats(direction).reshape(-1)
         if flat.shape != (self.size,):
-            raise PointError(f"the direction has {flat.size:,} numbers; {', '.join(self.variables)} need {self.size:,}")
+            raise PointError(f"{what} has {flat.size:,} numbers; {', '.join(self.variables)} need {self.size:,}")
         at = 0
         for name in self.wrt:
             n = self._length(name)
@@ -114,10 +92,8 @@ class IndexedFunction:
             else:
                 scalars[self.graph.var(name + "'")] = float(flat[at])
             at += n
-        parts = self._hvp.run(scalars, vectors)
-        return np.concatenate([np.reshape(np.broadcast_to(p, (self._length(w),)), -1) for p, w in zip(parts, self.wrt)])
+        return scalars, vectors
 
-    # ------------------------------------------------------------------ sparse Hessians
     def _layout(self) -> Layout:
         """Where each variable sits in the flat vector of :attr:`variables`."""
         scalars, vectors, at = {}, {}, 0
@@ -130,60 +106,6 @@ class IndexedFunction:
             at += self._length(name)
         return Layout(scalars, vectors, at)
 
-    def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
-        """The Hessian's structural nonzeros, lower triangle: ``(rows, cols)`` int64 arrays with
-        ``rows >= cols``, row-major sorted, positions in the flat vector of :attr:`variables`; read
-        from each loop's entries and their offsets (a band for Rosenbrock), never unrolled.
-
-        >>> import symad
-        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
-        >>> rows, cols = f.hessian_pattern()
-        >>> rows.size, rows[:5], cols[:5]
-        (39999, array([0, 1, 1, 2, 2]), array([0, 0, 1, 1, 2]))
-        """
-        if self._pattern is None:
-            self._pattern = hessian_pattern(self.graph, self.root, self._layout())
-        return self._pattern
-
-    def hessian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
-        """The Hessian's entries at :meth:`hessian_pattern`'s positions, exact: forward over reverse
-        (:meth:`hessp`) along one direction per colour of the columns (three for a tridiagonal
-        Hessian, whatever n), each entry read off alone.  ``data``: as for :meth:`value_and_grad`."""
-        rows, cols = self.hessian_pattern()
-        if self._colours is None:
-            self._colours = colouring(rows, cols, self.size)
-        return recovered(rows, cols, self._colours, lambda d: self.hessp(point, d, data))
-
-    def sparse_hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> Any:
-        """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
-        ``pip install "symad[scipy]"``)."""
-        scipy_sparse()
-        return csr(*self.hessian_pattern(), self.hessian_values(point, data), (self.size, self.size), mirrored=True)
-
-    def hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
-        """The Hessian as a dense ``n x n`` array (for small n; :meth:`sparse_hessian` for large)."""
-        rows, cols = self.hessian_pattern()
-        values = self.hessian_values(point, data)
-        dense = np.zeros((self.size, self.size))
-        dense[rows, cols] = values
-        dense[cols, rows] = values
-        return dense
-
-    def hessian_text(self) -> list[tuple[str, str, str, tuple[int, int] | None]]:
-        """The Hessian as a few indexed expressions, ``(row, column, text, range)`` each:
-        ``("x[k]", "x[k+1]", "...", (1, n-1))`` is ∂²f/∂x[k]∂x[k+1] for k = 1..n-1 (the range's
-        edges as explicit cases in the text, as in :meth:`gradient_text`); a scalar's row or column
-        is its name and a range None when no index runs.  Each pair once: a vector with itself
-        from the diagonal up (offsets >= 0), two variables in :attr:`variables` order.
-
-        >>> import symad
-        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
-        >>> [(row, col, rng) for row, col, _, rng in f.hessian_text()]
-        [('x[k]', 'x[k]', (1, 20000)), ('x[k]', 'x[k+1]', (1, 19999))]
-        """
-        return hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
-                             self._scalar_nodes)
-
     def _length(self, name: str) -> int:
         span = self.spans.get(name)
         return 1 if span is None else span[0][1] - span[0][0] + 1
@@ -194,31 +116,6 @@ class IndexedFunction:
         as ``x[lo..hi]``."""
         return tuple(f"{n}[{self.spans[n][0][0]}..{self.spans[n][0][1]}]" if n in self.spans else n
                      for n in self.wrt)
-
-    def __repr__(self) -> str:
-        return f"IndexedFunction({', '.join(self.variables)})"
-
-    def value(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> float:
-        """The value at ``point`` (a flat array, or a mapping by name)."""
-        return self.value_and_grad(point, data, **kwargs)[0]
-
-    def grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
-        """The gradient at ``point``, flat, in :attr:`variables` order."""
-        return self.value_and_grad(point, data, **kwargs)[1]
-
-    def value_and_grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /,
-                       **kwargs: Any) -> tuple[float, np.ndarray]:
-        """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
-        if (self._one_vector is not None and data is None and not kwargs and type(point) is np.ndarray
-                and point.dtype == np.float64 and point.shape == (self.size,) and point.flags.c_contiguous):
-            # what an optimizer passes, a flat float64 array over one vector: read as it is
-            value, *partials = self._run({}, {self._one_vector: (point, self._one_first)})
-        else:
-            scalars, vectors = self._inputs(self._named(point, data, kwargs))
-            value, *partials = self._run(scalars, vectors)
-        if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
-            return float(value), partials[0]
-        return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
 
     def _inputs(self, given: Mapping[str, Any]) -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
         """The values by name as the programs take them: scalars by node, vectors by name."""
@@ -259,6 +156,124 @@ class IndexedFunction:
                 given[name] = flat[at:at + n] if name in self.spans else flat[at]
                 at += n
         return given
+
+
+class IndexedFunction(IndexedInputs):
+    """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
+    (default: every variable and vector); the others are data, given by name at each call."""
+
+    def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
+        self.expr = expr
+        super().__init__(expr.graph, [expr.id], wrt, backend)
+        graph, (root,) = self.graph, self.roots
+        self.root = root
+        if graph.op[root] == "each":
+            raise SymadError("each(...) is a vector of values: symad.compile gives it as an "
+                             "IndexedVectorFunction, with Jacobians")
+        partials, vectors = indexed_gradient(graph, root)
+        outputs = [root]
+        for name in self.wrt:
+            outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
+        self._outputs = outputs
+        self._program = self._compiled(outputs)
+        # small enough: value and gradient in one call of one machine-code function
+        self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
+        self._run = self._whole.run if self._whole is not None else self._program.run
+        self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
+        self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
+        self._compression: Compression | None = None
+        one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
+        self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
+
+    def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian times ``direction`` (flat, in :attr:`variables` order) at ``point``: forward
+        mode over the indexed gradient (each vector's row of products one ``each`` node again),
+        never the n x n matrix.  For ``scipy.optimize.minimize(..., hessp=f.hessp)``."""
+        if self._hvp is None:
+            (roots,) = forward(self.graph, self._outputs[1:], [self._tangents()])
+            self._hvp = self._compiled(roots)
+        parts = self._hvp.run(*self._with_direction(point, direction, data))
+        return np.concatenate([np.reshape(np.broadcast_to(p, (self._length(w),)), -1) for p, w in zip(parts, self.wrt)])
+
+    # ------------------------------------------------------------------ sparse Hessians
+    def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's structural nonzeros, lower triangle: ``(rows, cols)`` int64 arrays with
+        ``rows >= cols``, row-major sorted, positions in the flat vector of :attr:`variables`; read
+        from each loop's entries and their offsets (a band for Rosenbrock), never unrolled.
+
+        >>> import symad
+        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+        >>> rows, cols = f.hessian_pattern()
+        >>> rows.size, rows[:5], cols[:5]
+        (39999, array([0, 1, 1, 2, 2]), array([0, 0, 1, 1, 2]))
+        """
+        if self._pattern is None:
+            self._pattern = hessian_pattern(self.graph, self.root, self._layout())
+        return self._pattern
+
+    def hessian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian's entries at :meth:`hessian_pattern`'s positions, exact: forward over reverse
+        (:meth:`hessp`) along one direction per colour of the columns (three for a tridiagonal
+        Hessian, whatever n), each entry read off alone; a variable met by a whole vector gets a
+        direction of its own.  ``data``: as for :meth:`value_and_grad`."""
+        if self._compression is None:
+            self._compression = Compression(*self.hessian_pattern(), self.size, self.size, lower=True)
+        return self._compression.values(lambda d: self.hessp(point, d, data))
+
+    def sparse_hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> Any:
+        """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
+        ``pip install "symad[scipy]"``)."""
+        scipy_sparse()
+        return csr(*self.hessian_pattern(), self.hessian_values(point, data), (self.size, self.size), mirrored=True)
+
+    def hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Hessian as a dense ``n x n`` array (for small n; :meth:`sparse_hessian` for large)."""
+        rows, cols = self.hessian_pattern()
+        values = self.hessian_values(point, data)
+        dense = np.zeros((self.size, self.size))
+        dense[rows, cols] = values
+        dense[cols, rows] = values
+        return dense
+
+    def hessian_text(self) -> list[tuple[str, str, str, tuple[int, int] | None]]:
+        """The Hessian as a few indexed expressions, ``(row, column, text, range)`` each:
+        ``("x[k]", "x[k+1]", "...", (1, n-1))`` is ∂²f/∂x[k]∂x[k+1] for k = 1..n-1 (the range's
+        edges as explicit cases in the text, as in :meth:`gradient_text`); a scalar's row or column
+        is its name and a range None when no index runs.  Each pair once: a vector with itself
+        from the diagonal up (offsets >= 0), two variables in :attr:`variables` order.
+
+        >>> import symad
+        >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
+        >>> [(row, col, rng) for row, col, _, rng in f.hessian_text()]
+        [('x[k]', 'x[k]', (1, 20000)), ('x[k]', 'x[k+1]', (1, 19999))]
+        """
+        return hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
+                             self._scalar_nodes)
+
+    def __repr__(self) -> str:
+        return f"IndexedFunction({', '.join(self.variables)})"
+
+    def value(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> float:
+        """The value at ``point`` (a flat array, or a mapping by name)."""
+        return self.value_and_grad(point, data, **kwargs)[0]
+
+    def grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
+        """The gradient at ``point``, flat, in :attr:`variables` order."""
+        return self.value_and_grad(point, data, **kwargs)[1]
+
+    def value_and_grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /,
+                       **kwargs: Any) -> tuple[float, np.ndarray]:
+        """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
+        if (self._one_vector is not None and data is None and not kwargs and type(point) is np.ndarray
+                and point.dtype == np.float64 and point.shape == (self.size,) and point.flags.c_contiguous):
+            # what an optimizer passes, a flat float64 array over one vector: read as it is
+            value, *partials = self._run({}, {self._one_vector: (point, self._one_first)})
+        else:
+            scalars, vectors = self._inputs(self._named(point, data, kwargs))
+            value, *partials = self._run(scalars, vectors)
+        if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
+            return float(value), partials[0]
+        return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)
 
     def gradient_text(self) -> list[tuple[str, str, tuple[int, int] | None]]:
         """``(label, text, range)`` of each partial: ``("x[k]", "...", (1, n))`` for a vector, still

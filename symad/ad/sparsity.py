@@ -504,23 +504,95 @@ def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int
 
 
 # ------------------------------------------------------------------ values from Hessian-vector products
-def colouring(rows: np.ndarray, cols: np.ndarray, size: int) -> np.ndarray:
-    """A colour per column of the symmetric matrix whose lower triangle is ``(rows, cols)``, such
-    that no row has nonzeros in two columns of one colour: ``H·(Σ e_j, j of colour c)`` then holds
-    each entry of those columns alone (direct recovery).  A band of half-width b takes 2b + 1
-    colours (``j mod 2b + 1``, no search); otherwise greedy, column by column."""
+# A row or column with more entries than this, and than DENSE_FACTOR times the median, is dense:
+# it gets products of its own (a scalar met by every entry of a vector would otherwise make every
+# column of the vector a colour of its own).
+DENSE_MIN = 64
+DENSE_FACTOR = 10
+
+
+class Compression:
+    """How to read a sparse matrix's entries off a few products with vectors (direct recovery).
+
+    Columns get colours such that no row, the dense rows aside, has entries in two columns of one
+    colour: the product with ``Σ e_j`` over the columns ``j`` of colour ``c`` holds each of their
+    entries alone.  When every row's columns lie within ``w + 1`` consecutive ones (a band: ``w = 2b``
+    for a symmetric band of half-width ``b``) the colours are ``j mod (w + 1)``, without a search;
+    otherwise greedy, column by column.  A dense column gets a colour of its own; a dense row is read
+    from a product with its transpose (``row_product``), or for a symmetric matrix from its own column.
+
+    ``(rows, cols)``: the entries, of ``size`` columns and ``n_rows`` rows; ``lower``: they are a
+    symmetric matrix's lower triangle.
+    """
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, size: int, n_rows: int, lower: bool):
+        self.rows, self.cols, self.n_rows = rows, cols, n_rows
+        full_rows, full_cols = symmetric(rows, cols) if lower else (rows, cols)
+        dense_rows, dense_cols = _dense(full_rows), _dense(full_cols, size)
+        keep = ~(np.isin(full_rows, dense_rows) | np.isin(full_cols, dense_cols))
+        colours = _colours(full_rows[keep], full_cols[keep], size)
+        first = int(colours.max()) + 1 if colours.size else 0
+        colours[dense_cols] = first + np.arange(dense_cols.size)
+        self.colours = colours
+        self.dense_rows = dense_rows if not lower else np.empty(0, dtype=np.int64)
+        self.own = dense_cols if lower else None  # a symmetric dense row: its column's colour
+        self.count = int(colours.max()) + 1 if colours.size else 0
+
+    def values(self, product: Callable[[np.ndarray], np.ndarray],
+               row_product: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+        """The entries, from ``product(d)`` (the matrix times ``d``) once per colour, and
+        ``row_product(u)`` (``uᵀ`` times the matrix) once per dense row."""
+        rows, cols, colours = self.rows, self.cols, self.colours
+        values = np.empty(rows.size)
+        by_row = np.zeros(rows.size, dtype=bool)
+        if self.own is not None and self.own.size:  # symmetric: row r of a dense r is its column
+            by_row = np.isin(rows, self.own)
+        elif self.dense_rows.size:
+            by_row = np.isin(rows, self.dense_rows)
+        colour_of = np.where(by_row, colours[rows] if self.own is not None else -1, colours[cols])
+        for c in range(self.count):
+            chosen = colour_of == c
+            if chosen.any():
+                out = product((colours == c).astype(float))
+                values[chosen] = out[np.where(by_row[chosen], cols[chosen], rows[chosen])] \
+                    if self.own is not None else out[rows[chosen]]
+        for r in self.dense_rows.tolist():
+            if row_product is None:
+                raise SymadError("a dense row needs the product with the transpose")
+            chosen = rows == r
+            u = np.zeros(self.n_rows)
+            u[r] = 1.0
+            values[chosen] = row_product(u)[cols[chosen]]
+        return values
+
+
+def _dense(index: np.ndarray, size: int | None = None) -> np.ndarray:
+    """The values of ``index`` (rows or columns of entries) that are dense (see :data:`DENSE_MIN`)."""
+    if index.size == 0:
+        return np.empty(0, dtype=np.int64)
+    counts = np.bincount(index, minlength=size or 0)
+    used = counts[counts > 0]
+    limit = max(DENSE_MIN, DENSE_FACTOR * float(np.median(used)))
+    return np.flatnonzero(counts > limit).astype(np.int64)
+
+
+def _colours(rows: np.ndarray, cols: np.ndarray, size: int) -> np.ndarray:
+    """A colour per column such that no row has entries in two columns of one colour."""
     if size == 0:
         return np.empty(0, dtype=np.int64)
-    width = int(np.max(rows - cols)) if rows.size else 0
-    if 2 * width + 1 <= 64:
-        return np.arange(size, dtype=np.int64) % (2 * width + 1)
-    full_rows, full_cols = symmetric(rows, cols)
-    order = np.lexsort((full_cols, full_rows))
-    full_rows, full_cols = full_rows[order], full_cols[order]
-    row_start = np.searchsorted(full_rows, np.arange(size + 1))
-    by_col = np.lexsort((full_rows, full_cols))
-    col_rows, col_start = full_rows[by_col], np.searchsorted(full_cols[by_col], np.arange(size + 1))
-    rs, cs, rstart, cstart = full_cols.tolist(), col_rows.tolist(), row_start.tolist(), col_start.tolist()
+    if rows.size == 0:
+        return np.zeros(size, dtype=np.int64)
+    order = np.lexsort((cols, rows))
+    rows, cols = rows[order], cols[order]
+    starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    width = int(np.max(np.maximum.reduceat(cols, starts) - np.minimum.reduceat(cols, starts)))
+    if width + 1 <= 64:
+        return np.arange(size, dtype=np.int64) % (width + 1)
+    n_rows = int(rows.max()) + 1
+    row_start = np.searchsorted(rows, np.arange(n_rows + 1))
+    by_col = np.lexsort((rows, cols))
+    col_rows, col_start = rows[by_col], np.searchsorted(cols[by_col], np.arange(size + 1))
+    rs, cs, rstart, cstart = cols.tolist(), col_rows.tolist(), row_start.tolist(), col_start.tolist()
     colours = [-1] * size
     forbidden: list[int] = []  # per colour, the last column it was forbidden for
     for j in range(size):
@@ -534,18 +606,3 @@ def colouring(rows: np.ndarray, cols: np.ndarray, size: int) -> np.ndarray:
             forbidden.append(-1)
         colours[j] = c
     return np.array(colours, dtype=np.int64)
-
-
-def recovered(rows: np.ndarray, cols: np.ndarray, colours: np.ndarray,
-              product: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """The entries ``(rows, cols)`` of a symmetric matrix from its products with one vector per
-    colour (``product(d)`` is ``H·d``; ``colours`` from :func:`colouring`)."""
-    values = np.empty(rows.size)
-    colour_of = colours[cols]
-    for c in range(int(colours.max()) + 1 if colours.size else 0):
-        chosen = colour_of == c
-        if not chosen.any():
-            continue
-        direction = (colours == c).astype(float)
-        values[chosen] = product(direction)[rows[chosen]]
-    return values

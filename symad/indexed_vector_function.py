@@ -1,0 +1,155 @@
+"""Several outputs over loops: ``each(i = a..b, body)`` families and scalars, as one vector of values,
+with sparse Jacobians read from the index structure, never unrolled.
+
+:func:`symad.compile` returns one for text whose outputs use loops (``each``, or a long ``sum``):
+constraints as they are written, ``each(i = 1..n-1, x[i+1] - x[i]^2); sum(i = 1..n, x[i]) - 1``.
+The outputs are one flat vector: each family's rows in index order, a scalar one row, in the
+order written.  The Jacobian's pattern comes from the families' entries (``x[i + c]`` in the
+body gives the entry ``(i, i + c)``, :mod:`symad.ad.sparsity`), its values from forward mode
+along one direction per colour of the columns (two for a body over ``x[i]`` and ``x[i+1]``,
+whatever n), and ``vjp`` from the indexed gradient of ``Σ u_r f_r`` (:mod:`symad.ad.gather`).
+
+>>> import numpy as np, symad
+>>> F = symad.compile("n = 20000; each(i = 1..n-1, x[i+1] - x[i]^2)")
+>>> F.variables, len(F)
+(('x[1..20000]',), 19999)
+>>> rows, cols = F.jacobian_pattern()
+>>> rows.size, rows[:4], cols[:4]
+(39998, array([0, 0, 1, 1]), array([0, 1, 1, 2]))
+>>> F.sparse_jacobian(np.full(20000, 2.0))[:2, :3].toarray()
+array([[-4.,  1.,  0.],
+       [ 0., -4.,  1.]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from symad.ad.forward import forward
+from symad.ad.sparsity import Compression, csr, jacobian_pattern
+from symad.backends.arrays import ArrayProgram
+from symad.core import binders
+from symad.core.errors import PointError, SymadError
+from symad.core.indexed import as_floats
+from symad.expr import Expr
+from symad.indexed_function import IndexedFunction, IndexedInputs
+
+
+class IndexedVectorFunction(IndexedInputs):
+    """Outputs over loops compiled together: ``value`` (one flat vector: an ``each`` family's rows
+    in index order, a scalar output one row), the Jacobian's ``jacobian_pattern``,
+    ``jacobian_values`` and ``sparse_jacobian``, and the products ``jvp`` and ``vjp``.  ``wrt``
+    names what is differentiated (default: every variable and vector of one index); the others
+    are data, given by name at each call as for :class:`~symad.indexed_function.IndexedFunction`."""
+
+    def __init__(self, outputs: Sequence[Any], wrt: Sequence[str] | None = None, backend: str = "auto"):
+        exprs = list(outputs)
+        if not exprs:
+            raise SymadError("a vector function needs at least one output")
+        graph = exprs[0].graph
+        if any(e.graph is not graph for e in exprs):
+            raise SymadError("the outputs of an indexed vector function must share one graph")
+        self.exprs = exprs
+        super().__init__(graph, [e.id for e in exprs], wrt, backend)
+        self.rows: list[tuple[int, int]] = []  # per output, its first row and its number of rows
+        at = 0
+        for root in self.roots:
+            count = 1
+            if graph.op[root] == "each":
+                level, low, high = graph.data[root]  # type: ignore[misc]
+                if level != 0:
+                    raise SymadError("an each(...) output must not be inside another loop")
+                count = high - low + 1
+            elif graph.op[root] == "prod":
+                raise SymadError("derivatives through prod(...) kept as a loop are not supported yet")
+            self.rows.append((at, count))
+            at += count
+        self.m = at
+        self._program = self._compiled(list(self.roots))
+        self._jvp: ArrayProgram | None = None
+        self._vjp: IndexedFunction | None = None
+        self._pattern: tuple[np.ndarray, np.ndarray] | None = None
+        self._compression: Compression | None = None
+
+    def __len__(self) -> int:
+        return self.m
+
+    def __repr__(self) -> str:
+        return f"IndexedVectorFunction({self.m:,} outputs; {', '.join(self.variables)})"
+
+    def _flat(self, parts: Sequence[Any]) -> np.ndarray:
+        """The outputs' values as one vector (a family constant in its index broadcast to its rows)."""
+        return np.concatenate([np.reshape(np.broadcast_to(np.asarray(p, dtype=float), (count,)), -1)
+                               for p, (_, count) in zip(parts, self.rows)])
+
+    def value(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
+        """The outputs at ``point`` (a flat array in :attr:`variables` order, or a mapping by name),
+        as one vector of :func:`len` numbers."""
+        return self._flat(self._program.run(*self._inputs(self._named(point, data, kwargs))))
+
+    __call__ = value
+
+    def jvp(self, point: Any, v: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """``J·v``: each output's derivative along ``v`` (flat, in :attr:`variables` order), from
+        one forward sweep through the loops, never the matrix."""
+        if self._jvp is None:
+            (roots,) = forward(self.graph, list(self.roots), [self._tangents()])
+            self._jvp = self._compiled(roots)
+        return self._flat(self._jvp.run(*self._with_direction(point, v, data, "the tangent v")))
+
+    def vjp(self, point: Any, u: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """``uᵀJ`` (one number per variable): the indexed gradient of ``Σ u_r f_r``, a family's
+        cotangents a data vector of the sum over its rows; never the matrix."""
+        g = self.graph
+        if self._vjp is None:
+            total = g.const(0.0)
+            for k, root in enumerate(self.roots):
+                if g.op[root] == "each":
+                    level, low, high = g.data[root]  # type: ignore[misc]
+                    weight = binders.item(g, g.vector(f"u'{k}"), g.index(level))
+                    term = binders.reduce(g, "sum", level, low, high, g.make("mul", weight, g.args[root][0]))
+                else:
+                    term = g.make("mul", g.var(f"u'{k}"), root)
+                total = g.make("add", total, term)
+            self._vjp = IndexedFunction(Expr(g, total), wrt=self.wrt, backend=self._backend)
+        flat = as_floats(u).reshape(-1)
+        if flat.shape != (self.m,):
+            raise PointError(f"the cotangent u has {flat.size:,} numbers; the outputs are {self.m:,}")
+        given = self._named(point, data, {})
+        for k, (at, count) in enumerate(self.rows):
+            given[f"u'{k}"] = flat[at:at + count] if self.graph.op[self.roots[k]] == "each" else flat[at]
+        return self._vjp.grad(given)
+
+    # ------------------------------------------------------------------ sparse Jacobians
+    def jacobian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Jacobian's structural nonzeros ``(rows, cols)`` (int64, row-major sorted; rows as in
+        :meth:`value`, columns in :attr:`variables` order), from each family's entries and offsets:
+        ``x[i + c]`` in the body is the entry ``(i, i + c)`` for every ``i``, never unrolled."""
+        if self._pattern is None:
+            self._pattern = jacobian_pattern(self.graph, self.roots, self._layout())
+        return self._pattern
+
+    def jacobian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Jacobian's entries at :meth:`jacobian_pattern`'s positions, exact: :meth:`jvp` along
+        one direction per colour of the columns (no row has two columns of one colour), each entry
+        read off alone; a dense row (a sum over a whole vector) from :meth:`vjp`."""
+        if self._compression is None:
+            self._compression = Compression(*self.jacobian_pattern(), self.size, self.m, lower=False)
+        return self._compression.values(lambda v: self.jvp(point, v, data), lambda u: self.vjp(point, u, data))
+
+    def sparse_jacobian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> Any:
+        """The Jacobian as a ``scipy.sparse.csr_matrix`` of shape ``(len(F), n)`` (SciPy:
+        ``pip install "symad[scipy]"``)."""
+        rows, cols = self.jacobian_pattern()
+        return csr(rows, cols, self.jacobian_values(point, data), (self.m, self.size))
+
+    def jacobian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
+        """The Jacobian as a dense ``(len(F), n)`` array (for small sizes; :meth:`sparse_jacobian`
+        for large)."""
+        rows, cols = self.jacobian_pattern()
+        dense = np.zeros((self.m, self.size))
+        dense[rows, cols] = self.jacobian_values(point, data)
+        return dense
