@@ -29,6 +29,7 @@ parse: :mod:`symad.native.jit` compiles and caches.
 from __future__ import annotations
 
 import bisect
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ HOLE, PC_NEXT, PC_DATA, PC_CALL = 0, 1, 2, 3
 
 _R_X86_64_PC32, _R_X86_64_PLT32, _R_X86_64_32, _R_X86_64_32S = 2, 4, 10, 11
 _SHT_SYMTAB, _SHT_RELA, _SHT_PROGBITS, _SHT_NOBITS = 2, 4, 1, 8
-_SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR = 0x1, 0x2, 0x4
+_SHF_WRITE, _SHF_ALLOC, _SHF_EXECINSTR, _SHF_MERGE = 0x1, 0x2, 0x4, 0x10
 _SHT_X86_64_UNWIND = 0x70000001
 _SHN_UNDEF = 0
 _JMP_REL32 = 0xE9
@@ -53,17 +54,23 @@ class StencilError(Exception):
     """The stencils' object code is not one the stitcher can use (the tier is then not used)."""
 
 
-def variant(reads_acc: int, store: bool) -> int:
-    """The number of a stencil's variant: ``reads_acc``, a bit per operand read from the register
-    the previous stencil left its result in rather than from the frame; ``store``, whether the
-    result is also stored in the frame (not when the next stencil alone reads it, from the register)."""
-    return reads_acc | (VARIANTS // 2 if store else 0)
+MEMORY, ACC, KEEP = 0, 1, 2  # where a stencil reads an operand: the frame, or one of two registers
 
 
-VARIANTS = 16  # three operands' bits, and the store's
+def variant(sources: tuple[int, ...], keep: bool, store: bool) -> int:
+    """The number of a stencil's variant: ``sources[k]``, where operand ``k`` is read
+    (:data:`MEMORY`, the frame; :data:`ACC`, the register holding the previous stencil's result;
+    :data:`KEEP`, the register holding the result of the last stencil that kept its own); ``keep``,
+    whether the result is kept (in ``KEEP`` too); ``store``, whether it is also stored in the frame
+    (not when no later stencil reads it from there)."""
+    number = sum(source << 2 * k for k, source in enumerate(sources))
+    return number | (64 if keep else 0) | (128 if store else 0)
 
 
-FORMAT = "stencils-2"  # the stencils' generator and calling convention: changed with them
+VARIANTS = 256
+
+
+FORMAT = "stencils-3"  # the stencils' generator and calling convention: changed with them
 
 
 def library_digest() -> str:
@@ -81,35 +88,40 @@ def library_digest() -> str:
 def library_ir() -> str:
     """LLVM IR of the stencils of every primitive op of the table (``stencil_<op>_<variant>``).
 
-    A stencil is ``void (ptr frame, double acc)``: ``acc`` is the previous stencil's result,
-    which it passes on in the same register (``xmm0``) as its own; each variant
-    (:func:`variant`) reads some operands from ``acc`` and may leave the store out.
+    A stencil is ``void (ptr frame, double acc, double keep)`` (``acc`` and ``keep`` in ``xmm0``
+    and ``xmm1``): ``acc`` is the previous stencil's result, ``keep`` the last kept result; it
+    passes on its own result as ``acc``, and as ``keep`` too if it keeps it, else ``keep``
+    unchanged.  Each variant (:func:`variant`) reads its operands from the frame or from those
+    registers, and may leave the store out.
     """
     from symad.native.ir import op_lines
     from symad.schedule.lowering import PRIMITIVES
 
     declared: dict[str, int] = {}
     parts = [f"@{h} = external dso_local global [0 x i8], align 1\n" for h in HOLES]
-    parts.append(f"declare dso_local void @{NEXT}(ptr, double)\n")
+    parts.append(f"declare dso_local void @{NEXT}(ptr, double, double)\n")
     for op, spec in PRIMITIVES.items():
-        for reads_acc in range(1 << spec.arity):
-            for store in (True, False):
-                lines, vals = [], []
-                for k in range(spec.arity):
-                    if reads_acc >> k & 1:
-                        vals.append("%acc")
-                        continue
-                    lines += [f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)",
-                              f"  %a{k} = load double, ptr %p{k}"]
-                    vals.append(f"%a{k}")
-                lines += op_lines(op, vals, "%r", "%t", declared)
-                if store:
-                    lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
-                              "  store double %r, ptr %po"]
-                lines += [f"  musttail call void @{NEXT}(ptr %f, double %r)", "  ret void"]
-                name = f"{PREFIX}{op}_{variant(reads_acc, store)}"
-                parts.append(f"define void @{name}(ptr noalias %f, double %acc) {{\nentry:\n"
-                             + "\n".join(lines) + "\n}\n")
+        for sources in itertools.product((MEMORY, ACC, KEEP), repeat=spec.arity):
+            loads, vals = [], []
+            for k, source in enumerate(sources):
+                if source != MEMORY:
+                    vals.append("%acc" if source == ACC else "%keep")
+                    continue
+                loads += [f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)",
+                          f"  %a{k} = load double, ptr %p{k}"]
+                vals.append(f"%a{k}")
+            body = loads + op_lines(op, vals, "%r", "%t", declared)
+            for keep in (False, True):
+                for store in (True, False):
+                    lines = list(body)
+                    if store:
+                        lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
+                                  "  store double %r, ptr %po"]
+                    lines += [f"  musttail call void @{NEXT}(ptr %f, double %r, double {'%r' if keep else '%keep'})",
+                              "  ret void"]
+                    name = f"{PREFIX}{op}_{variant(sources, keep, store)}"
+                    parts.append(f"define void @{name}(ptr noalias %f, double %acc, double %keep) {{\nentry:\n"
+                                 + "\n".join(lines) + "\n}\n")
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
     return decls + "\n".join(parts) + "\nattributes #0 = { nobuiltin }\n"
 
@@ -225,17 +237,35 @@ def _parse(data: memoryview) -> Library:
         start = str_off + offset
         return bytes(data[start:start + 256]).split(b"\0", 1)[0].decode()
 
-    # Read-only data sections (constants LLVM placed), laid out one after another.
+    # Read-only data sections (constants LLVM placed), laid out one after another; the entries of
+    # a section of constants (mergeable, of fixed size) each once, whichever stencils share them.
     data_at: dict[int, int] = {}
+    merged: dict[int, tuple[int, int]] = {}  # section: (its offset in the file, its entries' size)
     blob = bytearray()
-    for k, (_, kind, flags, _, offset, length, _, _, align, _) in enumerate(sections):
+    for k, (_, kind, flags, _, offset, length, _, _, align, entsize) in enumerate(sections):
         if flags & _SHF_ALLOC and not flags & _SHF_EXECINSTR and length and kind != _SHT_X86_64_UNWIND:
             if flags & _SHF_WRITE or kind not in (_SHT_PROGBITS, _SHT_NOBITS):
                 raise StencilError("writable data in the stencils")
+            if flags & _SHF_MERGE and entsize and kind == _SHT_PROGBITS:
+                merged[k] = (offset, entsize)
+                continue
             align = max(align, 1)
             blob += bytes(-len(blob) % align)
             data_at[k] = len(blob)
             blob += bytes(data[offset:offset + length]) if kind == _SHT_PROGBITS else bytes(length)
+    pool: dict[bytes, int] = {}
+
+    def constant(section: int, at: int, addend: int) -> int:
+        """Where the data ``at`` bytes into ``section`` goes in ``blob``, for a relative reference
+        ``at + addend`` (from the end of an instruction, 4 or more bytes past the field)."""
+        offset, size = merged[section]
+        entry = -(-(at + addend + 4) // size) * size
+        value = bytes(data[offset + entry: offset + entry + size])
+        if value not in pool:
+            blob.extend(bytes(-len(blob) % size))
+            pool[value] = len(blob)
+            blob.extend(value)
+        return pool[value] + at - entry
 
     symbols = []  # (name, section, value, size)
     for k in range(sym_size // sym_ent):
@@ -284,6 +314,8 @@ def _parse(data: memoryview) -> Library:
                 table.append((off, PC_CALL, calls.index(name), addend))
             elif shndx in data_at:
                 table.append((off, PC_DATA, data_at[shndx] + sym_value, addend))
+            elif shndx in merged:
+                table.append((off, PC_DATA, constant(shndx, sym_value, addend), addend))
             else:
                 raise StencilError(f"stencil {op}: a relocation against section {shndx}")
         # The final `jmp _HOLE_NEXT` goes: the next stencil is placed where it would jump.

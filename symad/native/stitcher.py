@@ -25,7 +25,7 @@ import numpy as np
 
 from symad.core.errors import PointError
 from symad.native import elf
-from symad.native.stencils import HOLE, PC_CALL, PC_DATA, PC_NEXT, VARIANTS, Library
+from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, Library
 from symad.schedule.schedule import Schedule
 
 _RET = 0xC3
@@ -38,8 +38,8 @@ def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray
     three, unused ones repeating the first) and of its result; the frame's template (inputs'
     slots zero, constants in place); the outputs' slots.
 
-    A step reads an operand the step before it computed from the register that step left it in,
-    and a step whose result only the next step reads stores nothing (:func:`stencils.variant`)."""
+    Operands are read from registers where :func:`registers` finds them there, and a result no
+    step reads from the frame (nor an output) is not stored (:func:`stencils.variant`)."""
     steps = schedule.steps
     n_in = len(schedule.inputs)
     inputs = set(schedule.inputs)
@@ -65,16 +65,51 @@ def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray
     frame[n_in:base] = [schedule.consts[node] for node in const_nodes]
     outs = lut[np.array(schedule.outputs, dtype=np.int64)]
 
-    # Which operands come from the register, and which results need no store.
-    present = np.arange(3) < arity[:, None]
-    previous = np.concatenate([[-1], operands[:-1, 3]])
-    from_register = (operands[:, :3] == previous[:, None]) & present
-    reads = from_register.astype(np.int64) @ np.array([1, 2, 4])
-    uses = np.bincount(operands[:, :3][present], minlength=base + n) + np.bincount(outs, minlength=base + n)
-    by_next = np.append(from_register[1:].sum(axis=1), 0)
-    store = uses[base:] > by_next
-    stencil = library.variants[op_ids, reads + store * (VARIANTS // 2)]
+    sources, keep = registers(operands, arity, base)
+    reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
+    uses = np.bincount(operands[:, :3][reads_memory], minlength=base + n) + np.bincount(outs, minlength=base + n)
+    store = uses[base:] > 0
+    number = sources @ np.array([1, 4, 16]) + keep * 64 + store * 128
+    stencil = library.variants[op_ids, number]
     return stencil, operands, frame, outs
+
+
+def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each step reads its operands (:data:`~symad.native.stencils.MEMORY`, ``ACC``, ``KEEP``;
+    a row of three, unused ones ``MEMORY``), and which steps keep their result in ``KEEP``.
+
+    ``ACC`` holds the previous step's result.  ``KEEP`` serves chains: a step whose result is next
+    read two or more steps later, by a step whose own result is read so too (a running sum
+    ``s = s + term``: the sum waits in ``KEEP`` while the term is computed), keeps it, chosen
+    greedily by the end of the wait (most waits, none overlapping); a chain's links then pass in
+    a register, not through a store and a load, which would lengthen every link by the store's
+    forwarding latency."""
+    n = len(operands)
+    present = np.arange(3) < arity[:, None]
+    step = np.repeat(np.arange(n), 3).reshape(n, 3)
+    producer = operands[:, :3] - base  # the step computing an operand (negative: an input or constant)
+    far = present & (producer >= 0) & (step >= producer + 2)
+    first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more steps on
+    np.minimum.at(first_far, producer[far], step[far])
+    waits = np.flatnonzero(first_far < n)
+    ends = first_far[waits]
+    chain = first_far[ends] < n  # the reader's own result waits too: a link of a chain
+    waits, ends = waits[chain], ends[chain]
+    keep = np.zeros(n, dtype=bool)
+    last = -1
+    for j, e in zip(waits[np.argsort(ends, kind="stable")].tolist(), np.sort(ends, kind="stable").tolist()):
+        if j >= last:
+            keep[j] = True
+            last = e
+    # The result in KEEP before each step: the last kept one before it.
+    kept_at = np.where(keep, np.arange(n), -1)
+    holder = np.concatenate([[-1], np.maximum.accumulate(kept_at)[:-1]]) if n else kept_at
+    holder_slot = np.where(holder >= 0, holder + base, -1)
+    previous = np.concatenate([[-1], operands[:-1, 3]]) if n else np.zeros(0, dtype=np.int64)
+    slots = operands[:, :3]
+    sources = np.where(present & (slots == previous[:, None]), ACC,
+                       np.where(present & (slots == holder_slot[:, None]), KEEP, MEMORY))
+    return sources, keep
 
 
 def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@ the code cache's trust rules applied to the stencils."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 
@@ -56,22 +57,23 @@ def test_every_primitive_op_has_its_stencils_read_from_their_object_code():
     assert set(library.ops) == set(PRIMITIVES)
     for op, k in library.ops.items():
         arity = PRIMITIVES[op].arity
-        for reads in range(1 << arity):
-            for store in (True, False):
-                s = library.variants[k, stencils.variant(reads, store)]
-                assert s >= 0, op
-                rows = slice(library.rel_start[s], library.rel_start[s] + library.rel_count[s])
-                holes = set(library.rel_arg[rows][library.rel_kind[rows] == stencils.HOLE].tolist())
-                # only the operands not read from the register read holes (LLVM may find one unneeded:
-                # select(c, a, a) is a), and the result is stored where asked
-                assert holes - {3} <= {j for j in range(arity) if not reads >> j & 1}, op
-                assert (3 in holes) == store, op
+        for sources in itertools.product((stencils.MEMORY, stencils.ACC, stencils.KEEP), repeat=arity):
+            for keep in (False, True):
+                for store in (True, False):
+                    s = library.variants[k, stencils.variant(sources, keep, store)]
+                    assert s >= 0, op
+                    rows = slice(library.rel_start[s], library.rel_start[s] + library.rel_count[s])
+                    holes = set(library.rel_arg[rows][library.rel_kind[rows] == stencils.HOLE].tolist())
+                    # only operands read from the frame read holes (LLVM may find one unneeded:
+                    # select(c, a, a) is a), and the result is stored where asked
+                    assert holes - {3} <= {j for j in range(arity) if sources[j] == stencils.MEMORY}, op
+                    assert (3 in holes) == store, op
 
 
 def test_the_stencil_ir_comes_from_the_op_tables_lowerings():
     text = stencils.library_ir()
-    for op in PRIMITIVES:
-        assert f"@{stencils.PREFIX}{op}_{stencils.variant(0, True)}(" in text
+    for op, spec in PRIMITIVES.items():
+        assert f"@{stencils.PREFIX}{op}_{stencils.variant((stencils.MEMORY,) * spec.arity, False, True)}(" in text
     assert "fast" not in text and "contract" not in text  # no fast-math flag: the bits of the other backends
 
 
@@ -183,3 +185,24 @@ def test_unknown_relocations_are_refused():
 def test_the_executable_pages_hold_the_code():
     program = jit.stitch(_schedule("x*y + 1"))
     assert program.image.base and elf.supported()
+
+
+def test_a_running_sum_waits_in_a_register_and_gives_the_same_bits():
+    """Each partial sum of a written-out sum is kept in the KEEP register while the next term is
+    computed, and read from there (a chain's links never go through memory)."""
+    n = 50
+    schedule = _schedule("+".join(f"(x{k}-{k})^2*exp(x{k})" for k in range(n)))
+    library = jit._load_stencils()[0]
+    stencil, operands, _, _ = stitching.layout(schedule, library)
+    arity = np.array([len(args) for _, _, args in schedule.steps])
+    sources, keep = stitching.registers(operands, arity, operands[0, 3])
+    assert keep.sum() >= n - 2 and (sources == stencils.KEEP).sum() >= n - 2
+    # a KEEP read is of the last kept result before it
+    for i in np.flatnonzero((sources == stencils.KEEP).any(axis=1)):
+        last = np.flatnonzero(keep[:i])[-1]
+        assert operands[last, 3] in operands[i, :3]
+    program = jit.stitch(schedule)
+    rows = np.random.default_rng(9).uniform(-2, 2, (4, n))
+    out = np.empty((4, program.n_out))
+    program.batch(rows.ctypes.data, out.ctypes.data, 4)
+    assert _same(out, _native_batch(schedule, rows))
