@@ -37,6 +37,17 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         import scipy.optimize as so
     except ImportError:
         raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
+    from symad.optimize.nlp import with_loops
+
+    pieces = with_loops(fun, constraints)
+    if pieces is not None:
+        if method != "trust-constr":
+            raise SymadError(f"method {method} takes dense matrices: a problem with loops takes method='trust-constr' "
+                             f"or 'ipopt' (sparse)")
+        if variables or fixed or params:
+            raise SymadError("a problem with loops takes no variables, fixed or params: write the values into its "
+                             "text (N = 2000; h = 1/N; ...)")
+        return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback)
     t0 = time.perf_counter()
     problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
     x = problem.start(x0)
@@ -104,6 +115,67 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         with np.errstate(all="ignore"):
             g = g - cons.jacobian(x).T @ multipliers
     out["grad_norm"] = float(np.linalg.norm(problem.pgrad(x, g)))
+    return out
+
+
+def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: float, xtol: float, max_iter: int,
+                        max_time: float | None, callback: Callable[[Any], Any] | None) -> dict[str, Any]:
+    """scipy's trust-constr on a problem with loops: the sparse forms IPOPT takes, as scipy.sparse matrices."""
+    import scipy.optimize as so
+
+    from symad.ad.sparsity import csr
+    from symad.optimize.loops import LoopProblem
+    from symad.optimize.nlp import jacobian_t, violation
+
+    t0 = time.perf_counter()
+    nlp = LoopProblem(fun, constraints, bounds)
+    x = nlp.start(x0)
+    n, m = len(x), nlp.m
+    (j_rows, j_cols), union, zeros = nlp.jacobian, nlp.union, np.zeros(nlp.m)
+    with np.errstate(all="ignore"):  # compile before the clock starts, as minimize does
+        nlp.fg(x)
+        nlp.values(x)
+        nlp.jacobian_values(x)
+        nlp.hessian_values(x, 1.0, np.ones(m))
+    setup, t1 = time.perf_counter() - t0, time.perf_counter()
+    stopped: list[str] = []
+
+    def check(intermediate_result: Any) -> None:
+        if max_time is not None and time.perf_counter() - t1 >= max_time:
+            stopped.append("time limit reached")
+            raise StopIteration
+        if callback is not None and callback(intermediate_result) is True:
+            stopped.append("stopped by the callback")
+            raise StopIteration
+
+    cons = []
+    if m:
+        cons = [so.NonlinearConstraint(
+            nlp.values, np.zeros(m), np.where(nlp.eq, 0.0, np.inf),
+            jac=lambda x: csr(j_rows, j_cols, nlp.jacobian_values(x), (m, n)),
+            hess=lambda x, v: symmetric_csr(union.rows, union.cols, nlp.hessian_values(x, 0.0, v), n))]
+    with np.errstate(all="ignore"):
+        r = so.minimize(nlp.fg, x, jac=True, method="trust-constr", constraints=cons, callback=check,
+                        hess=lambda x: symmetric_csr(union.rows, union.cols, nlp.hessian_values(x, 1.0, zeros), n),
+                        bounds=so.Bounds(nlp.lower, nlp.upper) if nlp.bounded else None,
+                        options={"maxiter": max_iter, "gtol": tol, "xtol": xtol})
+        x = np.asarray(r.x, dtype=float)
+        f, g = nlp.fg(x)
+        values = nlp.values(x)
+    worst = violation(nlp, x, values)
+    success = bool(r.success) and not stopped and worst <= FEASIBLE
+    message = stopped[0] if stopped else str(r.message)
+    if r.success and worst > FEASIBLE:
+        message += f" (but a constraint is violated by {worst:.3g})"
+    out = {"x": x, "fun": float(f), "jac": g, "nit": int(r.get("nit", 0)), "nfev": nlp.nfev, "njev": nlp.njev,
+           "nhev": nlp.nhev, "success": success, "status": int(r.status), "message": message,
+           "variables": list(nlp.names), "point": nlp.point(x), "method": "trust-constr", "hessian": "sparse",
+           "constraints": {"kinds": list(nlp.kinds), "values": values, "violation": worst},
+           "time": time.perf_counter() - t1, "setup_time": setup}
+    if m and r.get("v"):
+        out["multipliers"] = -np.asarray(r.v[0], dtype=float)
+        g = g - jacobian_t(nlp, x, out["multipliers"])
+    out["grad_norm"] = float(np.linalg.norm(nlp.pgrad(x, g)))
     return out
 
 

@@ -171,7 +171,7 @@ def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
         return IndexedFunction(expr, wrt=wrt)
     from symad.function import Function
 
-    return Function(expr, background=False)
+    return Function(expr)
 
 
 class Scalar:

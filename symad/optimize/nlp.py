@@ -96,35 +96,44 @@ def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Ma
     :class:`~symad.optimize.loops.LoopProblem`, else :class:`WrittenOut`."""
     from symad.optimize.constrained import constrained_problem
 
-    if loops_in(fun, constraints):
+    pieces = with_loops(fun, constraints)
+    if pieces is not None:
         given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
         if given:
             raise SymadError(f"a problem with loops takes no {', '.join(given)}: write the values into its "
                              f"text (N = 2000; h = 1/N; ...)")
-        return LoopProblem(fun, constraints, bounds)
+        return LoopProblem(pieces[0], pieces[1], bounds)
     return WrittenOut(*constrained_problem(fun, constraints, variables, fixed, bounds, background, params))
+
+
+def with_loops(fun: Any, constraints: Any) -> tuple[Expr, list[tuple[Any, Expr]]] | None:
+    """The objective and the constraints, each text parsed into a graph of its own, if one of them
+    keeps a loop; else None (and the written-out path reads them again, into one graph)."""
+    if isinstance(fun, Objective) or not isinstance(fun, (str, Expr)):
+        return None
+    specs = [] if constraints is None else [constraints] if isinstance(constraints, (tuple, Mapping)) else constraints
+    pairs: list[tuple[Any, Any]] = []
+    for spec in specs:
+        if isinstance(spec, Mapping):
+            pairs.append((spec.get("type"), spec.get("fun")))
+        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
+            pairs.append((spec[0], spec[1]))
+        else:
+            return None  # the written-out path says what is wrong with it
+    try:
+        objective = parse(fun, Graph()) if isinstance(fun, str) else fun
+        parsed = [(kind, parse(e, Graph()) if isinstance(e, str) else e) for kind, e in pairs]
+    except SymadError:
+        return None  # (the written-out path reports it)
+    exprs = [objective, *(e for _, e in parsed)]
+    if not all(isinstance(e, Expr) for e in exprs) or not any(has_loops(e) for e in exprs):
+        return None
+    return objective, parsed
 
 
 def loops_in(fun: Any, constraints: Any) -> bool:
     """Whether the objective or a constraint keeps a loop (texts are parsed to see)."""
-    if isinstance(fun, Objective) or not isinstance(fun, (str, Expr)):
-        return False
-    exprs = [fun]
-    specs = [] if constraints is None else [constraints] if isinstance(constraints, (tuple, Mapping)) else constraints
-    for spec in specs:
-        if isinstance(spec, Mapping):
-            exprs.append(spec.get("fun"))
-        elif isinstance(spec, (tuple, list)) and len(spec) == 2:
-            exprs.append(spec[1])
-    for e in exprs:
-        if isinstance(e, str):
-            try:
-                e = parse(e, Graph())
-            except SymadError:
-                return False  # the written-out path reports it
-        if isinstance(e, Expr) and has_loops(e):
-            return True
-    return False
+    return with_loops(fun, constraints) is not None
 
 
 def violation(nlp: NLP, x: np.ndarray, values: np.ndarray) -> float:

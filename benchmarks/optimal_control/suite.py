@@ -1,0 +1,155 @@
+"""Discretised optimal control from text to the optimum: symad + IPOPT beside CasADi + IPOPT, fresh processes.
+
+    python -m benchmarks.optimal_control            # everything; optimal_control.json and .md here
+    python -m benchmarks.optimal_control --quick    # small N, one process each (writes only with --out-dir)
+
+The problems (:mod:`benchmarks.optimal_control.problems`): a minimum-energy double integrator with
+N = 2,000 and 20,000 steps, and Van der Pol with a bounded control at the same N.  symad reads them
+as text with sums and ``each`` families and solves with ``minimize(..., method="ipopt")``
+(cyipopt over the system's IPOPT); CasADi builds SX expressions in Python and solves with
+``nlpsol("ipopt")`` (the IPOPT CasADi bundles).  Every figure is the median of ``--repeats`` fresh
+processes (``worker.py``, through :func:`benchmarks.harness.run_worker`), the configurations taken
+in turn; the two peers' optima are compared (their values to 1e-6, relative, and the control at
+five times to 1e-4): a difference stops the suite (exit 1, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import harness  # noqa: E402
+from benchmarks.optimal_control import report  # noqa: E402
+from benchmarks.optimal_control.problems import PROBLEMS  # noqa: E402
+
+FOLDER = Path(__file__).resolve().parent
+WORKER = FOLDER / "worker.py"
+SIZES, QUICK_SIZES = (2000, 20000), (200,)
+PEERS = ("symad", "casadi")
+NEEDS = {"symad": "cyipopt", "casadi": "casadi"}
+TIMEOUT_S = 600.0
+FUN_RTOL, CONTROL_ATOL = 1e-6, 1e-4
+
+
+def missing(peer: str) -> str | None:
+    module = NEEDS[peer]
+    return f"{module} is not installed" if importlib.util.find_spec(module) is None else None
+
+
+def versions() -> dict[str, str]:
+    """Installed versions (without importing them) and the system's IPOPT (pkg-config)."""
+    out = {}
+    for dist in ("symad", "numpy", "scipy", "cyipopt", "casadi"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        out["ipopt (system, for cyipopt)"] = subprocess.run(["pkg-config", "--modversion", "ipopt"],
+                                                            capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return out
+
+
+def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
+    def sample(name: str) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        r = harness.run_worker(WORKER, runs[name], TIMEOUT_S, "solve", env)
+        r["wall_s"] = time.perf_counter() - t0
+        print(f"{name:40} {r.get('status'):9} {r['wall_s']:6.1f} s {r.get('error', '')[:100]}", file=sys.stderr,
+              flush=True)
+        return r
+
+    samples = harness.in_turn(runs, repeats, sample, lambda _n, s: s[-1].get("status") != "ok")
+    return {name: summarise(s) for name, s in samples.items()}
+
+
+SUMMED = ("import_s", "build_s", "solve_s", "total_s", "wall_s")
+
+
+def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians of the times over the processes that ran to the end; the solution of the first."""
+    ok = [s for s in samples if s.get("status") == "ok"]
+    if not ok:
+        first = samples[0] if samples else {}
+        return {"status": first.get("status", "missing"),
+                "error": str(first.get("error") or first.get("timeout_phase") or "")[:300]}
+    out = {k: v for k in SUMMED if (v := harness.median_of(ok, k)) is not None}
+    for key in ("fun", "nit", "success", "message", "n_variables", "violation", "u_at"):
+        if key in ok[0]:
+            out[key] = ok[0][key]
+    out["status"], out["processes"] = "ok", len(ok)
+    return out
+
+
+def disagreements(results: dict[str, Any]) -> list[str]:
+    """Where symad's optimum differs from CasADi's beyond the tolerances."""
+    found = []
+    for case, peers in results.items():
+        s, c = peers.get("symad", {}), peers.get("casadi", {})
+        if s.get("status") != "ok" or c.get("status") != "ok":
+            continue
+        if not (s.get("success") and c.get("success")):
+            found.append(f"{case}: success symad {s.get('success')}, CasADi {c.get('success')}")
+        if abs(s["fun"] - c["fun"]) > FUN_RTOL * max(1.0, abs(c["fun"])):
+            found.append(f"{case}: f symad {s['fun']!r}, CasADi {c['fun']!r}")
+        if max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"])) > CONTROL_ATOL:
+            found.append(f"{case}: u symad {s['u_at']}, CasADi {c['u_at']}")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.optimal_control", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="N = 200, one process each (writes only with --out-dir)")
+    ap.add_argument("--repeats", type=int, default=5, help="fresh processes per figure, median shown (5)")
+    ap.add_argument("--out-dir", type=Path, help="where optimal_control.md/.json go (default: this folder)")
+    args = ap.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    env = harness.bytecode_env(dict(os.environ))
+    env.pop("SYMAD_CACHE_DIR", None)
+    meta = {"command": harness.command_line("python -m benchmarks.optimal_control",
+                                            sys.argv[1:] if argv is None else argv),
+            "date": harness.now(), "machine": harness.machine(), "python": platform.python_version(),
+            "revision": harness.revision(), "load_before": harness.load(), "quick": args.quick,
+            "repeats": repeats, "versions": versions()}
+    started = time.perf_counter()
+    runs, skipped = {}, {}
+    for problem in PROBLEMS:
+        for n in QUICK_SIZES if args.quick else SIZES:
+            for peer in PEERS:
+                name = f"{problem} {n} {peer}"
+                why = missing(peer)
+                if why:
+                    skipped[name] = {"status": "skipped", "error": why}
+                else:
+                    runs[name] = ["--peer", peer, "--problem", problem, "--n", str(n)]
+    measured = {**measure(runs, repeats, env), **skipped}
+    results: dict[str, dict[str, Any]] = {}
+    for name, m in measured.items():
+        problem, n, peer = name.split()
+        results.setdefault(f"{problem} {n}", {})[peer] = m
+    meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
+    data = {"meta": meta, "results": results}
+    wrong = disagreements(results)
+    if wrong:
+        print("symad's optimum differs from CasADi's:\n  " + "\n  ".join(wrong), file=sys.stderr)
+        return 1
+    page = report.render(data)
+    print(page)
+    out = args.out_dir or (None if args.quick else FOLDER)
+    if out is not None:
+        harness.write(out, "optimal_control", data, page)
+    return 0

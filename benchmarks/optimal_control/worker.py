@@ -1,0 +1,85 @@
+"""One solve of the optimal-control suite in a fresh process, run by :mod:`benchmarks.optimal_control.suite`.
+
+``--peer symad``: ``symad.optimize.minimize(text, method="ipopt", constraints=[... each(...) ...])``;
+``--peer casadi``: CasADi SX built in Python, ``nlpsol("ipopt")`` (CasADi's own IPOPT), called once.
+Both from this script's first line: the imports, building the problem (parsing, compiling or
+code generation), the solve.  Prints one JSON line per phase (:func:`benchmarks.harness.emit`):
+``import_s``, ``build_s`` (the problem ready: for symad, minimize's ``setup_time``), ``solve_s``,
+``total_s`` (from the first line to the solution in hand), ``fun``, ``nit``, ``success``, and the
+solution's control at a few times (``u_at``), which the suite compares between peers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.harness import emit  # noqa: E402
+from benchmarks.optimal_control.problems import casadi_problem, symad_problem  # noqa: E402
+
+T_START = time.perf_counter()  # the benchmark's own machinery is loaded: every later import is a peer's cost
+SAMPLES = 5  # the control at this many evenly spaced steps, for the comparison of solutions
+
+
+def controls(u: list[float]) -> list[float]:
+    n = len(u)
+    return [float(u[round(k * (n - 1) / (SAMPLES - 1))]) for k in range(SAMPLES)]
+
+
+def run_symad(problem: str, n: int) -> None:
+    import cyipopt  # noqa: F401 - minimize imports it at its first call with method="ipopt": an import, timed so
+
+    from symad.optimize import minimize
+
+    t_import = time.perf_counter()
+    emit(phase="import", import_s=t_import - T_START)
+    s = symad_problem(problem, n)
+    r = minimize(s["fun"], s["x0"], method="ipopt", constraints=s["constraints"], bounds=s["bounds"])
+    done = time.perf_counter()
+    emit(phase="solve", build_s=r.setup_time, solve_s=r.time, total_s=done - T_START, fun=r.fun, nit=r.nit,
+         success=bool(r.success), message=r.message, n_variables=len(r.x), violation=r.constraints["violation"],
+         u_at=controls(list(r.point["u"])))
+
+
+def run_casadi(problem: str, n: int) -> None:
+    import casadi as ca
+
+    t_import = time.perf_counter()
+    emit(phase="import", import_s=t_import - T_START)
+    c = casadi_problem(problem, n)
+    solver = ca.nlpsol("solver", "ipopt", c["nlp"], {"ipopt.print_level": 0, "print_time": 0, "ipopt.sb": "yes"})
+    t_build = time.perf_counter()
+    out = solver(x0=c["x0"], lbx=c["lbx"], ubx=c["ubx"], lbg=c["lbg"], ubg=c["ubg"])
+    done = time.perf_counter()
+    stats = solver.stats()
+    x = out["x"].full().ravel()
+    emit(phase="solve", build_s=t_build - t_import, solve_s=done - t_build, total_s=done - T_START,
+         fun=float(out["f"]), nit=int(stats["iter_count"]), success=bool(stats["success"]),
+         message=str(stats["return_status"]), n_variables=len(x), u_at=controls(list(x[-n:])))
+
+
+PEERS = {"symad": run_symad, "casadi": run_casadi}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peer", choices=sorted(PEERS), required=True)
+    ap.add_argument("--problem", required=True)
+    ap.add_argument("--n", type=int, required=True)
+    args = ap.parse_args(argv)
+    try:
+        PEERS[args.peer](args.problem, args.n)
+    except Exception as exc:  # reported as the worker's last line: the suite records it and goes on
+        emit(error=f"{type(exc).__name__}: {exc}"[:500], traceback=traceback.format_exc()[-2000:])
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
