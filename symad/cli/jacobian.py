@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from symad.cli import loops
 from symad.cli.common import (
     add_params_option,
     emit,
@@ -29,6 +30,7 @@ examples:
   symad jacobian "x*y; x + y" --at x=1,y=2 --json        the values, and the matrix as rows
   symad jacobian "a*x^2; x*y" --at x=3,y=1 --params a=2  a held at 2, not differentiated
   symad jacobian "x*y; x + y"                            the partials as expressions (no --at)
+  symad jacobian "each(i = 1..9999, x[i+1] - x[i]^2)"    a family of rows, its partials in i
 """
 
 
@@ -41,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, text: str, expr: list[Expr] | None) -> None:
     """Print each output's value and partials at ``--at``, or the partials as expressions."""
     outputs = expr if expr is not None else parse_outputs(text, Graph())
+    if loops.has_loops(outputs):  # each(i = ...) families and long sums
+        loops.jacobian(args, text, outputs)
+        return
     names = outputs[0].graph.variables([e.id for e in outputs])
     labels = [f"f{i + 1}" for i in range(len(outputs))]
     if args.params and not args.at:

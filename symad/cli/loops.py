@@ -11,11 +11,12 @@ from typing import Any
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders
 from symad.core.errors import SymadError
+from symad.core.printing import to_infix
 from symad.expr import Expr
 
 # the commands that take loops; the others say they do not take them yet
-COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "explain", "hessian", "export-c",
-            "export-py")
+COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "explain", "hessian", "jacobian",
+            "export-c", "export-py")
 
 
 def has_loops(expr: Expr | list[Expr] | None) -> bool:
@@ -85,6 +86,72 @@ def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:
     lines += [(f"d2f/d{names[r]}2" if r == c else f"d2f/d{names[r]}d{names[c]}") + f" = {format_number(float(v))}"
               for r, c, v in zip(rows, cols, values)]
     emit(args, obj, lines, [])
+
+
+def jacobian(args: argparse.Namespace, text: str, outputs: list[Expr]) -> None:
+    """``symad jacobian`` of outputs with loops (``each(i = ...)`` families and scalars): each
+    family's row as an indexed expression with its partials along its entries, or with ``--at``
+    the values and the Jacobian's nonzeros (read from the loops' entries, never unrolled)."""
+    if args.params:
+        raise SymadError("--params is not supported yet with sums kept as loops")
+    if not args.at:
+        lines: list[str] = []
+        obj: dict[str, Any] = {"exprs": [str(e) for e in outputs], "rows": []}
+        for k, e in enumerate(outputs, 1):
+            for label, body, span in _row_partials(e, k):
+                lines.append(f"{label} = {body}" + (f"    for {span[0]} = {span[1]}..{span[2]}" if span else ""))
+                obj["rows"].append({"label": label, "expr": body, **({"range": list(span[1:])} if span else {})})
+        emit(args, obj, lines, [])
+        return
+    F = importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction(outputs)  # for loops only
+    point = indexed_point(F, args.at)
+    values = F.value(point)
+    rows, cols = F.jacobian_pattern()
+    entries = F.jacobian_values(point)
+    labels = []
+    for k, (root, (_, count)) in enumerate(zip(F.roots, F.rows), 1):
+        if F.graph.op[root] == "each":
+            low = F.graph.data[root][1]
+            labels += [f"f{k}[{low + r}]" for r in range(count)]
+        else:
+            labels.append(f"f{k}")
+    names = [name for variable in F.variables for name in _entries(variable)]
+    obj = {"exprs": [str(e) for e in outputs], "variables": list(F.variables),
+           "values": [json_number(float(v)) for v in values],
+           "jacobian": {"rows": rows.tolist(), "cols": cols.tolist(),
+                        "values": [json_number(float(v)) for v in entries]}}
+    lines = [f"{label} = {format_number(float(v))}" for label, v in zip(labels, values)]
+    lines.append(f"jacobian: {len(entries):,} nonzeros")
+    lines += [f"d{labels[r]}/d{names[c]} = {format_number(float(v))}" for r, c, v in zip(rows, cols, entries)]
+    emit(args, obj, lines, [])
+
+
+def _row_partials(expr: Expr, k: int) -> list[tuple[str, str, tuple[str, int, int] | None]]:
+    """Output ``k`` and its partials as text: an ``each`` family's row in ``i`` and its partial along
+    each entry ``x[i + c]``; a scalar with loops its indexed gradient (in ``k``); a scalar without
+    loops its partials."""
+    g = expr.graph
+    if g.op[expr.id] != "each":
+        if not has_loops(expr):
+            return [(f"f{k}", str(expr), None), *((f"df{k}/d{v}", str(d), None) for v, d in expr.grad().items())]
+        f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)
+        return [(f"f{k}", str(expr), None),
+                *((f"df{k}/d{label}", body, ("k", *span) if span else None) for label, body, span in f.gradient_text())]
+    _, low, high = g.data[expr.id]  # type: ignore[misc]
+    body = g.args[expr.id][0]
+    if any(g.op[n] in ("sum", "prod", "each") for n in g.reachable([body])):
+        raise SymadError("the rows of an each(...) with a loop inside are printed at a point only: add --at")
+    entries = binders.items(g, body, 0)
+    stand_in = {item: g.var(f"entry'{n}") for n, item in enumerate(entries)}
+    flat = binders.substitute(g, body, stand_in)
+    partials = importlib.import_module("symad.ad.reverse").gradient(g, flat, list(stand_in.values()))
+    back = {v: item for item, v in stand_in.items()}
+    out = [(f"f{k}[i]", to_infix(g, body, index_names=["i"]), ("i", low, high))]
+    for item, v in stand_in.items():
+        partial = binders.substitute(g, partials[v], back)
+        out.append((f"df{k}[i]/d{to_infix(g, item, index_names=['i'])}", to_infix(g, partial, index_names=["i"]),
+                    ("i", low, high)))
+    return out
 
 
 def _entries(variable: str) -> list[str]:
