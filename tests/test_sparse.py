@@ -123,3 +123,17 @@ def test_missing_scipy_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     f = symad.compile("x*y", variables=["x", "y"])
     with pytest.raises(SymadError, match=r'pip install "symad\[scipy\]"'):
         f.sparse_hessian([1.0, 2.0])
+
+
+def test_objective_over_data() -> None:
+    rng = np.random.default_rng(2)
+    data = {"t": rng.uniform(0, 1, 50), "y": rng.uniform(-1, 1, 50)}
+    fit = symad.objective("(a*exp(-k*t) + b - y)^2 + lam*b^2", data=data, wrt=["a", "b", "k", "c"],
+                          reduce="mean") + "c^2*a + lam*k^2"
+    rows, cols = fit.hessian_pattern()
+    assert pattern_set(rows, cols) == {(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2), (3, 0), (3, 3)}
+    w, params = [0.5, -0.2, 1.3, 0.7], {"lam": 0.25}
+    for picked in (None, np.arange(10)):
+        dense = fit.hessian(w, params, rows=picked)
+        np.testing.assert_allclose(fit.hessian_values(w, params, rows=picked), dense[rows, cols], rtol=1e-13)
+        np.testing.assert_allclose(fit.sparse_hessian(w, params, rows=picked).toarray(), dense, rtol=1e-13)

@@ -606,3 +606,15 @@ def _colours(rows: np.ndarray, cols: np.ndarray, size: int) -> np.ndarray:
             forbidden.append(-1)
         colours[j] = c
     return np.array(colours, dtype=np.int64)
+
+
+def merged(patterns: Sequence[tuple[np.ndarray, np.ndarray]], size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The union of patterns, row-major sorted, without repeats."""
+    return _sorted_unique(patterns, size)
+
+
+def places(rows: np.ndarray, cols: np.ndarray, part_rows: np.ndarray, part_cols: np.ndarray,
+           size: int) -> np.ndarray:
+    """Where each entry of a part sits among the entries ``(rows, cols)`` (both row-major sorted)."""
+    size = max(size, 1)
+    return np.searchsorted(rows * size + cols, part_rows * size + part_cols)

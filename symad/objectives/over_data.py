@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.ad import sparsity
 from symad.ad.matrices import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
 from symad.core.dag import Graph
@@ -114,6 +115,8 @@ class Objective:
         self.penalty: Expr | None = None
         self._penalty: SecondOrder | None = None
         self._penalty_params = np.zeros(0, dtype=np.intp)
+        # the Hessian's pattern: (rows, cols, the row's entries' places in it, the penalty's)
+        self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
 
     def __repr__(self) -> str:
         params = f", params={list(self.params)}" if self.params else ""
@@ -145,6 +148,7 @@ class Objective:
         out = copy.copy(self)  # (the same row sums: the penalty is compiled apart)
         out.params = self.params[:self._row_inputs - len(self.wrt)]  # the row's own
         out.penalty, out._penalty, out._penalty_params = penalty, None, np.zeros(0, dtype=np.intp)
+        out._sparse = None
         if penalty is None:
             return out
         used = penalty.variables
@@ -186,6 +190,9 @@ class Objective:
                 outputs = [self.expr.id]
             elif what == "value_grad":
                 outputs = [self.expr.id, *self._gradient()]
+            elif what == "hessian_entries":  # the row's Hessian at its own pattern's entries only
+                rows, cols = sparsity.hessian_pattern(g, self.expr.id, sparsity.Layout.of_scalars(self._w))
+                outputs = sparsity.hessian_entries(g, self._gradient(), self._w, rows, cols) or [g.const(0.0)]
             elif what == "hessian":
                 rows = hessian_nodes(g, self.expr.id, self._w, self._gradient())
                 distinct: dict[int, int] = {}
@@ -275,6 +282,54 @@ class Objective:
             point, params = self._penalty_args(wp)
             out = out + self._penalty.hessp(point, direction, params)
         return out
+
+    # ------------------------------------------------------------------ sparse Hessians
+    def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's structural nonzeros, lower triangle: ``(rows, cols)`` int64 arrays with
+        ``rows >= cols``, row-major sorted, positions in ``wrt`` order: the row loss's pairs of
+        variables that meet in a nonlinear operation (data and parameters are constants there),
+        with the penalty's.
+
+        >>> import numpy as np, symad
+        >>> fit = symad.objective("(a*x + b - y)^2 + c", data={"x": np.arange(3.0), "y": np.ones(3)}) + "c^4"
+        >>> fit.hessian_pattern()
+        (array([0, 1, 1, 2]), array([0, 0, 1, 2]))
+        >>> fit.sparse_hessian([1.0, 2.0, 1.0]).toarray()
+        array([[10.,  6.,  0.],
+               [ 6.,  6.,  0.],
+               [ 0.,  0., 12.]])
+        """
+        if self._sparse is None:
+            g = self.expr.graph
+            own = sparsity.hessian_pattern(g, self.expr.id, sparsity.Layout.of_scalars(self._w))
+            parts = [own] if self._penalty is None else [own, self._penalty.hessian_pattern()]
+            rows, cols = sparsity.merged(parts, len(self.wrt))
+            places = [sparsity.places(rows, cols, *part, len(self.wrt)) for part in parts]
+            self._sparse = (rows, cols, places[0], places[1] if len(places) > 1 else None)
+        return self._sparse[0], self._sparse[1]
+
+    def hessian_values(self, w: Any = None, params: Any = None, /, *, rows: Any = None,
+                       **names: Any) -> np.ndarray:
+        """The Hessian's entries at :meth:`hessian_pattern`'s positions: the row's second derivatives
+        at those entries only (compiled once into the loop over rows), summed (or averaged) over
+        the rows (or the mini-batch ``rows``), plus the penalty's."""
+        pattern_rows, _ = self.hessian_pattern()
+        _, _, own, penalty = self._sparse  # type: ignore[misc]
+        wp = self._point(w, params, names)
+        picked, count = self._rows(rows)
+        out = np.zeros(pattern_rows.size)
+        sums = self._row_sums("hessian_entries").sums(wp[:self._row_inputs], picked) / self._divisor(count)
+        out[own] = sums[:own.size]
+        if self._penalty is not None and penalty is not None:
+            out[penalty] += self._penalty.hessian_values(*self._penalty_args(wp))
+        return out
+
+    def sparse_hessian(self, w: Any = None, params: Any = None, /, *, rows: Any = None, **names: Any) -> Any:
+        """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
+        ``pip install "symad[scipy]"``)."""
+        n = len(self.wrt)
+        return sparsity.csr(*self.hessian_pattern(), self.hessian_values(w, params, rows=rows, **names), (n, n),
+                            mirrored=True)
 
     # ------------------------------------------------------------------ arguments
     def _divisor(self, count: int) -> float:
