@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from support.properties import property_test
 
 import symad
 from symad import SymadError
@@ -98,3 +101,46 @@ def test_each_inside_a_sum_is_refused() -> None:
     x, i, j = symad.var("x"), symad.index("i", 1, 20000), symad.index("j", 1, 20000)
     with pytest.raises(SymadError, match="whole output"):
         symad.sum(i, symad.each(j, x[i] * x[j]))
+
+
+# ------------------------------------------------------------------ property: any body, both ways
+# A body is a pair: its text and a function building it from index objects (i, j) and variables.
+_LEAVES = st.one_of(
+    st.integers(-2, 2).map(lambda c: (f"x[i+({c})]", lambda i, j, x, A: x[i + c])),
+    st.integers(1, 3).map(lambda a: (f"x[{a}*i]", lambda i, j, x, A: x[a * i])),
+    st.just(("i", lambda i, j, x, A: i * 1)),
+    st.floats(-3, 3, allow_nan=False).map(lambda v: (repr(v), lambda i, j, x, A: v)),
+    st.just(("y", lambda i, j, x, A: symad.var("y", x.graph))),
+)
+
+
+def _combine(children):
+    binary = st.tuples(st.sampled_from(["+", "-", "*"]), children, children).map(
+        lambda t: (f"({t[1][0]}) {t[0]} ({t[2][0]})",
+                   lambda i, j, x, A, t=t: {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
+                                            "*": lambda a, b: a * b}[t[0]](t[1][1](i, j, x, A), t[2][1](i, j, x, A))))
+    unary = st.tuples(st.sampled_from(["sin", "exp"]), children).map(
+        lambda t: (f"{t[0]}({t[1][0]})", lambda i, j, x, A, t=t: getattr(symad, t[0])(t[1][1](i, j, x, A))))
+    inner = st.tuples(st.sampled_from([3, 40]), children).map(  # a sum over j inside: written out or a loop
+        lambda t: (f"sum(j = 1..{t[0]}, A[i, j]*({t[1][0]}))",
+                   lambda i, j, x, A, t=t: symad.sum(j[t[0]], A[i, j[t[0]]] * t[1][1](i, j, x, A))))
+    return st.one_of(binary, unary, inner)
+
+
+BODIES = st.recursive(_LEAVES, _combine, max_leaves=6)
+
+
+@property_test(60)
+@given(BODIES, st.sampled_from([5, 20_000]), st.sampled_from(["sum", "each"]))
+def test_any_body_built_with_index_objects_is_the_texts_node(body, n, op) -> None:
+    text, build = body
+    g = Graph()
+    x, A = symad.var("x", g), symad.var("A", g)
+    i = symad.index("i", 1, n)
+    j = {m: symad.index("j", 1, m) for m in (3, 40)}
+    try:
+        parsed = symad.parse(f"{op}(i = 1..{n}, {text})", g)
+    except SymadError:
+        return  # the text refuses it too (an each's body written out is no vector)
+    built = getattr(symad, op)(i, build(i, j, x, A))
+    assert built == parsed, (text, str(built)[:300], str(parsed)[:300])  # a body of numbers alone: another graph
