@@ -35,6 +35,7 @@ import numpy as np
 from symad.ad.matrices import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
 from symad.backends.tape import Tape
+from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import PointError
 from symad.core.name_rule import checked, checked_all
@@ -45,9 +46,13 @@ from symad.runtime import policy
 from symad.runtime.program import Program
 
 
-def _as_expr(expr: Expr | str) -> Expr:
-    """An Expr as given; text is parsed into a graph of its own (the default graph is left alone)."""
-    return parse(expr, Graph()) if isinstance(expr, str) else expr
+def _as_expr(expr: Expr | str, what: str) -> Expr:
+    """An Expr as given; text is parsed into a graph of its own (the default graph is left alone).
+    A sum kept as a loop is refused: its Hessian is sparse, and the indexed function has it."""
+    expr = parse(expr, Graph()) if isinstance(expr, str) else expr
+    binders.refuse(expr.graph, [expr.id], what, "symad.compile(...) gives its sparse_hessian, hessian, "
+                   "hessian_text and hessp")
+    return expr
 
 
 def hessian(expr: Expr | str, variables: Sequence[str] | None = None) -> list[list[Expr]]:
@@ -57,7 +62,7 @@ def hessian(expr: Expr | str, variables: Sequence[str] | None = None) -> list[li
     >>> [[str(e) for e in row] for row in hessian(parse("x^3*y", Graph()))]
     [['3*y*(2*x)', '3*x^2'], ['3*x^2', '0']]
     """
-    expr = _as_expr(expr)
+    expr = _as_expr(expr, "symad.hessian")
     names = list(expr.variables) if variables is None else checked_all(variables, "variables")
     g = expr.graph
     nodes = hessian_nodes(g, expr.id, [g.var(v) for v in names])
@@ -75,7 +80,7 @@ def hvp(expr: Expr | str, direction: Mapping[str, Any],
     >>> {k: str(v) for k, v in hvp(parse("x^3*y", Graph()), {"x": 1}).items()}
     {'x': 'y*(3*(2*x))', 'y': '3*x^2'}
     """
-    expr = _as_expr(expr)
+    expr = _as_expr(expr, "symad.hvp")
     g = expr.graph
     names = list(expr.variables) if variables is None else checked_all(variables, "variables")
     wrt = [g.var(v) for v in names]
@@ -101,7 +106,7 @@ class SecondOrder(Function):
 
     def __init__(self, expr: Any, variables: Sequence[str] | None = None, backend: str = "auto", *,
                  background: bool = True, wrt: Sequence[str] | None = None):
-        super().__init__(_as_expr(expr), variables, backend, background=background, wrt=wrt)
+        super().__init__(_as_expr(expr, "SecondOrder"), variables, backend, background=background, wrt=wrt)
         self.wrt_nodes = self.inputs[:len(self.variables)]  # differentiated; the parameters follow
         self._hess: Program | None = None
         self._hess_index: np.ndarray = np.zeros((0, 0), dtype=np.intp)

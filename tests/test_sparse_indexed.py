@@ -135,3 +135,10 @@ def test_lagrangian_of_a_constraint_family_with_multipliers_as_data() -> None:
     params = {"sigma": 0.5, **{f"lam[{k + 1}]": v for k, v in enumerate(data["lam"])}}
     want = SecondOrder(written.expr, wrt=list(written.variables)).hessian(point, params)
     np.testing.assert_allclose(H, want, rtol=0, atol=1e-13)
+
+
+def test_dense_second_order_entry_points_point_at_the_sparse_hessian() -> None:
+    text = "n = 20000; sum(i = 1..n-1, (x[i+1] - x[i]^2)^2)"
+    for entry in (SecondOrder, symad.hessian):
+        with pytest.raises(symad.SymadError, match="sparse_hessian"):
+            entry(text)
