@@ -14,6 +14,7 @@ disk cache).
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import Any
 
@@ -28,14 +29,14 @@ from symad.vector_function import VectorFunction, function_of
 
 
 def to_document(obj: Any) -> dict[str, Any]:
-    """The document of an expression, a list of expressions, a Function, a VectorFunction or an
-    IndexedFunction (its loops as loops, never written out)."""
+    """The document of an expression, a list of expressions, a Function, a VectorFunction, an
+    IndexedFunction or an IndexedVectorFunction (their loops as loops, never written out)."""
     if isinstance(obj, (Expr, Function, VectorFunction)):
         return obj.to_document()
-    if type(obj).__name__ == "IndexedFunction" and type(obj).__module__ == "symad.indexed_function":
-        expr = obj.expr
-        return document.to_document(expr.graph, [expr.id], "indexed_function", variables=list(obj.wrt),
-                                    backend=obj._backend)
+    kind = _INDEXED_KINDS.get((type(obj).__module__, type(obj).__name__))
+    if kind is not None:  # compiled loops: the loops, what they differentiate, the backend
+        roots = [obj.expr.id] if kind == "indexed_function" else [e.id for e in obj.exprs]
+        return document.to_document(obj.graph, roots, kind, variables=list(obj.wrt), backend=obj._backend)
     if isinstance(obj, (list, tuple)) and obj and all(isinstance(e, Expr) for e in obj):
         graph = default_graph() if len({id(e.graph) for e in obj}) > 1 else obj[0].graph
         roots = [graph.copy_from(e.graph, [e.id])[0] for e in obj]
@@ -48,7 +49,7 @@ def from_document(doc: dict[str, Any], graph: Graph | None = None) -> Any:
     Expr, a list of them, a Function or a VectorFunction."""
     doc = document.checked(doc)
     kind = doc["kind"]
-    if kind == "indexed_function":
+    if kind in ("indexed_function", "indexed_vector_function"):
         return _indexed_function(doc)
     if kind in ("function", "vector_function"):
         return function_of(doc, Function if kind == "function" else VectorFunction)
@@ -58,16 +59,25 @@ def from_document(doc: dict[str, Any], graph: Graph | None = None) -> Any:
     return exprs[0] if kind == "expression" else exprs
 
 
-def _indexed_function(doc: dict[str, Any]) -> Any:
-    """The IndexedFunction a checked document holds, compiled again."""
-    from symad.indexed_function import IndexedFunction  # loaded for loops only
+_INDEXED_KINDS = {("symad.indexed_function", "IndexedFunction"): "indexed_function",
+                  ("symad.indexed_vector_function", "IndexedVectorFunction"): "indexed_vector_function"}
 
+
+def _indexed_function(doc: dict[str, Any]) -> Any:
+    """The IndexedFunction or IndexedVectorFunction a checked document holds, compiled again."""
+    kind = doc["kind"]
     variables, backend = document.names(doc, "variables"), doc.get("backend", "auto")
     if variables is None or backend not in BACKENDS:
-        raise document.DocumentError(f"an indexed_function document needs its variables and a backend "
+        raise document.DocumentError(f"an {kind} document needs its variables and a backend "
                                      f"({', '.join(BACKENDS)})")
-    (expr,) = expressions_of(doc)
-    return IndexedFunction(expr, wrt=list(variables), backend=backend)
+    exprs = expressions_of(doc)
+    if kind == "indexed_function":
+        if len(exprs) != 1:
+            raise document.DocumentError("an indexed_function document has one output")
+        return importlib.import_module("symad.indexed_function").IndexedFunction(  # loaded for loops only
+            exprs[0], wrt=list(variables), backend=backend)
+    return importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction(
+        exprs, wrt=list(variables), backend=backend)
 
 
 def dumps(obj: Any) -> str:

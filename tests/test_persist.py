@@ -208,3 +208,15 @@ def test_an_indexed_function_document_needs_its_variables() -> None:
     del doc["variables"]
     with pytest.raises(DocumentError, match="needs its variables"):
         symad.loads(json.dumps(doc))
+
+
+def test_a_vector_function_with_loops_round_trips() -> None:
+    text = "n = 20000; each(i = 1..n-1, x[i+1] - x[i]^2); sum(i = 1..n, c[i]*x[i]) - 1"
+    F = symad.IndexedVectorFunction(symad.parse_outputs(text), wrt=["x"], backend="python")
+    doc = json.loads(symad.dumps(F))
+    assert doc["kind"] == "indexed_vector_function" and doc["variables"] == ["x"] and len(doc["outputs"]) == 2
+    G = symad.loads(symad.dumps(F))
+    assert isinstance(G, symad.IndexedVectorFunction) and (G.variables, G.data) == (F.variables, F.data)
+    point, data = np.linspace(-1, 1, 20000), {"c": np.arange(20000.0)}
+    assert bits(G.value(point, data)) == bits(F.value(point, data))
+    assert bits(G.jacobian_values(point, data)) == bits(F.jacobian_values(point, data))

@@ -11,8 +11,9 @@ as its exact bits (``float.hex()``'s text, and only that: ``"1.5"`` is refused, 
 hex), an operation by its op-table name with the indices of its arguments, each an earlier
 node (so there can be no cycle).  ``outputs`` are the roots.  A compiled function's
 document also has its ``variables``, ``params`` and ``backend``; no other key is read.  A
-compiled function with loops (``kind: "indexed_function"``) has its ``variables`` (what it
-differentiates, a vector by its base name) and ``backend``; the other names are its data.
+compiled function with loops (``kind: "indexed_function"``, or ``"indexed_vector_function"``
+for several outputs) has its ``variables`` (what it differentiates, a vector by its base name)
+and ``backend``; the other names are its data.
 
 A sum kept as a loop is saved as the loop (version 2 of the format; a document without
 loops is written as version 1, which every symad reads)::
@@ -68,7 +69,8 @@ _BASE = ("format", "version", "kind", "nodes", "outputs")
 _FUNCTION_KEYS = ("variables", "params", "backend")
 KINDS: dict[str, tuple[str, ...]] = {"expression": (), "expressions": (),
                                      "function": _FUNCTION_KEYS, "vector_function": _FUNCTION_KEYS,
-                                     "indexed_function": ("variables", "backend")}
+                                     "indexed_function": ("variables", "backend"),
+                                     "indexed_vector_function": ("variables", "backend")}
 KEYS = _BASE + _FUNCTION_KEYS
 
 
