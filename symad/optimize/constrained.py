@@ -37,16 +37,14 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         import scipy.optimize as so
     except ImportError:
         raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
-    from symad.optimize.nlp import with_loops
+    from symad.optimize.nlp import refuse_held, with_loops
 
     pieces = with_loops(fun, constraints)
     if pieces is not None:
         if method != "trust-constr":
             raise SymadError(f"method {method} takes dense matrices: a problem with loops takes method='trust-constr' "
                              f"or 'ipopt' (sparse)")
-        if variables or fixed or params:
-            raise SymadError("a problem with loops takes no variables, fixed or params: write the values into its "
-                             "text (N = 2000; h = 1/N; ...)")
+        refuse_held(variables, fixed, params)
         return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback)
     t0 = time.perf_counter()
     problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)

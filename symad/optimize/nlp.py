@@ -98,12 +98,17 @@ def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Ma
 
     pieces = with_loops(fun, constraints)
     if pieces is not None:
-        given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
-        if given:
-            raise SymadError(f"a problem with loops takes no {', '.join(given)}: write the values into its "
-                             f"text (N = 2000; h = 1/N; ...)")
+        refuse_held(variables, fixed, params)
         return LoopProblem(pieces[0], pieces[1], bounds)
     return WrittenOut(*constrained_problem(fun, constraints, variables, fixed, bounds, background, params))
+
+
+def refuse_held(variables: Any, fixed: Any, params: Any) -> None:
+    """A problem with loops reads its values from its texts: a SymadError naming what was given."""
+    given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
+    if given:
+        raise SymadError(f"a problem with loops takes no {', '.join(given)}: write the values into its "
+                         f"text (N = 2000; h = 1/N; ...)")
 
 
 def with_loops(fun: Any, constraints: Any) -> tuple[Expr, list[tuple[Any, Expr]]] | None:
