@@ -3,12 +3,11 @@
 Each piece is compiled on its own (its text may define its own constants, ``N = 2000; ...``):
 the objective (a :class:`~symad.indexed_function.IndexedFunction` when a sum stays a loop, else
 a written-out :class:`~symad.function.Function`), each scalar constraint the same way, and each
-family ``each(k = lo..hi, c_k)`` as its Lagrangian ``L = sum(k = lo..hi, λ[k]*c_k)``, an indexed
-function of the variables *and* of ``λ``: its gradient in ``λ`` is the family's values, and its
-Hessian holds the family's Jacobian (the ``λ``–``x`` block, as ``∂²L/∂λ_k∂x_j = ∂c_k/∂x_j``) and
-the family's part of the Lagrangian's Hessian (the ``x``–``x`` block at ``λ = μ``), patterns
-read off the loop without unrolling it and values from Hessian-vector products
-(:meth:`~symad.indexed_function.IndexedFunction.hessian_values`).
+family ``each(k = lo..hi, c_k)`` twice: an :class:`~symad.indexed_vector_function.IndexedVectorFunction`
+gives its values and sparse Jacobian, and its Lagrangian ``sum(k = lo..hi, λ[k]*c_k)``, an indexed
+function of the variables with the multipliers ``λ`` as data, its part of the Lagrangian's Hessian
+(:meth:`~symad.indexed_function.IndexedFunction.hessian_values`).  Patterns are read off the loops'
+entries, never unrolled; values come from Jacobian- and Hessian-vector products along a few colours.
 
 The problem's variables are every scalar and every vector entry the pieces use, a vector
 ``x`` covering the indices from the smallest to the largest any piece uses, in the order of
@@ -196,73 +195,48 @@ class Scalar:
 
 
 class Family:
-    """A constraint family ``each(k = lo..hi, c_k)``: its values, sparse Jacobian and Lagrangian
-    Hessian from one indexed function, its Lagrangian ``sum(k, λ[k]*c_k)`` over ``(λ, x)``."""
+    """A constraint family ``each(k = lo..hi, c_k)``: its values and sparse Jacobian from an
+    :class:`~symad.indexed_vector_function.IndexedVectorFunction`, its part of the Lagrangian's
+    Hessian from its Lagrangian ``sum(k, λ[k]*c_k)``, an indexed function of the variables with
+    ``λ`` as data."""
 
     def __init__(self, expr: Expr):
+        from symad.indexed_function import IndexedFunction
+        from symad.indexed_vector_function import IndexedVectorFunction
+
         g: Graph = expr.graph
         level, lo, hi = binders.range_of(g, expr.id)
         body = binders.body_of(g, expr.id)
         if binders.levels(g)[body] < level:
             raise SymadError(f"each(...) of a body without its index is {hi - lo + 1} copies of one "
                              f"constraint: give it once")
+        self.fn = IndexedVectorFunction([expr])
+        self.m = len(self.fn)
+        self.labels = list(self.fn.variables)
         weight = binders.item(g, g.vector(MULTIPLIERS), g.index(level))
         lagrangian = binders.reduce(g, "sum", level, lo, hi, g.make("mul", weight, body))
-        from symad.indexed_function import IndexedFunction
-
-        self.fn = IndexedFunction(Expr(g, lagrangian))
-        self.m = hi - lo + 1
-        labels = list(self.fn.variables)
-        ((mu_at, mu_label),) = [(k, v) for k, v in enumerate(labels) if v.startswith(MULTIPLIERS + "[")]
-        self.labels = labels[:mu_at] + labels[mu_at + 1:]
-        sizes = [1 if lo_ is None else hi_ - lo_ + 1 for _, lo_, hi_ in _ranges(labels)]
-        self.mu_start = sum(sizes[:mu_at])
-        self._full = np.zeros(self.fn.size)
-        self._mu_mask = np.zeros(self.fn.size, dtype=bool)
-        self._mu_mask[self.mu_start:self.mu_start + self.m] = True
-        self._at: tuple[bytes, bytes, np.ndarray] | None = None
+        self.lagrangian = IndexedFunction(Expr(g, lagrangian), wrt=list(self.fn.wrt))
 
     def place(self, layout: Layout, row: int) -> None:
         """Where the family's variables sit in the problem's vector, its rows from ``row`` on."""
-        take = layout.positions(self.labels)
-        # the function's flat positions: the multipliers' block, the variables' positions around it
-        local = np.concatenate([np.arange(self.mu_start), np.arange(self.mu_start + self.m, self.fn.size)])
-        to_problem = np.full(self.fn.size, -1, dtype=np.int64)
-        to_problem[local] = take
-        rows, cols = self.fn.hessian_pattern()
-        mu_r, mu_c = self._mu_mask[rows], self._mu_mask[cols]
-        self._jac = np.flatnonzero(mu_r ^ mu_c)  # the λ–x block: the Jacobian
-        self._hess = np.flatnonzero(~mu_r & ~mu_c)  # the x–x block: Σ μ_k ∇²c_k
-        jr = np.where(mu_r, rows, cols)[self._jac] - self.mu_start
-        jc = to_problem[np.where(mu_r, cols, rows)[self._jac]]
-        order = np.lexsort((jc, jr))
-        self._jac, self.j_rows, self.j_cols = self._jac[order], jr[order] + row, jc[order]
-        hr, hc = to_problem[rows[self._hess]], to_problem[cols[self._hess]]
+        self.take = layout.positions(self.labels)
+        rows, cols = self.fn.jacobian_pattern()
+        self.j_rows, self.j_cols = rows + row, self.take[cols]
+        rows, cols = self.lagrangian.hessian_pattern()
+        take = layout.positions(list(self.lagrangian.variables))
+        hr, hc = take[rows], take[cols]
         self.h_rows, self.h_cols = np.maximum(hr, hc), np.minimum(hr, hc)
-        self.to_problem = to_problem
-
-    def _point(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        full = self._full.copy()
-        full[~self._mu_mask] = x[self.to_problem[~self._mu_mask]]
-        full[self._mu_mask] = mu
-        return full
+        self._take_l = take
 
     def values(self, x: np.ndarray) -> np.ndarray:
-        _, grad = self.fn.value_and_grad(self._point(x, np.zeros(self.m)))
-        return np.asarray(grad[self._mu_mask], dtype=float)
-
-    def _hessian(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        key = x.tobytes()
-        if self._at is None or self._at[0] != key or self._at[1] != mu.tobytes():
-            self._at = (key, mu.tobytes(), np.asarray(self.fn.hessian_values(self._point(x, mu)), dtype=float))
-        return self._at[2]
+        return np.asarray(self.fn.value(np.ascontiguousarray(x[self.take])), dtype=float)
 
     def jacobian_values(self, x: np.ndarray) -> np.ndarray:
-        mu = np.frombuffer(self._at[1]) if self._at is not None and self._at[0] == x.tobytes() else np.ones(self.m)
-        return self._hessian(x, mu)[self._jac]  # (the Jacobian does not depend on μ)
+        return np.asarray(self.fn.jacobian_values(np.ascontiguousarray(x[self.take])), dtype=float)
 
     def hessian_values(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        return self._hessian(x, mu)[self._hess]
+        return np.asarray(self.lagrangian.hessian_values(np.ascontiguousarray(x[self._take_l]), {MULTIPLIERS: mu}),
+                          dtype=float)
 
 
 class LoopProblem:
