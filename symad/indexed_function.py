@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from symad.ad.forward import forward
-from symad.ad.gather import hessian_bands, indexed_gradient
-from symad.ad.sparsity import Compression, Layout, csr, hessian_pattern, scipy_sparse
+from symad.ad.gather import hessian_band_nodes, hessian_bands, indexed_gradient
+from symad.ad.sparsity import BandPlaces, Compression, Layout, csr, hessian_pattern, scipy_sparse
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
@@ -182,6 +182,8 @@ class IndexedFunction(IndexedInputs):
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
         self._compression: Compression | None = None
+        self._bands: BandPlaces | None = None
+        self._band_program: ArrayProgram | None = None
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
 
@@ -212,10 +214,22 @@ class IndexedFunction(IndexedInputs):
         return self._pattern
 
     def hessian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
-        """The Hessian's entries at :meth:`hessian_pattern`'s positions, exact: forward over reverse
-        (:meth:`hessp`) along one direction per colour of the columns (three for a tridiagonal
-        Hessian, whatever n), each entry read off alone; a variable met by a whole vector gets a
-        direction of its own.  ``data``: as for :meth:`value_and_grad`."""
+        """The Hessian's entries at :meth:`hessian_pattern`'s positions, exact.  The bands of
+        :meth:`hessian_text` (an indexed expression each) computed as loops, all in one program;
+        where they do not hold every entry (loops nested in the gradient's body), forward over
+        reverse (:meth:`hessp`) along one direction per colour of the columns (three for a
+        tridiagonal Hessian, whatever n; a variable met by a whole vector one of its own).
+        ``data``: as for :meth:`value_and_grad`."""
+        if self._bands is None:
+            bands = hessian_band_nodes(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
+                                       self._scalar_nodes)
+            self._bands = BandPlaces(self.graph, bands, self._layout(), *self.hessian_pattern())
+            if self._bands.covers:
+                self._band_program = self._compiled(self._bands.nodes) if self._bands.nodes else None
+        if self._bands.covers:
+            if self._band_program is None:
+                return np.zeros(self._bands.count)
+            return self._bands.values(self._band_program.run(*self._inputs(self._named(point, data, {}))))
         if self._compression is None:
             self._compression = Compression(*self.hessian_pattern(), self.size, self.size, lower=True)
         return self._compression.values(lambda d: self.hessp(point, d, data))

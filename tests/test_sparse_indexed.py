@@ -142,3 +142,25 @@ def test_dense_second_order_entry_points_point_at_the_sparse_hessian() -> None:
     for entry in (SecondOrder, symad.hessian):
         with pytest.raises(symad.SymadError, match="sparse_hessian"):
             entry(text)
+
+
+@pytest.mark.parametrize("name", list(TEXTS))
+def test_bands_and_hessian_vector_products_agree(name: str) -> None:
+    """The values from the bands compiled as loops, and from products along colours."""
+    f = IndexedFunction(parse_looped(TEXTS[name]))
+    point = np.random.default_rng(4).uniform(-1.5, 1.5, f.size)
+    from_bands = f.hessian_values(point)
+    assert f._bands is not None and f._bands.covers
+    colours = sparsity.Compression(*f.hessian_pattern(), f.size, f.size, lower=True)
+    from_products = colours.values(lambda d: f.hessp(point, d))
+    np.testing.assert_allclose(from_bands, from_products, rtol=1e-13, atol=1e-13)
+
+
+def test_nested_loops_take_the_products() -> None:
+    n = 20
+    f = IndexedFunction(parse_looped(f"sum(i = 1..{n}, sum(j = 1..{n}, A[i,j]*x[i]*x[j]) + x[i]^4)"), wrt=["x"])
+    rng = np.random.default_rng(6)
+    A, x = rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, n)
+    H = f.hessian(x, {"A": A})
+    assert f._bands is not None and not f._bands.covers
+    np.testing.assert_allclose(H, A + A.T + np.diag(12 * x**2), rtol=1e-13, atol=1e-13)

@@ -150,20 +150,31 @@ def _guarded(graph: Graph, k: int, low: int, high: int, terms: Sequence[tuple[in
     return zero if total is None else total
 
 
-Band = tuple[str, str, str, "tuple[int, int] | None"]
+class Band(NamedTuple):
+    """Second derivatives ``∂²f/∂row ∂column`` as one expression: ``row`` a scalar's name or a vector
+    ``x`` at ``x[k]``, ``column`` a scalar's name or a vector ``y`` at ``y[a*k + shift]`` (``a = 0``:
+    a fixed entry); ``node`` an expression of ``k = index(0)`` for ``k = low..high`` (a scalar's
+    row and column: no k, ``a = 0``, ``low > high``)."""
+
+    row: str
+    column: str
+    a: int
+    shift: int
+    node: int
+    low: int
+    high: int
 
 
-def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
-                  partials: Mapping[str, int], scalars: Mapping[str, int]) -> list[Band]:
-    """The Hessian's bands as indexed expressions, ``(row, column, text, range)`` each (see
-    :meth:`symad.indexed_function.IndexedFunction.hessian_text`).  ``partials``: each variable's
-    partial (a vector's an ``each`` node), ``scalars``: the scalar variables' nodes.
-
-    The band along ``y[k + c]`` of a vector ``x``'s row is the partial of ``∂f/∂x[k]``'s body
-    along its entry ``y[k + c]`` (the body's own reverse sweep, as the gradient's); a scalar's
-    row is the indexed gradient of its partial."""
+def hessian_band_nodes(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
+                       partials: Mapping[str, int], scalars: Mapping[str, int]) -> list[Band]:
+    """The Hessian as bands, every row's (both triangles; a row's entries along another
+    vector's or scalar's in that row): a vector ``x``'s row along ``y[a*k + c]`` is the partial
+    of ``∂f/∂x[k]``'s body along its entry ``y[a*k + c]`` (the body's own reverse sweep, as the
+    gradient's; only the entries of vectors), a scalar's row the indexed gradient of its partial
+    (along vectors and scalars).  ``partials``: each variable's partial (a vector's an ``each``
+    node), ``scalars``: the scalar variables' nodes.  Parts of a row inside loops nested in the
+    gradient's body are not bands (a dense coupling): not listed."""
     out: list[Band] = []
-    position = {name: k for k, name in enumerate(wrt)}
     for name in wrt:
         partial = partials[name]
         if name not in spans:
@@ -171,39 +182,63 @@ def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence
             for other in wrt:
                 if other in spans:
                     band = row_vectors.get(other)
-                    if band is None or graph.is_const(graph.args[band.node][0], 0.0):
-                        continue
-                    labels = (name, f"{other}[k]") if position[name] < position[other] else (f"{other}[k]", name)
-                    out.append((*labels, to_infix(graph, graph.args[band.node][0], index_names=["k"]),
-                                (band.low, band.high)))
-                elif position[other] >= position[name]:
+                    if band is not None and not graph.is_const(graph.args[band.node][0], 0.0):
+                        out.append(Band(name, other, 1, 0, graph.args[band.node][0], band.low, band.high))
+                else:
                     entry = row_scalars.get(scalars[other])
                     if entry is not None and not graph.is_const(entry, 0.0):
-                        out.append((name, other, to_infix(graph, entry), None))
+                        out.append(Band(name, other, 0, 0, entry, 0, -1))
             continue
         _, low, high = graph.data[partial]  # type: ignore[misc]
         inner = body_adjoints(graph, partial)
-        bands = []
-        for item in binders.items(graph, graph.args[partial][0], 0):
+        found = []
+        body, *caps = graph.args[partial]
+        # its entries at k, and the entries at a fixed index it captures (x[1]*x[n] beside a loop)
+        fixed = [c for c in caps if graph.op[c] == "item" and len(graph.args[c]) == 2]
+        for item in [*binders.items(graph, body, 0), *fixed]:
             entry = inner.get(item)
             vector, *at = graph.args[item]
             other = graph.data[vector]
-            if entry is None or other not in spans or other not in position or len(at) != 1:
+            if entry is None or other not in spans or other not in partials or len(at) != 1:
                 continue
             coef, shift = binders.affine(graph, at[0])  # type: ignore[misc]
             a = coef.get(0, 0)
-            # each pair once: y[k + c] from x's row when x comes first, x[k + c] for c >= 0
-            # (x[c - k], reversed, holds both of its mirror images)
-            if a not in (1, -1) or position[other] < position[name] or (other == name and a == 1 and shift < 0):
+            if a not in (1, -1, 0) or set(coef) - {0}:
                 continue
             (olow, ohigh), = spans[other]
-            if a == 1:
-                column = f"{other}[k{shift:+d}]" if shift else f"{other}[k]"
-                reach = (max(low, olow - shift), min(high, ohigh - shift))
+            if a == 0:
+                reach = (low, high)
             else:
-                column = f"{other}[{shift} - k]"
-                reach = (max(low, shift - ohigh), min(high, shift - olow))
-            bands.append(((position[other], a, shift),
-                          (f"{name}[k]", column, to_infix(graph, entry, index_names=["k"]), reach)))
-        out.extend(band for _, band in sorted(bands))
+                reach = (max(low, olow - shift), min(high, ohigh - shift)) if a == 1 else \
+                    (max(low, shift - ohigh), min(high, shift - olow))
+            found.append(((wrt.index(other), a, shift), Band(name, other, a, shift, entry, *reach)))  # type: ignore[arg-type]
+        out.extend(band for _, band in sorted(found))
+    return out
+
+
+def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
+                  partials: Mapping[str, int], scalars: Mapping[str, int]
+                  ) -> list[tuple[str, str, str, tuple[int, int] | None]]:
+    """The Hessian's bands as text, ``(row, column, text, range)`` each, each pair once (see
+    :meth:`symad.indexed_function.IndexedFunction.hessian_text`)."""
+    position = {name: k for k, name in enumerate(wrt)}
+    out: list[tuple[str, str, str, tuple[int, int] | None]] = []
+    for band in hessian_band_nodes(graph, wrt, spans, partials, scalars):
+        row, column = band.row, band.column
+        if row not in spans:  # a scalar's row: along a vector, or a scalar from its own place on
+            if column in spans:
+                labels = (row, f"{column}[k]") if position[row] < position[column] else (f"{column}[k]", row)
+                out.append((*labels, to_infix(graph, band.node, index_names=["k"]), (band.low, band.high)))
+            elif position[column] >= position[row]:
+                out.append((row, column, to_infix(graph, band.node), None))
+            continue
+        if position[column] < position[row] or (column == row and band.a == 1 and band.shift < 0):
+            continue
+        if band.a == 1:
+            label = f"{column}[k{band.shift:+d}]" if band.shift else f"{column}[k]"
+        elif band.a == 0:
+            label = f"{column}[{band.shift}]"
+        else:
+            label = f"{column}[{band.shift} - k]"
+        out.append((f"{row}[k]", label, to_infix(graph, band.node, index_names=["k"]), (band.low, band.high)))
     return out

@@ -618,3 +618,77 @@ def places(rows: np.ndarray, cols: np.ndarray, part_rows: np.ndarray, part_cols:
     """Where each entry of a part sits among the entries ``(rows, cols)`` (both row-major sorted)."""
     size = max(size, 1)
     return np.searchsorted(rows * size + cols, part_rows * size + part_cols)
+
+
+# ------------------------------------------------------------------ values from bands
+class BandPlaces:
+    """Where the entries of the Hessian's bands (:func:`symad.ad.gather.hessian_band_nodes`) sit in
+    its lower triangle's pattern: ``nodes`` (an ``each`` node per band, a scalar's entry as it is)
+    are computed together, and :meth:`values` puts their numbers in place.  ``covers``: whether the
+    bands hold every entry of the pattern (else the values come from Hessian-vector products)."""
+
+    def __init__(self, graph: Graph, bands: Sequence, layout: Layout, rows: np.ndarray, cols: np.ndarray):
+        size = max(layout.size, 1)
+        scalar_names = {graph.data[node]: p for node, p in layout.scalars.items()}
+
+        def places(name: str, index: np.ndarray | None) -> np.ndarray:
+            if name in scalar_names:
+                return np.full(1 if index is None else index.size, scalar_names[name], dtype=np.int64)
+            start, first, _ = layout.vectors[name]
+            return start + index - first  # type: ignore[operator]
+
+        self.nodes: list[int] = []
+        self.pieces: list[tuple[int, np.ndarray | None]] = []  # (count, which of the band's entries)
+        targets = []
+        for band in bands:
+            if band.row in scalar_names and band.column in scalar_names:
+                r, c = places(band.row, None), places(band.column, None)
+                if r[0] < c[0]:
+                    continue  # (the same entry from the other's row)
+                self.nodes.append(band.node)
+                self.pieces.append((1, None))
+                targets.append((r, c))
+                continue
+            if band.low > band.high:
+                continue
+            k = np.arange(band.low, band.high + 1, dtype=np.int64)
+            r, c = places(band.row, k), places(band.column, band.a * k + band.shift)
+            if band.row in scalar_names:  # a scalar's row holds its column's entries too
+                keep = None
+                r, c = np.maximum(r, c), np.minimum(r, c)
+            else:
+                keep = r >= c
+                r, c = r[keep], c[keep]
+                if keep.all():
+                    keep = None
+            self.nodes.append(binders.reduce(graph, "each", 0, band.low, band.high, band.node))
+            self.pieces.append((k.size, keep))
+            targets.append((r, c))
+        keys = np.concatenate([r * size + c for r, c in targets]) if targets else np.empty(0, dtype=np.int64)
+        pattern = rows * size + cols
+        where = np.searchsorted(pattern, keys)
+        inside = where < pattern.size
+        inside[inside] = pattern[where[inside]] == keys[inside]
+        # an entry outside the pattern is 0 (a band's range runs to the vector's edges, where a
+        # guard makes it 0: the pattern, which never misses a nonzero, does not hold it)
+        self.inside = None if inside.all() else inside
+        self.places = where[inside]
+        self.covers = np.unique(self.places).size == pattern.size
+        self.repeated = np.unique(self.places).size != self.places.size
+        self.count = pattern.size
+
+    def values(self, parts: Sequence) -> np.ndarray:
+        """The pattern's entries from the nodes' values (in :attr:`nodes` order)."""
+        pieces = []
+        for part, (count, keep) in zip(parts, self.pieces):
+            part = np.broadcast_to(np.asarray(part, dtype=float).reshape(-1), (count,))
+            pieces.append(part if keep is None else part[keep])
+        flat = np.concatenate(pieces) if pieces else np.empty(0)
+        if self.inside is not None:
+            flat = flat[self.inside]
+        out = np.zeros(self.count)
+        if self.repeated:  # x[k] and x[c - k] at one entry: their partials add up
+            np.add.at(out, self.places, flat)
+        else:
+            out[self.places] = flat
+        return out
