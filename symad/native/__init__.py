@@ -27,6 +27,7 @@ _EXPORTS = {
     "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
     "compile_program": "jit", "LoopCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
     "interpreter": "jit", "rows_if_cached": "jit", "stitch": "jit", "stitch_available": "jit",
+    "stencils_ready": "jit",
 }
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         compile_stats,
         interpreter,
         rows_if_cached,
+        stencils_ready,
         stitch,
         stitch_available,
     )
@@ -60,5 +62,5 @@ __all__ = [
     "CACHE_PROGRAMS", "COPY", "LoopCode", "MapProgram", "NativeProgram", "RowsProgram",
     "available", "cache_dir", "clear_cache", "compile", "compile_map", "compile_nest", "compile_program",
     "compile_rows", "compile_stats", "interpreter", "interpreter_opcodes", "rows_if_cached", "set_cache_dir",
-    "set_cache_max_mb", "stitch", "stitch_available",
+    "set_cache_max_mb", "stencils_ready", "stitch", "stitch_available",
 ]

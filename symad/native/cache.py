@@ -68,7 +68,7 @@ STALE_TEMP_SECONDS = 86400  # a temporary file this old is what a killed process
 _MAGIC = b"symad-object-2\n"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _POSIX = hasattr(os, "geteuid") and hasattr(os, "O_NOFOLLOW") and os.open in os.supports_dir_fd
-_dir: list[Path | None] = []  # set once: from the environment, or by set_cache_dir
+_dir: list[Path | None] = []  # set by set_cache_dir (else the environment says)
 _warned: set[str] = set()  # paths already reported as refused
 _max_mb: list[float] = []  # set by set_cache_max_mb
 _usage: dict[str, tuple[int, int]] = {}  # directory: (stores since its last scan, its size then + those stores)
@@ -82,10 +82,11 @@ class CacheWarning(UserWarning):
 
 def cache_dir() -> Path | None:
     """The cache directory, or None when the disk cache is off (the default)."""
-    if not _dir:
-        env = os.environ.get("SYMAD_CACHE_DIR")
-        _dir.append(Path(env).expanduser() if env else None)
-    return _dir[0]
+    if _dir:
+        return _dir[0]
+    # Read at each use, not kept: a kept "unset" would read as "turned off" (see shared_dir).
+    env = os.environ.get("SYMAD_CACHE_DIR")
+    return Path(env).expanduser() if env else None
 
 
 def set_cache_dir(path: str | os.PathLike[str] | None) -> None:

@@ -511,12 +511,29 @@ def _empty_module(tm: Any) -> Any:
 
 # ===================================================================== copy-and-patch
 _stencils: list[tuple[stencils.Library, stitching.Entries]] = []
+_stencils_task: list[Any] = []  # the background build of the stencils, once started
+STENCIL_OPT = -2  # a compile worker request for the stencils: -O2 instruction selection, their target machine
 
 
 def stitch_available() -> bool:
     """Whether this process can stitch machine code (Linux on x86-64, with the stencils compiled
     or in the shared code cache)."""
     return elf.supported() and codegen.x86() and (bool(_stencils) or available())
+
+
+def stencils_ready() -> bool:
+    """Whether :func:`stitch` runs without compiling: the stencils are loaded, or loaded now from
+    the shared code cache (milliseconds); if not, their compile starts in the background (once,
+    in the compile worker: about a second, once a machine) and the answer is False."""
+    if _stencils:
+        return True
+    objects = _stencil_objects(compile_missing=False)
+    if objects is not None and _install(*objects):
+        return True
+    with _lock:
+        if not _stencils_task and stitch_available():
+            _stencils_task.append(background.submit(_stencils_in_background))
+    return False
 
 
 def stitch(schedule: Schedule) -> stitching.StitchedProgram:
@@ -530,33 +547,66 @@ def stitch(schedule: Schedule) -> stitching.StitchedProgram:
 def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
     with _compile_lock:
         if not _stencils:
-            library = stencils.parse(_stencil_object())
-            entries_text = stencils.entries_ir(array_data_offset())
-            entries = stitching.Entries(_load(_shared_object(entries_text, lambda: entries_text, 2, "",
-                                                             _target_machine_for), 2))
-            _stencils.append((library, entries))
+            objects = _stencil_objects(compile_missing=True)
+            if objects is None or not _install(*objects):
+                raise stencils.StencilError("the stencils' entries cannot be loaded in this process")
         return _stencils[0]
 
 
-def _stencil_object() -> bytes:
-    """The stencils' object code: from the shared code cache (its trust rules; keyed by the op
-    table's lowerings, the CPU and LLVM), else compiled (once a machine, ~0.3 s)."""
-    return _shared_object(stencils.library_digest(), stencils.library_ir, 2, "stencils",
-                          lambda opt: codegen.stencil_target_machine())
+def _stencils_in_background() -> None:
+    objects = _stencil_objects(compile_missing=True, remote_ok=True)
+    if objects is not None:
+        _install(*objects)
 
 
-def _shared_object(key: str, text: Callable[[], str], opt: int, kind: str, machine: Callable[[int], Any]) -> bytes:
-    """Object code kept in the shared cache under ``key`` (the IR text, or a digest of what it is
-    written from), else compiled from ``text()``."""
+def _install(stencil_object: bytes, entries_object: bytes) -> bool:
+    """Parse and load the stencils and their entries (symad's own loader: no LLVM); whether done."""
+    image = elf.load(entries_object)
+    if image is None:
+        return False
+    library = stencils.parse(stencil_object)
+    with _lock:
+        if not _stencils:
+            _stencils.append((library, stitching.Entries(image)))
+    return True
+
+
+def _stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[bytes, bytes] | None:
+    """The object code of the stencils and of their entries: from the shared code cache (its trust
+    rules; the stencils keyed by the op table's lowerings, the CPU and LLVM), else compiled and
+    stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),
+    else None."""
+    entries_text = stencils.entries_ir(array_data_offset())
+    wanted = [(stencils.library_digest(), stencils.library_ir, STENCIL_OPT, "stencils"),
+              (entries_text, lambda: entries_text, 2, "")]
     folder = cache.shared_dir()
-    name = _disk_name(key, opt, kind) if folder is not None else None
-    stored = cache.load(name, folder) if name else None
+    found = []
+    for key, text, opt, kind in wanted:
+        name = _disk_name(key, opt, kind) if folder is not None else None
+        stored = cache.load(name, folder) if name else None
+        if stored is None:
+            if not compile_missing:
+                return None
+            stored = _compile_shared(text(), opt, remote_ok)
+            if name and cache.writable(folder):
+                cache.store(name, stored, folder)
+        else:
+            with _lock:
+                _stats["loaded"] += 1
+        found.append(stored)
+    return found[0], found[1]
+
+
+def _compile_shared(text: str, opt: int, remote_ok: bool) -> bytes:
+    """Object code of ``text`` at ``opt`` (:data:`STENCIL_OPT`: the stencils'), in the worker process
+    if ``remote_ok`` and there is one, else here (the caller holds ``_compile_lock`` unless ``remote_ok``)."""
+    stored = remote.object_code(text, opt, 1) if remote_ok else None
     if stored is not None:
-        with _lock:
-            _stats["loaded"] += 1
         return stored
     background.import_compile_modules()
-    stored = codegen.object_code(text(), machine(opt), opt, codegen.QUICK_OPS + 1 if not kind else 1)
-    if name and cache.writable(folder):
-        cache.store(name, stored, folder)
-    return stored
+    machine = codegen.stencil_target_machine if opt == STENCIL_OPT else lambda: _target_machine_for(opt)
+    level = abs(opt)
+    if remote_ok:
+        with _llvm_for_background():
+            return codegen.object_code(text, machine(), level, 1)
+    return codegen.object_code(text, machine(), level, 1)

@@ -43,8 +43,10 @@ def native_points(backend: str, size: int) -> bool:
 
 def stitched(size: int) -> bool:
     """Whether a program of ``size`` operations gets stitched code as its first native code (at
-    once, in place of the instructions' early calls) rather than compiled code."""
-    return size > NATIVE_SYNC_OPS and native.stitch_available()
+    once, in place of the instructions' early calls) rather than compiled code: past
+    ``NATIVE_SYNC_OPS``, once the stencils are ready (the first ask on a machine starts their
+    compile in the background)."""
+    return size > NATIVE_SYNC_OPS and native.stitch_available() and native.stencils_ready()
 
 
 def native_batches(backend: str, size: int) -> bool:
