@@ -44,9 +44,9 @@ class OptimizeResult(dict):
     """scipy's ``OptimizeResult`` fields (``x fun jac nit nfev njev nhev success status message``)
     as a dict with attribute access, plus ``variables``, ``point`` (by name, fixed ones
     included), ``grad_norm``, ``method``, ``hessian`` (``"matrix"``, ``"products"`` for
-    Hessian-vector products, or None), ``time`` (seconds, iterating), ``setup_time``
-    (seconds, parsing and compiling) and, with ``keep_path=True``, ``path``
-    and ``path_fun`` (every iterate, the start included).  After a mini-batch run
+    Hessian-vector products, ``"sparse"`` for trust-constr's and IPOPT's sparse matrices, or
+    None), ``time`` (seconds, iterating), ``setup_time`` (seconds, parsing and compiling) and,
+    with ``keep_path=True``, ``path`` and ``path_fun`` (every iterate, the start included).  After a mini-batch run
     (``batch_size``), ``fun``, ``jac`` and ``grad_norm`` are over every row at ``x`` (one
     pass at the end), and ``batch_fun``, ``batch_jac`` and ``batch_grad_norm`` the last
     mini-batch's, which the stopping rules judged."""
@@ -139,7 +139,11 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     expression is 0; ``ineq``: it is ≥ 0, scipy's convention), ``slsqp`` by default when there
     are constraints.  Their result also has ``constraints`` (kinds, values, ``violation``: the
     most any constraint or bound is missed by) and ``multipliers`` where scipy gives them;
-    ``success`` needs scipy's success and a violation of at most 1e-6.
+    ``success`` needs scipy's success and a violation of at most 1e-6.  ``ipopt`` runs IPOPT
+    (``pip install "symad[ipopt]"``) on the exact sparse Jacobian and Lagrangian Hessian, its own
+    options in ``options={name: value}``; its result adds ``ipopt_status``, ``ipopt_message`` and
+    ``bound_multipliers``.  With ``trust-constr`` or ``ipopt``, the objective may keep sums as
+    loops and a constraint may be a family ``each(k = lo..hi, c_k)`` (docs/guide/optimize.md).
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
     ``params``: ``{name: value}`` held constant too, but passed at each call to one
