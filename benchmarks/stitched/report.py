@@ -1,0 +1,103 @@
+"""The copy-and-patch suite's page (stitched.md) from its figures (stitched.json): the targets, and a
+table per section.
+
+    python -m benchmarks.stitched.report      # write stitched.md again from stitched.json (nothing is measured)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import fmt_ratio, fmt_time, rerender, table
+
+CODEGEN_MS_PER_1000 = 1.0
+STITCHED_VS_O2, STITCHED_VS_VM = 2.0, 5.0
+SOLVE_VS_CASADI = 0.3
+
+
+def _verdict(ok: bool | None) -> str:
+    return "not measured" if ok is None else ("met" if ok else "**not met**")
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def render(data: dict[str, Any]) -> str:
+    meta = data["meta"]
+    out = ["# Copy-and-patch: native code at the instruction VM's build cost\n",
+           f"`{meta['command']}` at {meta['revision']}, {meta['date']}, on {meta['machine']}, Python {meta['python']} "
+           f"({', '.join(f'{k} {v}' for k, v in meta['versions'].items())}); "
+           f"{meta['repeats']} fresh process(es) a figure, medians; load {meta['load_before']} before, "
+           f"{meta.get('load_after')} after; {meta.get('minutes')} min.\n"]
+    targets: list[list[str]] = []
+    sections: list[str] = []
+    if "codegen" in data:
+        rows, worst = [], None
+        for r in data["codegen"]:
+            per = _ratio(r["stitch_s"], (r["ops"] or 0) / 1000)
+            worst = per if worst is None or (per is not None and per > worst) else worst
+            rows.append([f"{r['ops'] or r['size']:,.0f}", fmt_time(r["stitch_s"]),
+                         f"{per * 1e3:.3g} ms" if per is not None else "—", fmt_time(r["vm_s"]),
+                         fmt_time(r.get("o0_s")), fmt_time(r.get("o0_half_s")),
+                         f"{(r['code_bytes'] or 0) / max(1, r['ops'] or 1):.1f} B"])
+        targets.append(["code generation under 1 ms per 1,000 operations, 10^3 to 10^6",
+                        f"worst {worst * 1e3:.3g} ms" if worst is not None else "—",
+                        _verdict(None if worst is None else worst < CODEGEN_MS_PER_1000 * 1e-3)])
+        sections.append("## Code generation\n\nA random program's value and gradient (stencils loaded): stitched "
+                        "code, the instruction VM's program, and -O0 code (LLVM's fast instruction selection) whole "
+                        "and for half of the program (what each of two cores would compile).\n\n"
+                        + table(["operations", "stitch", "per 1,000 ops", "VM build", "-O0 compile", "-O0 half",
+                                 "code / op"], rows))
+    if "percall" in data:
+        rows, ok_o2, ok_vm = [], True, True
+        for r in data["percall"]:
+            vs_o2 = _ratio(r["stitched_call_s"], r["o2_call_s"])
+            vs_vm = _ratio(r["vm_call_s"], r["stitched_call_s"])
+            ok_o2 = ok_o2 and vs_o2 is not None and vs_o2 <= STITCHED_VS_O2
+            ok_vm = ok_vm and vs_vm is not None and vs_vm >= STITCHED_VS_VM
+            rows.append([f"{r['workload']} {r['size']:,}", f"{r['ops'] or 0:,.0f}", fmt_time(r["stitched_call_s"]),
+                         fmt_time(r["o2_call_s"]), fmt_time(r["o0_call_s"]), fmt_time(r["vm_call_s"]),
+                         fmt_ratio(vs_o2), fmt_ratio(vs_vm), fmt_time(r["stitch_build_s"]),
+                         fmt_time(r["o0_compile_s"]), fmt_time(r["o2_compile_s"])])
+        targets.append(["a call within 2x of -O2 code", "see below", _verdict(ok_o2)])
+        targets.append(["a call at least 5x faster than the instructions", "see below", _verdict(ok_vm)])
+        sections.append("## A call\n\nOne process per repeat; the tiers in turn in it, each timed over many calls "
+                        "of `call(x, rest)` (value and gradient).\n\n"
+                        + table(["workload", "operations", "stitched", "-O2", "-O0", "instructions",
+                                 "stitched / -O2", "instructions / stitched", "stitch", "-O0 compile",
+                                 "-O2 compile"], rows))
+    if "hotloop" in data:
+        by = {r["peer"]: r for r in data["hotloop"]}
+        s, e = by.get("symad"), by.get("symengine")
+        ok = None if not (s and e and s["median_s"] and e["median_s"]) else s["median_s"] <= e["median_s"]
+        targets.append(["first 0.3 s after compile(): a call no slower than SymEngine's LLVM code",
+                        f"{fmt_time(s and s['median_s'])} vs {fmt_time(e and e['median_s'])}", _verdict(ok)])
+        rows = [[r["peer"], fmt_time(r["build_s"]), f"{r['calls'] or 0:.0f}", fmt_time(r["median_s"]),
+                 fmt_time(r["last_third_median_s"])] for r in data["hotloop"]]
+        sections.append(f"## The first 0.3 s of a hot loop\n\nRosenbrock n = {data['hotloop'][0]['n']:,} written "
+                        "out.  symad: from `compile()`, its first call (building the gradient, the schedule and "
+                        "the code) included in the window; SymEngine: its build (`Lambdify`, LLVM) then 200 calls "
+                        "of warm-up before its window.\n\n"
+                        + table(["peer", "build (+ first call)", "calls in the window", "a call (median)",
+                                 "a call (last third)"], rows))
+    if "solve" in data:
+        by = {r["peer"]: r for r in data["solve"]}
+        s, c = by.get("symad"), by.get("casadi")
+        r = _ratio(s and s["total_s"], c and c["total_s"])
+        targets.append(["time to solution at most 0.3x CasADi's (Rosenbrock n = 1000)", fmt_ratio(r),
+                        _verdict(None if r is None else r <= SOLVE_VS_CASADI)])
+        rows = [[x["peer"], fmt_time(x["total_s"]), fmt_time(x["import_s"]), fmt_time(x["build_s"]),
+                 fmt_time(x["solve_s"]), f"{x['nfev'] or 0:.0f}"] for x in data["solve"]]
+        sections.append(f"## Time to solution\n\nText to the L-BFGS-B optimum, Rosenbrock n = "
+                        f"{data['solve'][0]['n']:,} written out (the first-call suite's worker).\n\n"
+                        + table(["peer", "total", "imports", "build", "solve", "evaluations"], rows))
+    out.append("## Targets\n\n" + table(["target", "measured", "verdict"], targets))
+    out += sections
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(rerender(Path(__file__).resolve().parent, "stitched", render))
