@@ -79,6 +79,15 @@ def _hypot(k):
     return lambda a, b: (a, b)[k] / mpmath.sqrt(a * a + b * b)
 
 
+def _polygamma(n, a, more=0):
+    """ψ^(k + more)(a), k = n rounded to a whole number from 0 to 10 (None elsewhere, and where symad
+    gives nan: n + more > 1 for a < 0)."""
+    k = int(mpmath.floor(n + mpf(0.5)))
+    if not 0 <= k <= 10 or a < -TWO ** -30 and k + more > 1 or mpmath.isinf(a):
+        return None
+    return mpmath.polygamma(k + more, a)
+
+
 def _atan2(k):  # atan2(y, x): ∂y = x/(x² + y²), ∂x = −y/(x² + y²)
     return lambda y, x: (x if k == 0 else -y) / (x * x + y * y)
 
@@ -118,6 +127,14 @@ EXACT: dict[str, tuple[Callable[..., object], ...]] = {
     **{name: (_flat, _flat) for name in ("lt", "le", "gt", "ge", "eq", "ne", "and", "or")},
     "not": (_flat,),
     "where": (_flat, lambda c, a, b: mpf(c != 0), lambda c, a, b: mpf(c == 0)),
+    # the special functions (symad/core/ops/special.py)
+    "lgamma": (mpmath.digamma,), "digamma": (lambda a: mpmath.polygamma(1, a),),
+    "polygamma": (_flat, lambda n, a: _polygamma(n, a, 1)),
+    "gamma": (lambda a: mpmath.gamma(a) * mpmath.digamma(a),),
+    "ndtr": (mpmath.npdf,), "log_ndtr": (lambda a: mpmath.npdf(a) / mpmath.ncdf(a),),
+    "logit": (lambda a: 1 / (a * (1 - a)),),
+    "xlogy": (lambda a, b: mpmath.log(b) if b > 0 else None, lambda a, b: a / b if b else None),
+    "xlog1py": (lambda a, b: mpmath.log1p(b) if b > -1 else None, lambda a, b: a / (1 + b) if b != -1 else None),
 }
 
 

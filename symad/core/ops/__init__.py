@@ -4,7 +4,8 @@ per-op fact (LaTeX, SymPy, NumPy, the Python export, pictures), as data.
 Every other layer (parser, simplifier, differentiator, interpreters, Python and
 LLVM code generators, printer, renderer, tests) reads this table; adding an
 operation is one :func:`define` call (``tests/test_new_op.py`` shows it).  The entries are
-in one module per family (:mod:`.arith`, :mod:`.elementary`, :mod:`.stable`, :mod:`.logic`);
+in one module per family (:mod:`.arith`, :mod:`.elementary`, :mod:`.stable`, :mod:`.logic`,
+:mod:`.special`);
 this module assembles them and adds the derived forms of the language (``log(x, b)``, ``clip``,
 ``logsumexp``...).
 
@@ -34,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 # The families define their entries, in the table's order.
-from symad.core.ops import arith, elementary, stable, logic  # noqa: F401  # isort: skip
+from symad.core.ops import arith, elementary, stable, logic, special  # noqa: F401  # isort: skip
 from symad.core.ops.arith import difference_error
 from symad.core.ops.stable import TWO_OVER_SQRT_PI
 from symad.core.ops.table import (
