@@ -333,8 +333,11 @@ class Function(Inputs):
         values = self.hessian_values(point, params, **kwargs)
         if values.ndim != 1:
             raise PointError("sparse_hessian takes one point (hessian_values takes batches)")
-        n = len(self.variables)
-        return sparsity.csr(*self.hessian_pattern(), values, (n, n), mirrored=True)
+        shape = getattr(self, "_hessian_csr", None)
+        if shape is None:
+            n = len(self.variables)
+            shape = self._hessian_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+        return shape.matrix(values)
 
     # ------------------------------------------------------------------ calling
     def value(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ import numpy as np
 
 from symad.ad.forward import forward
 from symad.ad.gather import hessian_band_nodes, hessian_bands, indexed_gradient
-from symad.ad.sparsity import BandPlaces, Compression, Layout, csr, hessian_pattern, scipy_sparse
+from symad.ad.sparsity import Compression, CsrShape, EntryPlaces, Layout, band_places, hessian_pattern, scipy_sparse
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
@@ -182,7 +182,8 @@ class IndexedFunction(IndexedInputs):
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
         self._compression: Compression | None = None
-        self._bands: BandPlaces | None = None
+        self._bands: EntryPlaces | None = None
+        self._csr: CsrShape | None = None
         self._band_program: ArrayProgram | None = None
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
@@ -223,7 +224,7 @@ class IndexedFunction(IndexedInputs):
         if self._bands is None:
             bands = hessian_band_nodes(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
                                        self._scalar_nodes)
-            self._bands = BandPlaces(self.graph, bands, self._layout(), *self.hessian_pattern())
+            self._bands = band_places(self.graph, bands, self._layout(), *self.hessian_pattern())
             if self._bands.covers:
                 self._band_program = self._compiled(self._bands.nodes) if self._bands.nodes else None
         if self._bands.covers:
@@ -238,7 +239,9 @@ class IndexedFunction(IndexedInputs):
         """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
         ``pip install "symad[scipy]"``)."""
         scipy_sparse()
-        return csr(*self.hessian_pattern(), self.hessian_values(point, data), (self.size, self.size), mirrored=True)
+        if self._csr is None:
+            self._csr = CsrShape(*self.hessian_pattern(), (self.size, self.size), mirrored=True)
+        return self._csr.matrix(self.hessian_values(point, data))
 
     def hessian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
         """The Hessian as a dense ``n x n`` array (for small n; :meth:`sparse_hessian` for large)."""

@@ -29,7 +29,9 @@ from typing import Any
 import numpy as np
 
 from symad.ad.forward import forward
-from symad.ad.sparsity import Compression, csr, jacobian_pattern
+from symad.ad.gather import indexed_gradient
+from symad.ad.reverse import body_adjoints
+from symad.ad.sparsity import Compression, CsrShape, EntryPlaces, jacobian_pattern
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.errors import PointError, SymadError
@@ -68,11 +70,14 @@ class IndexedVectorFunction(IndexedInputs):
             self.rows.append((at, count))
             at += count
         self.m = at
-        self._program = self._compiled(list(self.roots))
+        self._program: ArrayProgram | None = None  # the values', built on first use
         self._jvp: ArrayProgram | None = None
         self._vjp: IndexedFunction | None = None
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None
         self._compression: Compression | None = None
+        self._csr: CsrShape | None = None
+        self._entries: EntryPlaces | None = None
+        self._entry_program: ArrayProgram | None = None
 
     def __len__(self) -> int:
         return self.m
@@ -88,6 +93,8 @@ class IndexedVectorFunction(IndexedInputs):
     def value(self, point: Any = None, data: Mapping[str, Any] | None = None, /, **kwargs: Any) -> np.ndarray:
         """The outputs at ``point`` (a flat array in :attr:`variables` order, or a mapping by name),
         as one vector of :func:`len` numbers."""
+        if self._program is None:
+            self._program = self._compiled(list(self.roots))
         return self._flat(self._program.run(*self._inputs(self._named(point, data, kwargs))))
 
     __call__ = value
@@ -133,18 +140,72 @@ class IndexedVectorFunction(IndexedInputs):
         return self._pattern
 
     def jacobian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
-        """The Jacobian's entries at :meth:`jacobian_pattern`'s positions, exact: :meth:`jvp` along
-        one direction per colour of the columns (no row has two columns of one colour), each entry
-        read off alone; a dense row (a sum over a whole vector) from :meth:`vjp`."""
+        """The Jacobian's entries at :meth:`jacobian_pattern`'s positions, exact: each family's partials
+        along its body's entries, an indexed expression each, computed as loops in one program.
+        Where they do not hold every entry (a capture of several variables), :meth:`jvp` along one
+        direction per colour of the columns (no row has two columns of one colour), each entry
+        read off alone, and a dense row (a sum over a whole vector) from :meth:`vjp`."""
+        if self._entries is None:
+            self._entries = self._entry_places()
+            if self._entries.covers and self._entries.nodes:
+                self._entry_program = self._compiled(self._entries.nodes)
+        if self._entries.covers:
+            if self._entry_program is None:
+                return np.zeros(self._entries.count)
+            return self._entries.values(self._entry_program.run(*self._inputs(self._named(point, data, {}))))
         if self._compression is None:
             self._compression = Compression(*self.jacobian_pattern(), self.size, self.m, lower=False)
         return self._compression.values(lambda v: self.jvp(point, v, data), lambda u: self.vjp(point, u, data))
 
+    def _entry_places(self) -> EntryPlaces:
+        """The Jacobian's entries as expressions: a family's partial along each of its body's entries
+        ``y[a*i + c]`` (and along the scalars it captures) as one ``each`` over its rows, from the
+        body's own reverse sweep; a scalar output's row from its indexed gradient."""
+        g, layout = self.graph, self._layout()
+        out = EntryPlaces(*self.jacobian_pattern(), self.size)
+        for root, (at, count) in zip(self.roots, self.rows):
+            if g.op[root] != "each":
+                scalars, vectors = indexed_gradient(g, root)
+                for name, partial in vectors.items():
+                    if name in layout.vectors:
+                        start, first, _ = layout.vectors[name]
+                        cols = start + np.arange(partial.low, partial.high + 1, dtype=np.int64) - first
+                        out.add(partial.node, np.full(cols.size, at, dtype=np.int64), cols, cols.size)
+                for var, partial in scalars.items():
+                    if var in layout.scalars and not g.is_const(partial, 0.0):
+                        out.add(partial, np.array([at]), np.array([layout.scalars[var]]), 1)
+                continue
+            _, low, high = g.data[root]  # type: ignore[misc]
+            inner = body_adjoints(g, root)
+            body, *caps = g.args[root]
+            k = np.arange(low, high + 1, dtype=np.int64)
+            rows = at + k - low
+            for leaf in [*binders.items(g, body, 0), *caps]:
+                partial = inner.get(leaf)
+                if partial is None:
+                    continue
+                if g.op[leaf] == "var":
+                    if leaf in layout.scalars:
+                        cols = np.full(count, layout.scalars[leaf], dtype=np.int64)
+                        out.add(binders.reduce(g, "each", 0, low, high, partial), rows, cols, count)
+                    continue
+                if g.op[leaf] != "item" or len(g.args[leaf]) != 2:
+                    continue  # a capture of several variables: read along colours instead
+                place = layout.vectors.get(g.data[g.args[leaf][0]])  # type: ignore[arg-type]
+                coef, shift = binders.affine(g, g.args[leaf][1])  # type: ignore[misc]
+                if place is None or set(coef) - {0}:
+                    continue
+                start, first, _ = place
+                cols = start + coef.get(0, 0) * k + shift - first
+                out.add(binders.reduce(g, "each", 0, low, high, partial), rows, cols, count)
+        return out.finish()
+
     def sparse_jacobian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> Any:
         """The Jacobian as a ``scipy.sparse.csr_matrix`` of shape ``(len(F), n)`` (SciPy:
         ``pip install "symad[scipy]"``)."""
-        rows, cols = self.jacobian_pattern()
-        return csr(rows, cols, self.jacobian_values(point, data), (self.m, self.size))
+        if self._csr is None:
+            self._csr = CsrShape(*self.jacobian_pattern(), (self.m, self.size))
+        return self._csr.matrix(self.jacobian_values(point, data))
 
     def jacobian(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
         """The Jacobian as a dense ``(len(F), n)`` array (for small sizes; :meth:`sparse_jacobian`

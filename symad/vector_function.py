@@ -223,12 +223,15 @@ class VectorFunction(Inputs):
     def sparse_jacobian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The Jacobian at one point as a ``scipy.sparse.csr_matrix`` of shape ``(m, n)`` (SciPy:
         ``pip install "symad[scipy]"``)."""
-        from symad.ad.sparsity import csr
+        from symad.ad.sparsity import CsrShape
 
         values = self.jacobian_values(point, params, **kwargs)
         if values.ndim != 1:
             raise SymadError("sparse_jacobian takes one point (jacobian_values takes batches)")
-        return csr(*self.jacobian_pattern(), values, (len(self.roots), len(self.variables)))
+        shape = getattr(self, "_jacobian_csr", None)
+        if shape is None:
+            shape = self._jacobian_csr = CsrShape(*self.jacobian_pattern(), (len(self.roots), len(self.variables)))
+        return shape.matrix(values)
 
     def vjp(self, point: Any, u: Any, params: Any = None) -> np.ndarray:
         """``uᵀJ`` (``n`` numbers: the gradient of ``Σ u_i f_i``) without forming ``J``;

@@ -207,6 +207,14 @@ def _small_bits(mask: int) -> list[int]:
     return out
 
 
+def _distinct(values: np.ndarray) -> int:
+    """How many distinct values (sorting: faster than np.unique's hashing)."""
+    if values.size < 2:
+        return int(values.size)
+    ordered = np.sort(values)
+    return 1 + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+
+
 def _sorted_unique(chunks: Iterable[tuple[np.ndarray, np.ndarray]], size: int) -> tuple[np.ndarray, np.ndarray]:
     keys = [np.asarray(r, dtype=np.int64) * max(size, 1) + np.asarray(c, dtype=np.int64) for r, c in chunks]
     if not keys:
@@ -491,16 +499,38 @@ def scipy_sparse():  # noqa: ANN201
     return scipy.sparse
 
 
+class CsrShape:
+    """A pattern's compressed-row structure, built once: a matrix at a point only orders its values.
+
+    ``(rows, cols)`` row-major sorted, of a matrix of ``shape``; ``mirrored``: they are a symmetric
+    matrix's lower triangle, and the matrix is the full one."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], mirrored: bool = False):
+        self.shape = shape
+        self.order: np.ndarray | None = None
+        if mirrored:
+            index = np.arange(rows.size)
+            off = rows != cols
+            rows, cols, index = np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]), \
+                np.concatenate([index, index[off]])
+            order = np.lexsort((cols, rows))
+            rows, cols, self.order = rows[order], cols[order], index[order]
+        kind = np.int32 if max(shape) < 2**31 - 1 else np.int64
+        self.indices = cols.astype(kind)
+        self.indptr = np.searchsorted(rows, np.arange(shape[0] + 1)).astype(kind)
+
+    def matrix(self, values: np.ndarray) -> object:
+        """The ``scipy.sparse.csr_matrix`` of the pattern's values (in the pattern's order)."""
+        sparse = scipy_sparse()
+        data = values if self.order is None else values[self.order]
+        return sparse.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
+
+
 def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int],
         mirrored: bool = False) -> object:
-    """A ``scipy.sparse.csr_matrix`` of the entries; ``mirrored``: they are a lower triangle, and
-    the matrix is the full symmetric one."""
-    sparse = scipy_sparse()
-    if mirrored:
-        off = rows != cols
-        rows, cols, values = (np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]),
-                              np.concatenate([values, values[off]]))
-    return sparse.csr_matrix((values, (rows, cols)), shape=shape)
+    """A ``scipy.sparse.csr_matrix`` of the entries (row-major sorted); ``mirrored``: they are a
+    lower triangle, and the matrix is the full symmetric one (:class:`CsrShape`, built each time)."""
+    return CsrShape(rows, cols, shape, mirrored).matrix(values)
 
 
 # ------------------------------------------------------------------ values from Hessian-vector products
@@ -621,61 +651,39 @@ def places(rows: np.ndarray, cols: np.ndarray, part_rows: np.ndarray, part_cols:
 
 
 # ------------------------------------------------------------------ values from bands
-class BandPlaces:
-    """Where the entries of the Hessian's bands (:func:`symad.ad.gather.hessian_band_nodes`) sit in
-    its lower triangle's pattern: ``nodes`` (an ``each`` node per band, a scalar's entry as it is)
-    are computed together, and :meth:`values` puts their numbers in place.  ``covers``: whether the
-    bands hold every entry of the pattern (else the values come from Hessian-vector products)."""
+class EntryPlaces:
+    """Where entries computed as expressions sit in a pattern: each node added (:meth:`add`: an ``each``
+    over ``count`` indices, or a scalar) gives the entries ``(rows, cols)`` (of its values, those
+    ``keep`` selects); :meth:`values` puts their numbers in the pattern's order.  An entry outside the
+    pattern is 0 (a band's range runs to a vector's edges, where a guard makes it 0: the pattern,
+    which never misses a nonzero, does not hold it) and is dropped; ``covers``: every entry of the
+    pattern is computed (else its values come from products along colours)."""
 
-    def __init__(self, graph: Graph, bands: Sequence, layout: Layout, rows: np.ndarray, cols: np.ndarray):
-        size = max(layout.size, 1)
-        scalar_names = {graph.data[node]: p for node, p in layout.scalars.items()}
-
-        def places(name: str, index: np.ndarray | None) -> np.ndarray:
-            if name in scalar_names:
-                return np.full(1 if index is None else index.size, scalar_names[name], dtype=np.int64)
-            start, first, _ = layout.vectors[name]
-            return start + index - first  # type: ignore[operator]
-
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, size: int):
+        self.pattern = rows * max(size, 1) + cols
+        self.size = max(size, 1)
         self.nodes: list[int] = []
-        self.pieces: list[tuple[int, np.ndarray | None]] = []  # (count, which of the band's entries)
-        targets = []
-        for band in bands:
-            if band.row in scalar_names and band.column in scalar_names:
-                r, c = places(band.row, None), places(band.column, None)
-                if r[0] < c[0]:
-                    continue  # (the same entry from the other's row)
-                self.nodes.append(band.node)
-                self.pieces.append((1, None))
-                targets.append((r, c))
-                continue
-            if band.low > band.high:
-                continue
-            k = np.arange(band.low, band.high + 1, dtype=np.int64)
-            r, c = places(band.row, k), places(band.column, band.a * k + band.shift)
-            if band.row in scalar_names:  # a scalar's row holds its column's entries too
-                keep = None
-                r, c = np.maximum(r, c), np.minimum(r, c)
-            else:
-                keep = r >= c
-                r, c = r[keep], c[keep]
-                if keep.all():
-                    keep = None
-            self.nodes.append(binders.reduce(graph, "each", 0, band.low, band.high, band.node))
-            self.pieces.append((k.size, keep))
-            targets.append((r, c))
-        keys = np.concatenate([r * size + c for r, c in targets]) if targets else np.empty(0, dtype=np.int64)
-        pattern = rows * size + cols
+        self.pieces: list[tuple[int, np.ndarray | None]] = []
+        self._keys: list[np.ndarray] = []
+
+    def add(self, node: int, rows: np.ndarray, cols: np.ndarray, count: int, keep: np.ndarray | None = None) -> None:
+        self.nodes.append(node)
+        self.pieces.append((count, None if keep is None or keep.all() else keep))
+        self._keys.append(rows * self.size + cols)
+
+    def finish(self) -> EntryPlaces:
+        keys = np.concatenate(self._keys) if self._keys else np.empty(0, dtype=np.int64)
+        pattern = self.pattern
         where = np.searchsorted(pattern, keys)
         inside = where < pattern.size
         inside[inside] = pattern[where[inside]] == keys[inside]
-        # an entry outside the pattern is 0 (a band's range runs to the vector's edges, where a
-        # guard makes it 0: the pattern, which never misses a nonzero, does not hold it)
         self.inside = None if inside.all() else inside
         self.places = where[inside]
-        self.covers = np.unique(self.places).size == pattern.size
-        self.repeated = np.unique(self.places).size != self.places.size
+        distinct = _distinct(self.places)
+        self.covers = distinct == pattern.size
+        self.repeated = distinct != self.places.size
         self.count = pattern.size
+        return self
 
     def values(self, parts: Sequence) -> np.ndarray:
         """The pattern's entries from the nodes' values (in :attr:`nodes` order)."""
@@ -692,3 +700,34 @@ class BandPlaces:
         else:
             out[self.places] = flat
         return out
+
+
+def band_places(graph: Graph, bands: Sequence, layout: Layout, rows: np.ndarray, cols: np.ndarray) -> EntryPlaces:
+    """Where the entries of the Hessian's bands (:func:`symad.ad.gather.hessian_band_nodes`) sit in
+    its lower triangle's pattern ``(rows, cols)``: an ``each`` node per band, a scalar's entry as it is."""
+    scalar_names = {graph.data[node]: p for node, p in layout.scalars.items()}
+
+    def places(name: str, index: np.ndarray | None) -> np.ndarray:
+        if name in scalar_names:
+            return np.full(1 if index is None else index.size, scalar_names[name], dtype=np.int64)
+        start, first, _ = layout.vectors[name]
+        return start + index - first  # type: ignore[operator]
+
+    out = EntryPlaces(rows, cols, layout.size)
+    for band in bands:
+        if band.row in scalar_names and band.column in scalar_names:
+            r, c = places(band.row, None), places(band.column, None)
+            if r[0] >= c[0]:  # (else the same entry from the other's row)
+                out.add(band.node, r, c, 1)
+            continue
+        if band.low > band.high:
+            continue
+        k = np.arange(band.low, band.high + 1, dtype=np.int64)
+        r, c = places(band.row, k), places(band.column, band.a * k + band.shift)
+        node = binders.reduce(graph, "each", 0, band.low, band.high, band.node)
+        if band.row in scalar_names:  # a scalar's row holds its column's entries too
+            out.add(node, np.maximum(r, c), np.minimum(r, c), k.size)
+        else:
+            keep = r >= c
+            out.add(node, r[keep], c[keep], k.size, keep)
+    return out.finish()

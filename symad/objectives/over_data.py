@@ -117,6 +117,7 @@ class Objective:
         self._penalty_params = np.zeros(0, dtype=np.intp)
         # the Hessian's pattern: (rows, cols, the row's entries' places in it, the penalty's)
         self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._sparse_csr: sparsity.CsrShape | None = None
 
     def __repr__(self) -> str:
         params = f", params={list(self.params)}" if self.params else ""
@@ -148,7 +149,7 @@ class Objective:
         out = copy.copy(self)  # (the same row sums: the penalty is compiled apart)
         out.params = self.params[:self._row_inputs - len(self.wrt)]  # the row's own
         out.penalty, out._penalty, out._penalty_params = penalty, None, np.zeros(0, dtype=np.intp)
-        out._sparse = None
+        out._sparse = out._sparse_csr = None
         if penalty is None:
             return out
         used = penalty.variables
@@ -327,9 +328,12 @@ class Objective:
     def sparse_hessian(self, w: Any = None, params: Any = None, /, *, rows: Any = None, **names: Any) -> Any:
         """The Hessian as a ``scipy.sparse.csr_matrix``, full and symmetric (SciPy:
         ``pip install "symad[scipy]"``)."""
-        n = len(self.wrt)
-        return sparsity.csr(*self.hessian_pattern(), self.hessian_values(w, params, rows=rows, **names), (n, n),
-                            mirrored=True)
+        values = self.hessian_values(w, params, rows=rows, **names)
+        shape = self._sparse_csr
+        if shape is None:
+            n = len(self.wrt)
+            shape = self._sparse_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+        return shape.matrix(values)
 
     # ------------------------------------------------------------------ arguments
     def _divisor(self, count: int) -> float:
