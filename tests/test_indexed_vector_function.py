@@ -8,6 +8,7 @@ import pytest
 from support.loops import looping
 
 import symad
+from symad.ad import sparsity
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import PointError, SymadError
@@ -98,3 +99,15 @@ def test_bad_input() -> None:
         F.value(np.ones(3))
     with pytest.raises(SymadError, match="IndexedVectorFunction"):
         symad.IndexedFunction(F.exprs[0])
+
+
+@pytest.mark.parametrize("name", [*CASES, "a capture of a scalar"])
+def test_entries_as_loops_and_products_along_colours_agree(name: str) -> None:
+    text = CASES[name][0] if name in CASES else f"each(i = 1..{N}, x[i]*sin(y) + x[i]^2)"
+    F = looped(text)
+    x = np.random.default_rng(8).uniform(-1, 1, F.size)
+    values = F.jacobian_values(x)
+    assert F._entries is not None and F._entries.covers == (name in CASES)  # sin(y): along colours
+    colours = sparsity.Compression(*F.jacobian_pattern(), F.size, len(F), lower=False)
+    products = colours.values(lambda v: F.jvp(x, v), lambda u: F.vjp(x, u))
+    np.testing.assert_allclose(values, products, rtol=1e-13, atol=1e-13)
