@@ -23,6 +23,8 @@ TEXTS = {
     "reversed": f"sum(i = 1..{N}, x[{N + 1}-i]*x[i] + sin(x[i]))",
     "two vectors": f"sum(i = 2..{N}, (x[i] - u[i-1])^2*u[i])",
     "branches": f"sum(i = 2..{N - 1}, where(x[i] > 0, x[i+1], -x[i-1])*max(x[i], x[i+1]) + abs(x[i-1]))",
+    "smooth functions": f"sum(i = 2..{N - 1}, exp(-x[i]^2)*tanh(x[i+1]) + log(1 + x[i-1]^2)/(2 + sin(y)))",
+    "index as a number": f"sum(i = 1..{N}, (x[i] - i/10)^2*x[{N + 1}-i])",
 }
 
 
