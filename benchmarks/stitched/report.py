@@ -35,22 +35,26 @@ def render(data: dict[str, Any]) -> str:
     targets: list[list[str]] = []
     sections: list[str] = []
     if "codegen" in data:
-        rows, worst = [], None
+        rows, worst, worst_cpu = [], None, None
         for r in data["codegen"]:
-            per = _ratio(r["stitch_s"], (r["ops"] or 0) / 1000)
+            thousands = (r["ops"] or 0) / 1000
+            per, per_cpu = _ratio(r["stitch_s"], thousands), _ratio(r.get("stitch_cpu_s"), thousands)
             worst = per if worst is None or (per is not None and per > worst) else worst
-            rows.append([f"{r['ops'] or r['size']:,.0f}", fmt_time(r["stitch_s"]),
-                         f"{per * 1e3:.3g} ms" if per is not None else "—", fmt_time(r["vm_s"]),
+            worst_cpu = per_cpu if worst_cpu is None or (per_cpu is not None and per_cpu > worst_cpu) else worst_cpu
+            rows.append([f"{r['ops'] or r['size']:,.0f}", fmt_time(r["stitch_s"]), fmt_time(r.get("stitch_cpu_s")),
+                         fmt_time(per), fmt_time(per_cpu), fmt_time(r["vm_s"]), fmt_time(r.get("vm_cpu_s")),
                          fmt_time(r.get("o0_s")), fmt_time(r.get("o0_half_s")),
                          f"{(r['code_bytes'] or 0) / max(1, r['ops'] or 1):.1f} B"])
-        targets.append(["code generation under 1 ms per 1,000 operations, 10^3 to 10^6",
-                        f"worst {worst * 1e3:.3g} ms" if worst is not None else "—",
-                        _verdict(None if worst is None else worst < CODEGEN_MS_PER_1000 * 1e-3)])
+        shown = f"worst {fmt_time(worst)} wall, {fmt_time(worst_cpu)} CPU" if worst is not None else "—"
+        targets.append(["code generation under 1 ms per 1,000 operations, 10^3 to 10^6 (CPU; wall beside it)",
+                        shown, _verdict(None if worst_cpu is None else worst_cpu < CODEGEN_MS_PER_1000 * 1e-3)])
         sections.append("## Code generation\n\nA random program's value and gradient (stencils loaded): stitched "
                         "code, the instruction VM's program, and -O0 code (LLVM's fast instruction selection) whole "
-                        "and for half of the program (what each of two cores would compile).\n\n"
-                        + table(["operations", "stitch", "per 1,000 ops", "VM build", "-O0 compile", "-O0 half",
-                                 "code / op"], rows))
+                        "and for half of the program (what each of two cores would compile).  Wall-clock time, and "
+                        "the process's CPU time (the machine is shared: the wall clock counts waiting for a core)."
+                        "\n\n"
+                        + table(["operations", "stitch", "stitch CPU", "per 1,000 ops", "per 1,000 ops CPU",
+                                 "VM build", "VM build CPU", "-O0 compile", "-O0 half", "code / op"], rows))
     if "percall" in data:
         rows, ok_o2, ok_vm = [], True, True
         for r in data["percall"]:

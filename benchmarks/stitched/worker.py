@@ -3,7 +3,8 @@
 Tasks (``--task``), each printing one JSON object per phase (:func:`benchmarks.harness.run_worker`):
 
 * ``codegen``: for a random expression's value-and-gradient program of about ``--size``
-  operations, the time to stitch its machine code (stencils already loaded), to build the
+  operations, the time (wall and this process's CPU) to stitch its machine code (stencils
+  already loaded), to build the
   instruction VM's program, and (up to ``--max-compile`` operations) to compile -O0 code
   (LLVM's fast instruction selection) whole and as two halves (what two cores would each do);
 * ``percall``: one call's time on each tier of one workload's program, the tiers in turn:
@@ -70,13 +71,14 @@ def codegen(args: argparse.Namespace) -> None:
     schedule = schedule_of(random_text(args.size))
     jit.stitch(Schedule([], [], [], {}))  # the stencils loaded (once a process)
     emit(phase="build", ops=schedule.size)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     program = jit.stitch(schedule)
-    stitch_s = time.perf_counter() - t
-    t = time.perf_counter()
+    stitch_s, stitch_cpu_s = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
     VMProgram(schedule)
-    vm_s = time.perf_counter() - t
-    out: dict[str, Any] = {"stitch_s": stitch_s, "vm_s": vm_s, "code_bytes": program.size}
+    vm_s, vm_cpu_s = time.perf_counter() - t, time.process_time() - c
+    out: dict[str, Any] = {"stitch_s": stitch_s, "stitch_cpu_s": stitch_cpu_s, "vm_s": vm_s, "vm_cpu_s": vm_cpu_s,
+                           "code_bytes": program.size}
     if schedule.size <= args.max_compile:
         from symad.native import codegen as cg
         from symad.native import ir

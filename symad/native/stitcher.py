@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from symad.core.errors import PointError
+from symad.core.gcpause import without_gc
 from symad.native import elf
 from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, Library
 from symad.schedule.schedule import Schedule
@@ -33,6 +34,7 @@ _TRAMPOLINE = 16  # ff 25 00 00 00 00 (jmp *0(%rip)), the address, two bytes of 
 MAX_FRAME_SLOTS = (2**31 - 8) // 8  # a frame offset is a 32-bit displacement
 
 
+@without_gc
 def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each step's stencil (the library's number) and the frame slots of its operands (a row of
     three, unused ones repeating the first) and of its result; the frame's template (inputs'
@@ -90,7 +92,8 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     producer = operands[:, :3] - base  # the step computing an operand (negative: an input or constant)
     far = present & (producer >= 0) & (step >= producer + 2)
     first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more steps on
-    np.minimum.at(first_far, producer[far], step[far])
+    readers, at = np.unique(producer[far], return_index=True)  # (row-major: a producer's first read first)
+    first_far[readers] = step[far][at]
     waits = np.flatnonzero(first_far < n)
     ends = first_far[waits]
     chain = first_far[ends] < n  # the reader's own result waits too: a link of a chain

@@ -206,3 +206,23 @@ def test_a_running_sum_waits_in_a_register_and_gives_the_same_bits():
     out = np.empty((4, program.n_out))
     program.batch(rows.ctypes.data, out.ctypes.data, 4)
     assert _same(out, _native_batch(schedule, rows))
+
+
+def test_a_large_program_runs_stitched_code_from_its_first_call(monkeypatch):
+    """Under ``auto``, a program past NATIVE_SYNC_OPS is served by stitched code at once (no
+    instructions first), with the Python backend's numbers."""
+    from symad.runtime import policy
+
+    monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
+    text = "+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(6))
+    f = symad.parse(text, Graph()).compile()
+    x = np.linspace(-1, 1, len(f.variables))
+    value, grad = f.value_and_grad(x)
+    tiers = f._value_grad
+    assert tiers.vm is None and isinstance(tiers.program.native, stitching.StitchedProgram)
+    want_value, want_grad = symad.parse(text, Graph()).compile(backend="python").value_and_grad(x)
+    assert value == want_value and grad.tolist() == want_grad.tolist()
+    batch = np.random.default_rng(2).uniform(-1, 1, (5, len(f.variables)))
+    got_values, got_grads = f.value_and_grad(batch)
+    want_values, want_grads = symad.parse(text, Graph()).compile(backend="python").value_and_grad(batch)
+    assert _same(got_values, want_values) and _same(got_grads, want_grads)
