@@ -9,7 +9,7 @@ is the median of ``--repeats`` processes:
 
 * ``codegen``: stitching a random program's value and gradient, 10^3 to 10^6 operations,
   against building the instruction VM's program and compiling -O0 code (LLVM's fast
-  instruction selection), whole and as a half (one of two cores' share);
+  instruction selection), whole and in chunks (two cores would each compile half of them);
 * ``percall``: a call of the stitched code, -O2 code, -O0 code and the instructions, in turn
   in one process: Rosenbrock n = 100 and 1000 written out, normalise n = 200, a random program
   of 10^5 operations;
@@ -62,7 +62,7 @@ def codegen(quick: bool, repeats: int) -> list[dict[str, Any]]:
     for size in CODEGEN_SIZES[quick]:
         samples = [_run(["--task", "codegen", "--size", str(size)], 600, last="codegen") for _ in range(repeats)]
         row = {"size": size, "samples": samples}
-        for key in ("ops", "stitch_s", "stitch_cpu_s", "vm_s", "vm_cpu_s", "o0_s", "o0_half_s", "code_bytes"):
+        for key in ("ops", "stitch_s", "stitch_cpu_s", "vm_s", "vm_cpu_s", "o0_s", "o0_chunked_s", "code_bytes"):
             row[key] = _median(samples, key)
         rows.append(row)
         print(f"codegen {size}: {row}", file=sys.stderr)
