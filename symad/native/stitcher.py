@@ -203,12 +203,14 @@ class StitchedProgram:
         self.template = frame
         self.frame = frame.copy()  # call's
         self.outs = outs
-        self.record = np.array([self.image.base, self.n_in, outs.ctypes.data, self.n_out, self.frame.ctypes.data],
-                               dtype=np.int64)
+        # The record the entries read, which keeps alive what it points to: whoever holds ``call``
+        # (a caller that took it just before this program was replaced) runs code still mapped.
+        self.record = (ctypes.c_int64 * 5)(self.image.base, self.n_in, outs.ctypes.data, self.n_out,
+                                           self.frame.ctypes.data)
+        self.record.keep = (self.image, outs, self.frame)  # type: ignore[attr-defined]
         self.entries = entries
-        address = self.record.ctypes.data
-        self.call = functools.partial(entries.call, address) if entries.call is not None else None
-        self._address = address
+        self.call = functools.partial(entries.call, self.record) if entries.call is not None else None
+        self._address = ctypes.addressof(self.record)
 
     def point(self, inp: int, out0: int, rest: int) -> None:
         """Output 0 at the inputs at address ``inp`` to ``out0``, output k ≥ 1 to ``rest[k-1]``."""

@@ -226,3 +226,20 @@ def test_a_large_program_runs_stitched_code_from_its_first_call(monkeypatch):
     got_values, got_grads = f.value_and_grad(batch)
     want_values, want_grads = symad.parse(text, Graph()).compile(backend="python").value_and_grad(batch)
     assert _same(got_values, want_values) and _same(got_grads, want_grads)
+
+
+def test_a_call_taken_before_its_program_is_dropped_still_runs():
+    """A caller may hold ``call`` while the program is replaced (by -O2 code) and dropped: the call
+    keeps the code and the record it reads alive."""
+    import gc
+
+    schedule = _schedule("sin(x)*y + exp(x - y)/(1 + x^2)")
+    program = jit.stitch(schedule)
+    call = program.call
+    x = np.array([0.3, -1.2])
+    rest = np.empty(program.n_out - 1)
+    want = [call(x, rest), *rest]
+    del program
+    gc.collect()
+    np.zeros(1 << 16)  # new allocations where freed memory was
+    assert [call(x, rest), *rest] == want
