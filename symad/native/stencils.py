@@ -22,18 +22,22 @@ compiled code do.
 
 :func:`library_ir` writes the stencils' IR (from whatever the table holds), :func:`entries_ir`
 the entry points that run a stitched body, and :func:`parse` reads the object code of the
-stencils into :class:`Library` arrays.  This module needs neither LLVM nor the op table to
-parse: :mod:`symad.native.jit` compiles and caches.
+stencils into :class:`Library` arrays (without LLVM); :mod:`symad.native.jit` compiles and
+caches them.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import struct
 from dataclasses import dataclass
 
 import numpy as np
+
+from symad.native.ir import op_lines
+from symad.schedule.lowering import PRIMITIVES
 
 HOLES = ("_HOLE_A", "_HOLE_B", "_HOLE_C", "_HOLE_OUT")  # operand k, then the destination
 NEXT = "_HOLE_NEXT"
@@ -77,10 +81,6 @@ def library_digest() -> str:
     """What the stencils' code depends on besides the machine and LLVM: the op table's lowerings
     (each primitive op's name, arity and LLVM lowering) and :data:`FORMAT`; their cache key,
     known without writing the IR."""
-    import hashlib
-
-    from symad.schedule.lowering import PRIMITIVES
-
     parts = [FORMAT, *(f"{op}/{spec.arity}/{spec.llvm!r}" for op, spec in PRIMITIVES.items())]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -94,9 +94,6 @@ def library_ir() -> str:
     unchanged.  Each variant (:func:`variant`) reads its operands from the frame or from those
     registers, and may leave the store out.
     """
-    from symad.native.ir import op_lines
-    from symad.schedule.lowering import PRIMITIVES
-
     declared: dict[str, int] = {}
     parts = [f"@{h} = external dso_local global [0 x i8], align 1\n" for h in HOLES]
     parts.append(f"declare dso_local void @{NEXT}(ptr, double, double)\n")
