@@ -46,7 +46,8 @@ def stitched(size: int) -> bool:
     once, in place of the instructions' early calls) rather than compiled code: past
     ``NATIVE_SYNC_OPS``, once the stencils are ready (the first ask on a machine starts their
     compile in the background)."""
-    return size > NATIVE_SYNC_OPS and native.stitch_available() and native.stencils_ready()
+    return (NATIVE_SYNC_OPS < size <= STITCH_MAX_OPS and native.stitch_available()
+            and native.stencils_ready())
 
 
 def native_batches(backend: str, size: int) -> bool:
