@@ -86,9 +86,9 @@ def render(data: dict[str, Any]) -> str:
         rows = [[r["peer"], fmt_time(r["build_s"]), f"{r['calls'] or 0:.0f}", fmt_time(r["median_s"]),
                  fmt_time(r["last_third_median_s"])] for r in data["hotloop"]]
         sections.append(f"## The first 0.3 s of a hot loop\n\nRosenbrock n = {data['hotloop'][0]['n']:,} written "
-                        "out.  symad: from `compile()`, its first call (building the gradient, the schedule and "
-                        "the code) included in the window; SymEngine: its build (`Lambdify`, LLVM) then 200 calls "
-                        "of warm-up before its window.\n\n"
+                        "out.  symad: the 0.3 s after its first call (`compile()` and that call, which builds the "
+                        "gradient, the schedule and the code, timed apart as the build); SymEngine: its steady "
+                        "state, after its build (`Lambdify`, LLVM) and 200 calls of warm-up.\n\n"
                         + table(["peer", "build (+ first call)", "calls in the window", "a call (median)",
                                  "a call (last third)"], rows))
     if "solve" in data:

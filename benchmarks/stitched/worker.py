@@ -9,9 +9,10 @@ Tasks (``--task``), each printing one JSON object per phase (:func:`benchmarks.h
   (LLVM's fast instruction selection) whole and as two halves (what two cores would each do);
 * ``percall``: one call's time on each tier of one workload's program, the tiers in turn:
   stitched, -O2, -O0, the instruction VM;
-* ``hotloop``: ``value_and_grad`` in a loop for ``--window`` seconds from the build (symad:
-  ``compile()``; a peer: its build), each call timed: the calls made, their median in the
-  window and in its last third;
+* ``hotloop``: ``value_and_grad`` in a loop for ``--window`` seconds, each call timed: symad's
+  from its first call (``compile()`` and that call, which builds the gradient and the code,
+  are timed apart), a peer's after its build and a warm-up (its steady state): the calls
+  made, their median in the window and in its last third;
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def hotloop(args: argparse.Namespace) -> None:
             vg(x)
     stamps, durations = [], []
     start = time.perf_counter()
-    end = (t0 if args.peer == "symad" else start) + args.window
+    end = start + args.window
     while True:
         t = time.perf_counter()
         if t >= end:
