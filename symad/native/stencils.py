@@ -124,13 +124,14 @@ def library_ir() -> str:
 
 
 # The record a stitched program's entries read (see symad.native.stitcher): eight-byte fields.
-RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame")
+RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame", "block")
 
 
 def entries_ir(data_offset: int | None) -> str:
     """LLVM IR of the entries that run a stitched body ``body(frame)`` (compiled once, as ordinary
     code).  ``rec`` points at a program's record (:data:`RECORD_FIELDS`); the inputs are copied
-    to the frame's first slots, and output ``k`` is read from slot ``outs[k]``.
+    to the frame's first slots, and output ``k`` is read from slot ``outs[k]``, or from slot
+    ``block + k`` when ``block`` is not -1 (the outputs one after another: copied as a block).
 
     * ``point(rec, frame, in, out0, rest)``: output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``;
     * ``batch(rec, frame, in, out, n)``: ``n`` points, row after row;
@@ -145,10 +146,18 @@ def entries_ir(data_offset: int | None) -> str:
            "  %bytes = shl i64 %n_in, 3\n"
            "  call void @llvm.memcpy.p0.p0.i64(ptr %frame, ptr %in, i64 %bytes, i1 false)\n"
            "  call void %body(ptr %frame)\n"
+           "  %block = load i64, ptr %blocka\n  %inblock = icmp sge i64 %block, 0\n"
+           "  br i1 %inblock, label %copy, label %gather\n"
+           "copy:\n  %b0 = getelementptr double, ptr %frame, i64 %block\n  %bv = load double, ptr %b0\n"
+           "  store double %bv, ptr %out0\n  %b1 = getelementptr double, ptr %b0, i64 1\n"
+           "  %nrest = sub i64 %n_out, 1\n  %restbytes = shl i64 %nrest, 3\n"
+           "  call void @llvm.memcpy.p0.p0.i64(ptr %rest, ptr %b1, i64 %restbytes, i1 false)\n"
+           "  br label %done\n"
+           "gather:\n"
            "  %s0 = load i64, ptr %outs\n  %p0 = getelementptr double, ptr %frame, i64 %s0\n"
            "  %v0 = load double, ptr %p0\n  store double %v0, ptr %out0\n"
            "  %more = icmp sgt i64 %n_out, 1\n  br i1 %more, label %loop, label %done\n"
-           "loop:\n  %k = phi i64 [1, %entry], [%k1, %loop]\n"
+           "loop:\n  %k = phi i64 [1, %gather], [%k1, %loop]\n"
            "  %sp = getelementptr i64, ptr %outs, i64 %k\n  %s = load i64, ptr %sp\n"
            "  %p = getelementptr double, ptr %frame, i64 %s\n  %v = load double, ptr %p\n"
            "  %km = sub i64 %k, 1\n  %q = getelementptr double, ptr %rest, i64 %km\n"

@@ -35,10 +35,12 @@ MAX_FRAME_SLOTS = (2**31 - 8) // 8  # a frame offset is a 32-bit displacement
 
 
 @without_gc
-def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def layout(schedule: Schedule, library: Library,
+           block_outputs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each step's stencil (the library's number) and the frame slots of its operands (a row of
     three, unused ones repeating the first) and of its result; the frame's template (inputs'
-    slots zero, constants in place); the outputs' slots.
+    slots zero, constants in place); the outputs' slots (with ``block_outputs``, one after another
+    when they can be; else step ``i``'s result is in slot ``i`` past the inputs and constants).
 
     Operands are read from registers where :func:`registers` finds them there, and a result no
     step reads from the frame (nor an output) is not stored (:func:`stencils.variant`)."""
@@ -73,6 +75,15 @@ def layout(schedule: Schedule, library: Library) -> tuple[np.ndarray, np.ndarray
     store = uses[base:] > 0
     number = sources @ np.array([1, 4, 16]) + keep * 64 + store * 128
     stencil = library.variants[op_ids, number]
+    # The outputs' slots one after another, in order, where each is a step of its own: the entries
+    # then copy them out in one block (gathering a thousand partials one by one costs more).
+    if block_outputs and len(outs) and (outs >= base).all() and len(np.unique(outs)) == len(outs):
+        order = np.full(base + n, -1, dtype=np.int64)
+        order[:base] = np.arange(base)
+        order[outs] = base + np.arange(len(outs))
+        rest = order[base:] < 0
+        order[base:][rest] = base + len(outs) + np.arange(int(rest.sum()))
+        operands, outs = order[operands], order[outs]
     return stencil, operands, frame, outs
 
 
@@ -205,8 +216,9 @@ class StitchedProgram:
         self.outs = outs
         # The record the entries read, which keeps alive what it points to: whoever holds ``call``
         # (a caller that took it just before this program was replaced) runs code still mapped.
-        self.record = (ctypes.c_int64 * 5)(self.image.base, self.n_in, outs.ctypes.data, self.n_out,
-                                           self.frame.ctypes.data)
+        block = bool(len(outs)) and bool((np.diff(outs) == 1).all())
+        self.record = (ctypes.c_int64 * 6)(self.image.base, self.n_in, outs.ctypes.data, self.n_out,
+                                           self.frame.ctypes.data, int(outs[0]) if block else -1)
         self.record.keep = (self.image, outs, self.frame)  # type: ignore[attr-defined]
         self.entries = entries
         self.call = functools.partial(entries.call, self.record) if entries.call is not None else None

@@ -117,6 +117,18 @@ def _native_batch(schedule: Schedule, rows: np.ndarray) -> np.ndarray:
     return out
 
 
+def test_the_outputs_are_copied_as_a_block_when_each_is_a_step_of_its_own():
+    schedule = _schedule("sin(x)*y + exp(x - y)/(1 + x^2) + x*y*z")
+    program = jit.stitch(schedule)
+    assert program.record[5] >= 0 and (np.diff(program.outs) == 1).all()
+    native = jit.compile(schedule, opt=0)
+    for x in np.random.default_rng(6).uniform(-2, 2, (4, 3)):
+        want = np.empty(program.n_out)
+        native.point(x.ctypes.data, want.ctypes.data, want.ctypes.data + 8)
+        for got in _all_entries(program, x):
+            assert _same(got, want)
+
+
 def test_outputs_that_are_inputs_or_constants_and_a_program_without_steps():
     g = Graph()
     x, y = g.var("x"), g.var("y")
@@ -193,7 +205,7 @@ def test_a_running_sum_waits_in_a_register_and_gives_the_same_bits():
     n = 50
     schedule = _schedule("+".join(f"(x{k}-{k})^2*exp(x{k})" for k in range(n)))
     library = jit._load_stencils()[0]
-    stencil, operands, _, _ = stitching.layout(schedule, library)
+    stencil, operands, _, _ = stitching.layout(schedule, library, block_outputs=False)
     arity = np.array([len(args) for _, _, args in schedule.steps])
     sources, keep = stitching.registers(operands, arity, operands[0, 3])
     assert keep.sum() >= n - 2 and (sources == stencils.KEEP).sum() >= n - 2
