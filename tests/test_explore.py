@@ -23,9 +23,10 @@ pytestmark = needs_dot
 
 
 def page_data(page: Page) -> dict:
-    """The JSON the page's script steps through."""
+    """The JSON the page's script steps through, with the top level's rows and sweep at the top."""
     text = re.search(r'<script type="application/json" id="sx-data">(.*?)</script>', page.html, re.S)[1]
-    return json.loads(text)
+    data = json.loads(text)
+    return {**data, "rows": data["sections"][0]["rows"], "sweep": data["sections"][0]["sweep"]}
 
 
 def exact(number: str) -> float:

@@ -231,12 +231,12 @@ class _Layout:
         return f'<<FONT POINT-SIZE="17">{html.escape(spec.symbol)}</FONT>{caption}>'
 
     def edges_into(self) -> dict[str, list[str]]:
-        """Each drawn user's z name -> the ids of the edges into it, in argument order."""
+        """Each drawn user's element id -> the ids of the edges into it, in argument order."""
         out: dict[str, list[str]] = {}
         count = 0
         for node in self.drawn:
             for _ in self.g.args[node]:
-                out.setdefault(self.z[node], []).append(f"sx-e{count}")
+                out.setdefault(self._id(node), []).append(f"sx-e{count}")
                 count += 1
         return out
 
@@ -269,22 +269,31 @@ def _tree_sizes(g: Graph, order: list[int]) -> dict[int, int]:
 
 def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], layout: _Layout,
           heading: str, sizes: Mapping[int, int]) -> dict[str, Any]:
-    position = {row.name: k for k, row in enumerate(steps.sweep)}
     rows = []
     for node, row in zip(named, steps.rows, strict=True):
         item: dict[str, Any] = {"z": row.name, "expr": row.expr, "v": _number(row.value)}
         if layout.element(node) != f"sx-{row.name}":
             item["el"] = layout.element(node)
-        if g.op[node] not in ("var",) and sizes[node] <= _FULL_TEXT:
+        if g.op[node] != "var" and sizes[node] <= _FULL_TEXT:
             item["full"] = to_infix(g, node)
         item["args"] = [z[a] for a in g.args[node] if a in z]
         rows.append(item)
-    sweep, adjoint = [], {row.name: row.derivative for row in steps.sweep}
+    gradient = [{"var": v, "z": steps.result_names[v], "d": _number(d)} for v, d in steps.result.items()]
+    at = ", ".join(f"{k} = {shown(v)}" for k, v in steps.point.items())
+    return {"title": heading, "at": at, "sections": [{"key": "", "rows": rows, "sweep": _sweep(steps)}],
+            "gradient": gradient, "edges": layout.edges_into(), "notes": layout.notes,
+            "boxes": {f"sx-box-{z[h]}": [z[n] for n in layout.members[h]] for h in layout.boxes}}
+
+
+def _sweep(steps: Explanation) -> list[dict[str, Any]]:
+    """The sweep's rows for the page: each adjoint and its terms, with the running sums."""
+    adjoint = {row.name: row.derivative for row in steps.sweep}
+    out = []
     for row in steps.sweep:
         terms, running = [], 0.0
         for t in row.terms:
             running = running + t.contribution
-            term = {"from": t.source, "at": position[t.source], "local": t.local, "p": _number(t.local_value),
+            term = {"from": t.source, "local": t.local, "p": _number(t.local_value),
                     "c": _number(t.contribution)}
             if _number(t.factor) != _number(adjoint[t.source] or 0.0):  # (else the page reads it there)
                 term["f"] = _number(t.factor)
@@ -293,12 +302,8 @@ def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], 
             if t.blocked:
                 term["blocked"] = True
             terms.append(term)
-        sweep.append({"z": row.name, "d": _number(row.derivative or 0.0), "seed": row.seed, "terms": terms})
-    gradient = [{"var": v, "z": steps.result_names[v], "d": _number(d)} for v, d in steps.result.items()]
-    at = ", ".join(f"{k} = {shown(v)}" for k, v in steps.point.items())
-    return {"title": heading, "at": at, "rows": rows, "sweep": sweep, "gradient": gradient,
-            "edges": layout.edges_into(), "notes": layout.notes,
-            "boxes": {f"sx-box-{z[h]}": [z[n] for n in layout.members[h]] for h in layout.boxes}}
+        out.append({"z": row.name, "d": _number(row.derivative or 0.0), "seed": row.seed, "terms": terms})
+    return out
 
 
 def _fill(heading: str, svg: str, data: dict[str, Any]) -> str:

@@ -4,35 +4,57 @@
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("sx-data").textContent);
-  var R = D.rows.length, S = D.sweep.length, LAST = R + S + 1;
   var BAR = "\u0304";
-  var info = {};  // z name -> {row, fwd step, sweep row, bwd step, out: contributions it passes on}
-  D.rows.forEach(function (row, i) { info[row.z] = {row: row, fwd: i + 1, out: [], sweep: null, bwd: null}; });
-  D.sweep.forEach(function (s, k) {
-    info[s.z].sweep = s; info[s.z].bwd = R + 1 + k; info[s.z].at = k;
-  });
-  D.sweep.forEach(function (s) {
-    s.terms.forEach(function (t, i) {
-      if (t.f === undefined) { t.f = info[t.from].sweep.d; }  // what flows in: the user's adjoint
-      if (t.sum === undefined) { t.sum = t.c; }
-      info[t.from].out.push({to: s.z, term: t, index: i, of: s.terms.length});
+  // The steps: the start, every section's forward pass (the top level, then each loop's body), every
+  // section's sweep, the gathers of a loop's entries, the gradient.  A node is known by its section's
+  // key and its name (a body's w3 inside the loop z2: "z2/w3"); info holds its row, its steps, its
+  // sweep row and the contributions it passes on.
+  var steps = [{kind: "start"}], info = {};
+  function key(sec, z) { return sec.key ? sec.key + "/" + z : z; }
+  D.sections.forEach(function (sec) {
+    sec.rows.forEach(function (row, i) {
+      if (row.el === undefined) { row.el = "sx-" + (sec.key ? sec.key + "-" : "") + row.z; }
+      info[key(sec, row.z)] = {row: row, sec: sec, out: [], sweep: null, fwd: steps.length, fi: i + 1};
+      steps.push({kind: "forward", sec: sec, z: row.z, i: i});
     });
   });
-  D.rows.forEach(function (row) { if (row.el === undefined) { row.el = "sx-" + row.z; } });
+  D.sections.forEach(function (sec) {
+    sec.sweep.forEach(function (s, i) {
+      var inf = info[key(sec, s.z)];
+      inf.sweep = s; inf.bwd = steps.length; inf.bi = i + 1;
+      steps.push({kind: "backward", sec: sec, z: s.z, i: i});
+    });
+  });
+  D.sections.forEach(function (sec) {
+    sec.sweep.forEach(function (s) {
+      s.terms.forEach(function (t, i) {
+        var from = info[key(sec, t.from)];
+        if (t.f === undefined) { t.f = from.sweep.d; }  // what flows in: the user's adjoint
+        if (t.sum === undefined) { t.sum = t.c; }
+        t.when = from.bwd;  // the step that passes it on
+        from.out.push({to: s.z, term: t, index: i, of: s.terms.length});
+      });
+    });
+  });
+  (D.gathers || []).forEach(function (g) { steps.push({kind: "gather", g: g}); });
+  steps.push({kind: "result"});
+  var LAST = steps.length - 1, FIRST_BACK = steps.findIndex(function (st) { return st.kind === "backward"; });
+  var top = D.sections[0];
 
   var svg = document.getElementById("sx-svg");
   var graph = document.getElementById("sx-graph");
-  var elements = {};  // z name -> its <g class="node"> (drawn nodes only)
-  var notes = {};  // z name -> {val, adj}: the <text> beside it
-  D.rows.forEach(function (row) {
-    var el = document.getElementById(row.el);
-    if (el && row.el === "sx-" + row.z) {
-      elements[row.z] = el;
-      notes[row.z] = {val: addText(el, "sx-val"), adj: addText(el, "sx-adj")};
+  var elements = {};  // node key -> its <g class="node"> (drawn nodes only)
+  var notes = {};  // node key -> {val, adj}: the <text> beside it
+  var keyOf = {};  // element id -> node key
+  Object.keys(info).forEach(function (k) {
+    var row = info[k].row, el = document.getElementById(row.el);
+    if (el && row.el === "sx-" + (info[k].sec.key ? info[k].sec.key + "-" : "") + row.z) {  // its own, not a box
+      elements[k] = el;
+      keyOf[row.el] = k;
+      notes[k] = {val: addText(el, "sx-val"), adj: addText(el, "sx-adj")};
     }
   });
   var placed = false;
-  var boxes = Object.keys(D.boxes).map(function (id) { return document.getElementById(id); });
   var step = 0;
 
   function addText(el, cls) {
@@ -70,34 +92,38 @@
   function code(s) { return "<code>" + esc(s) + "</code>"; }
 
   // ------------------------------------------------------------ the step's panel
-  function forwardHtml(k) {
-    var row = D.rows[k - 1], inf = info[row.z];
-    var h = "<div class=\"sx-eq\" data-z=\"" + row.z + "\">" + esc(row.z) + " = ";
+  function forwardHtml(st) {
+    var sec = st.sec, row = sec.rows[st.i];
+    var h = sec.note ? "<div class=\"sx-label\">" + esc(sec.note) + "</div>" : "";
+    h += "<div class=\"sx-eq\" data-z=\"" + row.z + "\">" + esc(row.z) + " = ";
     if (row.expr !== row.z && !/^[0-9]/.test(row.expr)) { h += esc(row.expr) + " = "; }
     h += num(row.v, "value") + "</div>";
     if (row.full && row.full !== row.expr) { h += "<div class=\"sx-label\">" + esc(row.z) + " is " + code(row.full) + "</div>"; }
     if (row.args.length) {
       h += "<div class=\"sx-label\">from the values computed before it:</div><table>";
       row.args.forEach(function (a) {
-        h += "<tr class=\"sx-arg\" data-z=\"" + a + "\"><td>" + esc(a) + "</td><td>= " + num(info[a].row.v) + "</td></tr>";
+        h += "<tr class=\"sx-arg\" data-z=\"" + a + "\"><td>" + esc(a) + "</td><td>= " + num(info[key(sec, a)].row.v) + "</td></tr>";
       });
       h += "</table>";
+    } else if (row.loop) {
+      h += "<div class=\"sx-label\">a loop: one step here; its body is shown after the top level.</div>";
     } else {
       h += "<div class=\"sx-label\">an input: its value is the point's.</div>";
     }
-    if (k === R) { h += "<div class=\"sx-label\">f = " + esc(row.z) + " = " + num(row.v) + ": the forward pass is done. " +
+    if (sec === top && st.i === sec.rows.length - 1) { h += "<div class=\"sx-label\">f = " + esc(row.z) + " = " + num(row.v) + ": the forward pass is done. " +
       "Next: the backward sweep, from the output down.</div>"; }
     return h;
   }
 
   var MANY = 12;  // terms listed in full at a node with more users (the sum is shown whole)
 
-  function backwardHtml(k) {
-    var s = D.sweep[k], inf = info[s.z], row = inf.row, h;
-    h = "<div class=\"sx-eq\" data-z=\"" + s.z + "\">" + esc(bar(s.z)) + " = ";
+  function backwardHtml(st) {
+    var sec = st.sec, s = sec.sweep[st.i], inf = info[key(sec, s.z)], row = inf.row;
+    var h = sec.note ? "<div class=\"sx-label\">" + esc(sec.note) + "</div>" : "";
+    h += "<div class=\"sx-eq\" data-z=\"" + s.z + "\">" + esc(bar(s.z)) + " = ";
     if (s.seed) {
-      h += num(s.d, "adjoint") + "</div><div class=\"sx-label\">the seed: \u2202f/\u2202f = 1 (" + esc(s.z) +
-        " is the output).</div>";
+      h += num(s.d, "adjoint") + "</div><div class=\"sx-label\">" + (sec === top ? "the seed: \u2202f/\u2202f = 1 (" +
+        esc(s.z) + " is the output)." : "the seed of the body (for 1; times the loop's adjoint for f).") + "</div>";
     } else {
       var shown = s.terms.slice(0, MANY), more = s.terms.length > MANY ? " + \u2026 (" + (s.terms.length - MANY) +
         " more terms)" : "";
@@ -138,83 +164,95 @@
           num(t.sum, "sum") + (o.of > 1 ? " (" + (o.index + 1) + " of " + o.of + ")" : "") + "</td></tr>";
       });
       h += "</table>";
+    } else if (row.loop) {
+      h += "<div class=\"sx-label\">a loop: each term of its body receives " + esc(bar(s.z)) + " = " + num(s.d) +
+        " (the body's sweep comes after the top level's).</div>";
     } else if (row.args.length === 0) {
       h += "<div class=\"sx-label\">an input: \u2202f/\u2202" + esc(row.expr) + " = " + num(s.d) + ".</div>";
     }
     return h;
   }
 
+  function gatherHtml(g) {
+    var h = "<div class=\"sx-label\">" + esc(g.note) + "</div><div class=\"sx-eq\" data-z=\"" + esc(g.entry) +
+      "\">\u2202f/\u2202" + esc(g.entry) + " = " + (g.terms.map(function (t) { return esc(t.text); }).join(" + ") || "0") +
+      "<br>&nbsp;&nbsp;= " + (g.terms.map(function (t) { return factor(t.value); }).join(" + ") || "0") +
+      "<br>&nbsp;&nbsp;= " + num(g.d, "partial") + "</div>";
+    return h;
+  }
+
   function resultHtml() {
     var h = "<div class=\"sx-label\">every partial derivative, from the sweep:</div><table class=\"sx-final\">";
     D.gradient.forEach(function (p) {
-      h += "<tr class=\"sx-partial\" data-var=\"" + esc(p.var) + "\"><td>\u2202f/\u2202" + esc(p.var) + "</td><td>= " +
-        esc(bar(p.z)) + "</td><td>= " + num(p.d, "partial") + "</td></tr>";
+      h += "<tr class=\"sx-partial\" data-var=\"" + esc(p.var) + "\"><td>\u2202f/\u2202" + esc(p.var) + "</td><td>" +
+        (p.z ? "= " + esc(bar(p.z)) : "") + "</td><td>= " + num(p.d, "partial") + "</td></tr>";
     });
-    return h + "</table>";
+    return h + "</table>" + (D.gradientNote ? "<div class=\"sx-label\">" + esc(D.gradientNote) + "</div>" : "");
   }
 
   // ------------------------------------------------------------ the picture at a step
   var SHORT = 20;  // characters of a sum written beside a node; past them, only the sum so far
-  function adjointAt(z, k) {  // z's adjoint beside its node once the sweep has done rows 0..k
-    var s = info[z].sweep;
-    if (!s) { return ""; }
-    var got = s.seed ? [] : s.terms.filter(function (t) { return t.at <= k; });
+  function adjointAt(k, step) {  // node k's adjoint beside it once the steps up to step are done
+    var inf = info[k], s = inf.sweep;
+    if (!s || step < FIRST_BACK) { return ""; }
+    var got = s.seed ? [] : s.terms.filter(function (t) { return t.when <= step; });
     if (!s.seed && !got.length) { return ""; }
-    var whole = s.seed ? info[z].at <= k : got.length === s.terms.length;
+    var whole = s.seed ? inf.bwd <= step : got.length === s.terms.length;
     var sum = whole ? text(s.d) : "";  // every contribution is in: the adjoint, as the sweep summed it
     var terms = got.map(function (t) { return text(t.c); }).join(" + ");
-    var line = bar(z) + " = " + (whole ? (got.length > 1 ? terms + " = " : "") + sum : terms + " + \u2026");
+    var line = bar(inf.row.z) + " = " + (whole ? (got.length > 1 ? terms + " = " : "") + sum : terms + " + \u2026");
     if (line.length <= SHORT) { return line; }
-    return bar(z) + " = " + (whole ? sum : text(got[got.length - 1].sum) + " + \u2026");
+    return bar(inf.row.z) + " = " + (whole ? sum : text(got[got.length - 1].sum) + " + \u2026");
   }
 
   function paint() {
     if (!placed) { place(); }
-    var k = step - R - 1;  // the sweep row of a backward step (or past it)
-    var cur = step >= 1 && step <= R ? D.rows[step - 1].z : k >= 0 && k < S ? D.sweep[k].z : null;
-    var sweepDone = step > R + S ? S : k;
-    Object.keys(elements).forEach(function (z) {
-      var el = elements[z], inf = info[z];
+    var st = steps[step];
+    var cur = st.kind === "forward" || st.kind === "backward" ? key(st.sec, st.z) : null;
+    Object.keys(elements).forEach(function (k) {
+      var el = elements[k], inf = info[k];
       el.classList.toggle("sx-pending", step >= 1 && inf.fwd > step);
       el.classList.remove("sx-cur", "sx-receives", "sx-feeds");
-      notes[z].val.textContent = inf.fwd <= step ? "= " + text(inf.row.v) : "";
-      notes[z].adj.textContent = step > R ? adjointAt(z, sweepDone) : "";
+      notes[k].val.textContent = inf.fwd <= step ? "= " + text(inf.row.v) : "";
+      notes[k].adj.textContent = adjointAt(k, step);
     });
-    boxes.forEach(function (b) { b.classList.remove("sx-cur"); });
-    graph.querySelectorAll("g.edge.sx-active, g.edge.sx-back").forEach(function (e) {
-      e.classList.remove("sx-active", "sx-back");
+    graph.querySelectorAll(".sx-cur, g.edge.sx-active, g.edge.sx-back, g.cluster.sx-inbox").forEach(function (e) {
+      e.classList.remove("sx-cur", "sx-active", "sx-back", "sx-inbox");
     });
     if (cur !== null) {
-      var el = document.getElementById(info[cur].row.el);
+      var inf = info[cur], el = document.getElementById(inf.row.el), forward = st.kind === "forward";
       if (el) { el.classList.add("sx-cur"); scrollTo(el); }
-      var forward = step <= R;
-      (D.edges[cur] || []).forEach(function (id) {
+      if (st.sec.box) { var box = document.getElementById(st.sec.box); if (box) { box.classList.add("sx-inbox"); } }
+      (D.edges[inf.row.el] || []).forEach(function (id) {
         var e = document.getElementById(id);
         if (e) { e.classList.add(forward ? "sx-active" : "sx-back"); }
       });
-      info[cur].row.args.forEach(function (a) {
-        if (elements[a] && a !== cur) { elements[a].classList.add(forward ? "sx-feeds" : "sx-receives"); }
+      inf.row.args.forEach(function (a) {
+        var other = elements[key(st.sec, a)];
+        if (other && other !== el) { other.classList.add(forward ? "sx-feeds" : "sx-receives"); }
       });
     }
     var phase = document.getElementById("sx-phase"), body = document.getElementById("sx-step");
-    phase.className = step === 0 ? "" : step <= R ? "sx-forward" : "sx-backward";
+    phase.className = st.kind === "forward" ? "sx-forward" : st.kind === "start" ? "" : "sx-backward";
     body.setAttribute("data-step", step);
-    if (step === 0) {
+    body.setAttribute("data-phase", st.kind === "gather" ? "gather" : st.kind);
+    var where = st.sec && st.sec.title ? ", " + st.sec.title : "";
+    if (st.kind === "start") {
       phase.textContent = "start";
-      body.setAttribute("data-phase", "start");
-      body.innerHTML = "<div class=\"sx-label\">" + R + " nodes, numbers aside. Next: the forward pass computes each " +
+      body.innerHTML = "<div class=\"sx-label\">" + top.rows.length + " nodes, numbers aside" +
+        (D.sections.length > 1 ? ", and the body of each loop" : "") + ". Next: the forward pass computes each " +
         "node's value from its arguments', inputs first.</div>";
-    } else if (step <= R) {
-      phase.textContent = "forward pass: node " + step + " of " + R;
-      body.setAttribute("data-phase", "forward");
-      body.innerHTML = forwardHtml(step);
-    } else if (k < S) {
-      phase.textContent = "backward sweep: node " + (k + 1) + " of " + S;
-      body.setAttribute("data-phase", "backward");
-      body.innerHTML = backwardHtml(k);
+    } else if (st.kind === "forward") {
+      phase.textContent = "forward pass" + where + ": node " + (st.i + 1) + " of " + st.sec.rows.length;
+      body.innerHTML = forwardHtml(st);
+    } else if (st.kind === "backward") {
+      phase.textContent = "backward sweep" + where + ": node " + (st.i + 1) + " of " + st.sec.sweep.length;
+      body.innerHTML = backwardHtml(st);
+    } else if (st.kind === "gather") {
+      phase.textContent = "gather: the partial along an entry";
+      body.innerHTML = gatherHtml(st.g);
     } else {
       phase.textContent = "the gradient";
-      body.setAttribute("data-phase", "result");
       body.innerHTML = resultHtml();
     }
     document.getElementById("sx-count").textContent = "step " + step + " of " + LAST;
@@ -242,13 +280,14 @@
       return "<b>collapsed</b>: " + m.length + " nodes (" + esc(m.slice(0, 6).join(", ")) + (m.length > 6 ? ", \u2026" : "") +
         "); the steps go through each of them.";
     }
-    var z = id.slice(3), inf = info[z];
+    var inf = info[keyOf[id]];
     if (!inf) { return ""; }
-    var row = inf.row, h = "<b>" + esc(z) + "</b> = " + code(row.expr);
+    var row = inf.row, z = row.z, h = "<b>" + esc(z) + "</b> = " + code(row.expr);
     if (row.full && row.full !== row.expr) { h += " = " + code(row.full); }
-    h += "<br>value " + num(row.v, "value") + " <i>(forward step " + inf.fwd + ")</i>";
+    if (inf.sec.title) { h += "<br><i>" + esc(inf.sec.title) + "</i>"; }
+    h += "<br>value " + num(row.v, "value") + " <i>(forward step " + inf.fi + ")</i>";
     if (inf.sweep) {
-      h += "<br>adjoint \u2202f/\u2202" + esc(z) + " = " + num(inf.sweep.d, "adjoint") + " <i>(backward step " + (inf.at + 1) +
+      h += "<br>adjoint \u2202f/\u2202" + esc(z) + " = " + num(inf.sweep.d, "adjoint") + " <i>(backward step " + inf.bi +
         (inf.sweep.terms.length > 1 ? ", the sum of " + inf.sweep.terms.length + " contributions" : "") + ")</i>";
     } else {
       h += "<br>adjoint: not reached by the sweep (f does not depend on it)";
