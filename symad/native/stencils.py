@@ -215,6 +215,7 @@ class Library:
     rel_addend: np.ndarray
     data: bytes
     calls: list[str]
+    addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
 
 
 def parse(obj: bytes) -> Library:

@@ -146,13 +146,11 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndar
         buf[:total] = library.blob[source]
     buf[total] = _RET
     buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
-    for k, name in enumerate(library.calls):
-        address = elf.symbol(name)
-        if address is None:
-            raise OSError(f"the C library function {name} is not in this process")
+    addresses = _call_addresses(library)
+    for k, address in enumerate(addresses):
         at = tramp_at + _TRAMPOLINE * k
         buf[at:at + 6] = (0xFF, 0x25, 0, 0, 0, 0)
-        buf[at + 6:at + 14] = np.frombuffer(struct_q(address), dtype=np.uint8)
+        buf[at + 6:at + 14] = np.frombuffer((address or 0).to_bytes(8, "little"), dtype=np.uint8)
 
     # The relocations: row r of the library's table for each step of its op.
     counts = library.rel_count[stencil]
@@ -171,12 +169,18 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndar
         target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
         target[kind == PC_CALL] = tramp_at + _TRAMPOLINE * arg[kind == PC_CALL]
         value[relative] += target[relative] - where[relative]
+        for k in np.unique(arg[kind == PC_CALL]).tolist():
+            if addresses[k] is None:
+                raise OSError(f"the C library function {library.calls[k]} is not in this process")
         buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
     return buf
 
 
-def struct_q(value: int) -> bytes:
-    return value.to_bytes(8, "little")
+def _call_addresses(library: Library) -> list[int | None]:
+    """The addresses of the C functions the stencils call (None: not in this process), found once."""
+    if library.addresses is None:
+        library.addresses = [elf.symbol(name) for name in library.calls]
+    return library.addresses
 
 
 ENTRY_POINT = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
