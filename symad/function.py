@@ -311,12 +311,12 @@ class Function(Inputs):
         rows, cols = self.hessian_pattern()
         program = getattr(self, "_hessian_program", None)
         if program is None:
-            from symad.ad import sparsity
             from symad.ad.reverse import gradient
+            from symad.ad.sparse_values import partial_entries
 
             graph, wrt = self.expr.graph, self.inputs[:len(self.variables)]
             partials = gradient(graph, self.expr.id, wrt)
-            entries = sparsity.hessian_entries(graph, [partials[v] for v in wrt], wrt, rows, cols)
+            entries = partial_entries(graph, [partials[v] for v in wrt], wrt, rows, cols)
             entries = entries or [graph.const(0.0)]  # (a program has an output)
             program = self._hessian_program = Program(graph, entries, self.inputs, self.backend,
                                                       background=self.background)
@@ -328,7 +328,7 @@ class Function(Inputs):
     def sparse_hessian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The Hessian at one point as a ``scipy.sparse.csr_matrix``, full and symmetric
         (SciPy: ``pip install "symad[scipy]"``)."""
-        from symad.ad import sparsity
+        from symad.ad.sparse_values import CsrShape
 
         values = self.hessian_values(point, params, **kwargs)
         if values.ndim != 1:
@@ -336,7 +336,7 @@ class Function(Inputs):
         shape = getattr(self, "_hessian_csr", None)
         if shape is None:
             n = len(self.variables)
-            shape = self._hessian_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+            shape = self._hessian_csr = CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
         return shape.matrix(values)
 
     # ------------------------------------------------------------------ calling

@@ -24,7 +24,8 @@ import numpy as np
 
 from symad.ad.forward import forward
 from symad.ad.gather import hessian_band_nodes, hessian_bands, indexed_gradient
-from symad.ad.sparsity import Compression, CsrShape, EntryPlaces, Layout, band_places, hessian_pattern, scipy_sparse
+from symad.ad.sparse_values import Compression, CsrShape, EntryPlaces, band_places, scipy_sparse
+from symad.ad.sparsity import Layout, hessian_pattern
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key

@@ -31,7 +31,8 @@ import numpy as np
 from symad.ad.forward import forward
 from symad.ad.gather import indexed_gradient
 from symad.ad.reverse import body_adjoints
-from symad.ad.sparsity import Compression, CsrShape, EntryPlaces, jacobian_pattern
+from symad.ad.sparse_values import Compression, CsrShape, EntryPlaces
+from symad.ad.sparsity import jacobian_pattern
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.errors import PointError, SymadError

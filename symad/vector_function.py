@@ -129,9 +129,9 @@ class VectorFunction(Inputs):
             rows, cols = self.jacobian_pattern()
 
             def outputs() -> list[int]:
-                from symad.ad.sparsity import jacobian_entries
+                from symad.ad.sparse_values import partial_entries
 
-                return jacobian_entries(graph, roots, wrt, rows, cols) or [graph.const(0.0)]
+                return partial_entries(graph, roots, wrt, rows, cols) or [graph.const(0.0)]
         elif kind == "vjp":
             vector = [graph.var(u) for u in cotangent_names(len(roots))]
             inputs = inputs + vector
@@ -223,7 +223,7 @@ class VectorFunction(Inputs):
     def sparse_jacobian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The Jacobian at one point as a ``scipy.sparse.csr_matrix`` of shape ``(m, n)`` (SciPy:
         ``pip install "symad[scipy]"``)."""
-        from symad.ad.sparsity import CsrShape
+        from symad.ad.sparse_values import CsrShape
 
         values = self.jacobian_values(point, params, **kwargs)
         if values.ndim != 1:

@@ -8,7 +8,7 @@ import pytest
 from support.loops import looping
 
 import symad
-from symad.ad import sparsity
+from symad.ad import sparse_values
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import PointError, SymadError
@@ -108,6 +108,6 @@ def test_entries_as_loops_and_products_along_colours_agree(name: str) -> None:
     x = np.random.default_rng(8).uniform(-1, 1, F.size)
     values = F.jacobian_values(x)
     assert F._entries is not None and F._entries.covers == (name in CASES)  # sin(y): along colours
-    colours = sparsity.Compression(*F.jacobian_pattern(), F.size, len(F), lower=False)
+    colours = sparse_values.Compression(*F.jacobian_pattern(), F.size, len(F), lower=False)
     products = colours.values(lambda v: F.jvp(x, v), lambda u: F.vjp(x, u))
     np.testing.assert_allclose(values, products, rtol=1e-13, atol=1e-13)

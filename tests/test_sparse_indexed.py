@@ -8,7 +8,7 @@ import pytest
 from support.loops import looping, parse_looped, parse_unrolled
 
 import symad
-from symad.ad import sparsity
+from symad.ad import sparse_values, sparsity
 from symad.core import binders
 from symad.indexed_function import IndexedFunction
 from symad.second_order import SecondOrder
@@ -153,7 +153,7 @@ def test_bands_and_hessian_vector_products_agree(name: str) -> None:
     point = np.random.default_rng(4).uniform(-1.5, 1.5, f.size)
     from_bands = f.hessian_values(point)
     assert f._bands is not None and f._bands.covers
-    colours = sparsity.Compression(*f.hessian_pattern(), f.size, f.size, lower=True)
+    colours = sparse_values.Compression(*f.hessian_pattern(), f.size, f.size, lower=True)
     from_products = colours.values(lambda d: f.hessp(point, d))
     np.testing.assert_allclose(from_bands, from_products, rtol=1e-13, atol=1e-13)
 

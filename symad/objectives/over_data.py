@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.ad import sparsity
+from symad.ad import sparse_values, sparsity
 from symad.ad.matrices import direction_names, hessian_nodes, jvp_many
 from symad.ad.reverse import gradient
 from symad.core.dag import Graph
@@ -117,7 +117,7 @@ class Objective:
         self._penalty_params = np.zeros(0, dtype=np.intp)
         # the Hessian's pattern: (rows, cols, the row's entries' places in it, the penalty's)
         self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
-        self._sparse_csr: sparsity.CsrShape | None = None
+        self._sparse_csr: sparse_values.CsrShape | None = None
 
     def __repr__(self) -> str:
         params = f", params={list(self.params)}" if self.params else ""
@@ -193,7 +193,7 @@ class Objective:
                 outputs = [self.expr.id, *self._gradient()]
             elif what == "hessian_entries":  # the row's Hessian at its own pattern's entries only
                 rows, cols = sparsity.hessian_pattern(g, self.expr.id, sparsity.Layout.of_scalars(self._w))
-                outputs = sparsity.hessian_entries(g, self._gradient(), self._w, rows, cols) or [g.const(0.0)]
+                outputs = sparse_values.partial_entries(g, self._gradient(), self._w, rows, cols) or [g.const(0.0)]
             elif what == "hessian":
                 rows = hessian_nodes(g, self.expr.id, self._w, self._gradient())
                 distinct: dict[int, int] = {}
@@ -332,7 +332,7 @@ class Objective:
         shape = self._sparse_csr
         if shape is None:
             n = len(self.wrt)
-            shape = self._sparse_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+            shape = self._sparse_csr = sparse_values.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
         return shape.matrix(values)
 
     # ------------------------------------------------------------------ arguments
