@@ -449,6 +449,16 @@ def hessian_pattern(graph: Graph, root: int, layout: Layout) -> tuple[np.ndarray
     return pairs.lower(layout.size)
 
 
+def __getattr__(name: str) -> object:
+    """``csr`` and ``scipy_sparse``, which live in :mod:`symad.ad.sparse_values` (with the other
+    values at a pattern's entries), are importable from here too, as they were first."""
+    if name in ("csr", "scipy_sparse", "CsrShape"):
+        from symad.ad import sparse_values
+
+        return getattr(sparse_values, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def symmetric(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A lower triangle's entries with their mirror images: the full symmetric pattern."""
     off = rows != cols
