@@ -5,7 +5,11 @@ lowering), every sum added in the canonical order (:func:`symad.backends.arrays.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from collections.abc import Callable
+
+import numpy as np
 
 from symad.native.ir import hex_double, load_line, op_lines, row_constants, step_lines
 from symad.schedule.loop_nest import BLOCK, INNER_LANES, Entry, LoopNest, LoopProgram, Scope
@@ -287,12 +291,12 @@ def program_ir(program: LoopProgram) -> str:
 
 
 def _call_entry(program: LoopProgram) -> str:
-    """``call(x, g)`` of a program that :attr:`~symad.schedule.loop_nest.LoopProgram.takes_call`:
+    """``call(x, g)`` of a program with :attr:`~symad.schedule.loop_nest.LoopProgram.call_entry`:
     ``prog`` on the data of two contiguous float64 NumPy arrays (the vector, the gradient to fill),
-    their data pointers read ``array_offset`` bytes into the objects (no address taken in Python,
-    nothing allocated but on the stack); returns the value.  The caller checks dtypes and shapes."""
-    offset = program.array_offset
-    if offset is None or not program.takes_call:
+    their data pointers read from the array objects (no address taken in Python, nothing allocated
+    but on the stack); returns the value.  The caller checks dtypes and shapes."""
+    offset = array_data_offset()
+    if offset is None or not (program.call_entry and program.takes_call):
         return ""
     return ("\ndefine double @call(ptr %xo, ptr %go) {\nentry:\n"
             f"  %xa = getelementptr i8, ptr %xo, i64 {offset}\n  %x = load ptr, ptr %xa\n"
@@ -302,6 +306,17 @@ def _call_entry(program: LoopProgram) -> str:
             "  %o1 = getelementptr ptr, ptr %outs, i64 1\n  store ptr %g, ptr %o1\n"
             "  call void @prog(ptr %w, ptr %bases, ptr %outs)\n"
             "  %value = load double, ptr %v\n  ret double %value\n}\n")
+
+
+@functools.lru_cache(maxsize=1)
+def array_data_offset() -> int | None:
+    """Where a NumPy array object keeps its data pointer, past the object header whose size depends
+    on how Python was built: found by looking, once; None if it is not where expected."""
+    probe = np.arange(3.0)
+    for offset in (16, 32):  # the header of a release build, of a debug build
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+            return offset
+    return None
 
 
 # A top-level loop of up to this many rows has its sums inside (those reading nothing of its body

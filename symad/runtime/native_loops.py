@@ -15,6 +15,7 @@ Compile time and memory depend on the body, not on the range.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -255,6 +256,8 @@ WHOLE_MAX_ROWS = 400_000
 # Up to this many rows, a value and gradient over one vector go through the ``call`` entry, which
 # keeps the GIL (about 50 us of work at most); longer programs release it for other threads.
 CALL_MAX_ROWS = 1 << 16
+# ``call(x, g) -> value``: keeps the GIL, takes the array objects (:func:`symad.native.loop_ir.program_ir`)
+_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
 
 
 class WholeProgram:
@@ -264,16 +267,13 @@ class WholeProgram:
         self.program = loop_program(graph, roots, spans)
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
-        from symad.native.jit import CALL, array_data_offset  # not yet among symad.native's names
-
-        if self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS:
-            self.program.array_offset = array_data_offset()
+        self.program.call_entry = self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
         self.code = native.compile_program(self.program)
         self._lock = threading.Lock()
         self._kept = self._buffers()
         # value and gradient of one vector: the ``call`` entry, which takes the arrays themselves
-        address = self.code.engine.get_function_address("call") if self.program.array_offset is not None else 0
-        self._call = CALL(address) if address else None
+        address = self.code.engine.get_function_address("call") if self.program.call_entry else 0
+        self._call = _CALL(address) if address else None
         self._vector = self.program.vectors[0] if self._call is not None else None
         self._length = self.lengths[-1]
 

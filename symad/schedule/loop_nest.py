@@ -85,22 +85,21 @@ class LoopProgram:
     """A whole expression with loops: the top level's steps (``top``, a scope of level -1 whose inner
     scopes are the loops at the top), the variables it reads (slots of ``w``), the vectors (slots of
     ``bases``), and its outputs with their kinds (``value``: a number; ``each``: an array).
-    ``array_offset``: where a NumPy array object keeps its data pointer; set on a program of one
-    vector, no variable, a value and one array (a function's value and gradient), it adds the
-    ``call(x, g)`` entry (:func:`symad.native.loop_ir.program_ir`)."""
+    ``call_entry``: set on a program that :attr:`takes_call` (a function's value and gradient over
+    one vector), the code has a ``call(x, g)`` entry too (:func:`symad.native.loop_ir.program_ir`)."""
 
     top: Scope
     variables: list[int]
     vectors: list[str]
     outputs: list[int]
     kinds: list[str]
-    array_offset: int | None = None
+    call_entry: bool = False
 
     @functools.cached_property
     def key(self) -> str:
         """Structural: equal for equal programs whatever their graph (what compiled code is cached by)."""
         return _structural_key(self.top, {v: f"w{k}" for k, v in enumerate(self.variables)}, self.outputs,
-                               f"program {self.kinds} {self.array_offset}")
+                               f"program {self.kinds} {self.call_entry}")
 
     @property
     def takes_call(self) -> bool:
