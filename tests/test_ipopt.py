@@ -129,3 +129,10 @@ def test_the_command_line_runs_ipopt_with_options() -> None:
     assert infeasible.returncode == 1 and "infeasible" in infeasible.stderr
     wrong = run("minimize", "x^2", "--from", "x=0", "--option", "tol=1")
     assert wrong.returncode == 2 and "--option sets IPOPT's options" in wrong.stderr
+
+
+def test_limited_memory_hessian_never_asks_for_the_hessian() -> None:
+    r = minimize("100*(y-x^2)^2 + (1-x)^2", {"x": -1.2, "y": 1}, method="ipopt",
+                 options={"hessian_approximation": "limited-memory"})
+    assert r.success and r.nhev == 0
+    assert r.x == pytest.approx([1.0, 1.0], abs=1e-6)

@@ -26,6 +26,9 @@ from symad.second_order import SecondOrder
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
 FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
+# trust-constr gets the objective's Hessian as a sparse matrix while it has at most this many
+# nonzeros a row on average (each compiled as an expression); denser and large, Hessian-vector products.
+SPARSE_PER_ROW = 50
 
 
 def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str, constraints: Any, *,
@@ -77,7 +80,8 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
     else:  # sparse matrices of the structural nonzeros: scipy factorises them as sparse
         kwargs.update(constraints=cons.nonlinear(sparse=True) if cons else (),
                       options={"maxiter": max_iter, "gtol": tol, "xtol": xtol})
-        if dense or hasattr(problem.fn, "hessian_pattern"):
+        if dense or (hasattr(problem.fn, "hessian_pattern")
+                     and problem.fn.hessian_pattern()[0].size <= SPARSE_PER_ROW * len(x)):
             hess, n = SparseHessian(problem.fn, len(x)), len(x)
 
             def sparse_hess(x: np.ndarray) -> Any:

@@ -173,7 +173,8 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
         f0, g0 = calls.fg(x)
         c0 = nlp.values(x)
         nlp.jacobian_values(x)
-        nlp.hessian_values(x, 1.0, np.ones(nlp.m))
+        if (options or {}).get("hessian_approximation") != "limited-memory":  # (else IPOPT never asks)
+            nlp.hessian_values(x, 1.0, np.ones(nlp.m))
         first = [name for name, v in (("f", np.asarray(f0)), ("its gradient", g0), ("a constraint", c0))
                  if not np.isfinite(v).all()]
     setup = time.perf_counter() - t0
