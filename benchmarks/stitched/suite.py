@@ -4,8 +4,9 @@
     python -m benchmarks.stitched --quick    # small sizes, one process each: a smoke run
 
 Every measurement runs in a fresh process (``benchmarks/stitched/worker.py``, through
-:func:`benchmarks.harness.run_worker`); configurations alternate within a repeat, and a figure
-is the median of ``--repeats`` processes:
+:func:`benchmarks.harness.run_worker`, in the first-call suite's environment: one BLAS thread,
+symad's default caches); configurations alternate within a repeat, and a figure is the median
+of ``--repeats`` processes:
 
 * ``codegen``: stitching a random program's value and gradient, 10^3 to 10^6 operations,
   against building the instruction VM's program and compiling -O0 code (LLVM's fast
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import harness  # noqa: E402
+from benchmarks.first_call.suite import child_env  # noqa: E402
 from benchmarks.stitched import report  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parent
@@ -52,7 +54,8 @@ def _median(samples: list[dict[str, Any]], key: str) -> float | None:
 
 
 def _run(args: list[str], timeout: float, script: Path = WORKER, last: str = "time") -> dict[str, Any]:
-    r = harness.run_worker(script, args, timeout, last_phase=last)
+    # one BLAS thread (L-BFGS-B's vector work only waits for a pool) and symad's default caches
+    r = harness.run_worker(script, args, timeout, last_phase=last, env=child_env())
     r.pop("stderr", None) if r.get("status") == "ok" else None
     return r
 
