@@ -140,8 +140,23 @@ def test_bad_input_gets_clear_errors():
         explore(SEED, at={"x": 1, "y": 2}, max_drawn=0)
     with pytest.raises(SymadError, match="rankdir"):
         explore(SEED, at={"x": 1, "y": 2}, rankdir="up")
-    with pytest.raises(SymadError, match="loop"):
-        explore("sum(i=1..20000, x[i]^2)", at={"x": 1.0})
+    with pytest.raises(LimitError, match="with loops draws every node"):
+        explore("sum(i=1..20000, x[i]^2)", at={"x": 1.0}, max_drawn=2)
+
+
+def test_a_loop_is_one_box_holding_its_body_at_one_iteration():
+    e = parse("y*sum(i=1..20000, (x[i+1]-x[i])^2) + y^2", Graph())
+    page = explore(e, at={"x": 0.5, "y": 2})
+    want = explain(e, {"x": 0.5, "y": 2}).to_dict()
+    data = page_data(page)
+    top, body = data["sections"]
+    assert [r["z"] for r in top["rows"]] == [r["id"] for r in want["forward"]]
+    assert [exact(r["v"]) for r in body["rows"]] == [r["value"] for r in want["loops"][0]["forward"]]
+    assert [exact(s["d"]) for s in body["sweep"]] == [r["derivative"] for r in want["loops"][0]["sweep"]]
+    assert body["box"] == "sx-box-z3" and 'id="sx&#45;box&#45;z3" class="cluster"' in page.html
+    assert [g["entry"] for g in data["gathers"]] == list(want["gather"])
+    assert {p["var"]: exact(p["d"]) for p in data["gradient"]} == want["gradient"] == {"x[1]": 0.0, "y": 4.0}
+    assert next(r for r in top["rows"] if r["z"] == "z3").get("loop")  # one step of the top level
 
 
 # ------------------------------------------------------------------ the command

@@ -224,3 +224,31 @@ def test_a_screenshot_in_the_middle_of_the_backward_sweep(open_page, tmp_path):
     out = SCREENSHOT if update else tmp_path / "explore.png"
     page.screenshot(path=str(out))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_loop_is_one_box_and_its_body_is_stepped_through(open_page):
+    import numpy as np
+
+    from symad.tools.explanation import explain
+
+    e = parse("y*sum(i=1..20000, (x[i+1]-x[i])^2) + y^2", Graph())
+    point = {"x": np.linspace(0, 1, 20001) ** 2, "y": 2.0}
+    want = explain(e, point).to_dict()
+    page = open_page(explore(e, at=point).html)
+    assert page.locator("#sx-svg g.cluster").count() == 1  # the loop: one box holding its body
+    expected = [("forward", r["id"], r["value"]) for r in want["forward"]]
+    expected += [("forward", r["id"], r["value"]) for loop in want["loops"] for r in loop["forward"]]
+    expected += [("backward", r["id"], r["derivative"]) for r in want["sweep"]]
+    expected += [("backward", r["id"], r["derivative"]) for loop in want["loops"] for r in loop["sweep"]]
+    for phase, z, number in expected:
+        got = next_step(page, "ArrowRight")
+        shown = got["value"] if phase == "forward" else got["adjoint"]
+        assert (got["phase"], got["z"], float(shown)) == (phase, z, number)
+        if z.startswith("w"):  # a body's node, in the loop's box
+            assert got["current"] == [f"sx-z3-{z}"] and page.locator("#sx-box-z3.sx-inbox").count() == 1
+    for entry in want["gather"]:
+        got = next_step(page, "ArrowRight")
+        assert got["phase"] == "gather" and got["z"] == entry
+    got = next_step(page, "ArrowRight")
+    assert got["phase"] == "result"
+    assert {v: float(d[1]) for v, d in got["partials"].items()} == want["gradient"]

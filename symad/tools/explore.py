@@ -58,7 +58,7 @@ def shown(value: float) -> str:
     return format_number(float(f"{value:.6g}"), named_constants=False) if value == value else "nan"
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     """A number for the page: the text shown, then ``|`` and its exact digits (``repr``) unless the
     text shown is exact."""
     text, exact = shown(value), repr(float(value))
@@ -107,8 +107,13 @@ def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRA
         expr = parse(expr, Graph())
     g, root = expr.graph, expr.id
     if binders.has_scoped(g, [root]):
-        raise SymadError("the page steps through sweeps without loops only: this expression keeps a sum "
-                         "as a loop; draw it with 'symad graph' (a picture), or write the sum with fewer terms")
+        from symad.tools.explore_loops import loop_parts  # (it builds on this module's pieces)
+
+        dot, data = loop_parts(expr, at, max_drawn, rankdir.upper())
+        heading = title if title is not None else _cut(str(expr))
+        data["title"] = heading
+        nodes = sum(len(s["rows"]) for s in data["sections"])
+        return Page(_fill(heading, _svg(dot), data), heading, nodes, nodes)
     point = indexed.expand_point(expr.variables, at)
     check_variables(expr.variables, point)
     steps = explain(expr, point)
@@ -184,9 +189,7 @@ class _Layout:
     def digraph(self) -> graphviz.Digraph:
         g = self.g
         large = len(self.drawn) + len(self.boxes) > viz.LARGE
-        dot = graphviz.Digraph("symad", graph_attr={
-            "rankdir": self.rankdir, "fontname": "Helvetica", "nodesep": "0.8" if large else "1.1", "ranksep": "0.45",
-            "newrank": "true", "bgcolor": "transparent", **(_LARGE_LAYOUT if large else {})})
+        dot = graphviz.Digraph("symad", graph_attr=rows_layout_attrs(self.rankdir, len(self.drawn) + len(self.boxes)))
         dot.attr("node", fontname="Helvetica", fontsize="13", margin="0.12,0.05", height="0.4")
         dot.attr("edge", fontname="Helvetica", fontsize="11", color=_EDGE, arrowsize="0.7")
         inputs = []
@@ -241,6 +244,13 @@ class _Layout:
         return out
 
 
+def rows_layout_attrs(rankdir: str, count: int) -> dict[str, str]:
+    """The picture's Graphviz attributes for ``count`` drawn nodes (room beside nodes for their numbers)."""
+    large = count > viz.LARGE
+    return {"rankdir": rankdir, "fontname": "Helvetica", "nodesep": "0.8" if large else "1.1", "ranksep": "0.45",
+            "newrank": "true", "bgcolor": "transparent", **(_LARGE_LAYOUT if large else {})}
+
+
 def _svg(dot: graphviz.Digraph) -> str:
     """The layout as an inline ``<svg>`` element that scales with its container."""
     text = viz.render(dot, "svg").decode("utf-8")
@@ -259,6 +269,10 @@ def _svg(dot: graphviz.Digraph) -> str:
 
 
 # ------------------------------------------------------------------ the steps, as data
+def _cut(text: str, most: int = 200) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
 def _tree_sizes(g: Graph, order: list[int]) -> dict[int, int]:
     """Each node's size written out as a tree, capped past _FULL_TEXT (only "short or not" matters)."""
     sizes: dict[int, int] = {}
@@ -271,21 +285,21 @@ def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], 
           heading: str, sizes: Mapping[int, int]) -> dict[str, Any]:
     rows = []
     for node, row in zip(named, steps.rows, strict=True):
-        item: dict[str, Any] = {"z": row.name, "expr": row.expr, "v": _number(row.value)}
+        item: dict[str, Any] = {"z": row.name, "expr": row.expr, "v": number(row.value)}
         if layout.element(node) != f"sx-{row.name}":
             item["el"] = layout.element(node)
         if g.op[node] != "var" and sizes[node] <= _FULL_TEXT:
             item["full"] = to_infix(g, node)
         item["args"] = [z[a] for a in g.args[node] if a in z]
         rows.append(item)
-    gradient = [{"var": v, "z": steps.result_names[v], "d": _number(d)} for v, d in steps.result.items()]
+    gradient = [{"var": v, "z": steps.result_names[v], "d": number(d)} for v, d in steps.result.items()]
     at = ", ".join(f"{k} = {shown(v)}" for k, v in steps.point.items())
-    return {"title": heading, "at": at, "sections": [{"key": "", "rows": rows, "sweep": _sweep(steps)}],
+    return {"title": heading, "at": at, "sections": [{"key": "", "rows": rows, "sweep": sweep_data(steps)}],
             "gradient": gradient, "edges": layout.edges_into(), "notes": layout.notes,
             "boxes": {f"sx-box-{z[h]}": [z[n] for n in layout.members[h]] for h in layout.boxes}}
 
 
-def _sweep(steps: Explanation) -> list[dict[str, Any]]:
+def sweep_data(steps: Explanation) -> list[dict[str, Any]]:
     """The sweep's rows for the page: each adjoint and its terms, with the running sums."""
     adjoint = {row.name: row.derivative for row in steps.sweep}
     out = []
@@ -293,16 +307,16 @@ def _sweep(steps: Explanation) -> list[dict[str, Any]]:
         terms, running = [], 0.0
         for t in row.terms:
             running = running + t.contribution
-            term = {"from": t.source, "local": t.local, "p": _number(t.local_value),
-                    "c": _number(t.contribution)}
-            if _number(t.factor) != _number(adjoint[t.source] or 0.0):  # (else the page reads it there)
-                term["f"] = _number(t.factor)
+            term = {"from": t.source, "local": t.local, "p": number(t.local_value),
+                    "c": number(t.contribution)}
+            if number(t.factor) != number(adjoint[t.source] or 0.0):  # (else the page reads it there)
+                term["f"] = number(t.factor)
             if len(row.terms) > 1:
-                term["sum"] = _number(running)
+                term["sum"] = number(running)
             if t.blocked:
                 term["blocked"] = True
             terms.append(term)
-        out.append({"z": row.name, "d": _number(row.derivative or 0.0), "seed": row.seed, "terms": terms})
+        out.append({"z": row.name, "d": number(row.derivative or 0.0), "seed": row.seed, "terms": terms})
     return out
 
 

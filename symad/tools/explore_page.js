@@ -196,7 +196,7 @@
     var inf = info[k], s = inf.sweep;
     if (!s || step < FIRST_BACK) { return ""; }
     var got = s.seed ? [] : s.terms.filter(function (t) { return t.when <= step; });
-    if (!s.seed && !got.length) { return ""; }
+    if (s.seed ? inf.bwd > step : !got.length) { return ""; }
     var whole = s.seed ? inf.bwd <= step : got.length === s.terms.length;
     var sum = whole ? text(s.d) : "";  // every contribution is in: the adjoint, as the sweep summed it
     var terms = got.map(function (t) { return text(t.c); }).join(" + ");
