@@ -255,3 +255,13 @@ def test_a_call_taken_before_its_program_is_dropped_still_runs():
     gc.collect()
     np.zeros(1 << 16)  # new allocations where freed memory was
     assert [call(x, rest), *rest] == want
+
+
+def test_the_policy_stitches_large_programs_once_the_stencils_are_ready(monkeypatch):
+    from symad.runtime import policy
+
+    assert policy.stitched(policy.NATIVE_SYNC_OPS + 1)
+    assert not policy.stitched(policy.NATIVE_SYNC_OPS)  # small programs: -O2 code as before
+    assert not policy.stitched(policy.STITCH_MAX_OPS + 1)
+    monkeypatch.setattr(jit, "stencils_ready", lambda: False)  # stencils still compiling: not yet
+    assert not policy.stitched(policy.NATIVE_SYNC_OPS + 1)
