@@ -263,5 +263,7 @@ def test_the_policy_stitches_large_programs_once_the_stencils_are_ready(monkeypa
     assert policy.stitched(policy.NATIVE_SYNC_OPS + 1)
     assert not policy.stitched(policy.NATIVE_SYNC_OPS)  # small programs: -O2 code as before
     assert not policy.stitched(policy.STITCH_MAX_OPS + 1)
-    monkeypatch.setattr(jit, "stencils_ready", lambda: False)  # stencils still compiling: not yet
+    import symad.native
+
+    monkeypatch.setattr(symad.native, "stencils_ready", lambda: False)  # stencils still compiling: not yet
     assert not policy.stitched(policy.NATIVE_SYNC_OPS + 1)
