@@ -140,6 +140,8 @@ def test_bad_input_gets_clear_errors():
         explore(SEED, at={"x": 1, "y": 2}, max_drawn=0)
     with pytest.raises(SymadError, match="rankdir"):
         explore(SEED, at={"x": 1, "y": 2}, rankdir="up")
+    with pytest.raises(SymadError, match="the number 6: there is no sweep"):
+        explore("2*3", at={})
     with pytest.raises(LimitError, match="with loops draws every node"):
         explore("sum(i=1..20000, x[i]^2)", at={"x": 1.0}, max_drawn=2)
 

@@ -114,10 +114,12 @@ def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRA
         data["title"] = heading
         nodes = sum(len(s["rows"]) for s in data["sections"])
         return Page(_fill(heading, _svg(dot), data), heading, nodes, nodes)
+    if g.op[root] == "const":
+        raise SymadError(f"the expression is the number {str(expr)}: there is no sweep to step through")
     point = indexed.expand_point(expr.variables, at)
     check_variables(expr.variables, point)
     steps = explain(expr, point)
-    order = [n for n in canonical_order(g, [root])]
+    order = canonical_order(g, [root])
     named = [n for n in order if g.op[n] != "const"]
     if len(named) != len(steps.rows):  # (explain names the same nodes in the same order)
         raise SymadError("internal error: the page's nodes and the explanation's rows differ")
