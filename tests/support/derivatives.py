@@ -79,13 +79,42 @@ def _hypot(k):
     return lambda a, b: (a, b)[k] / mpmath.sqrt(a * a + b * b)
 
 
+def _psi(k, a):
+    """ψ^(k)(a); for a > 1000 its asymptotic series (mpmath's own takes seconds at large |a|, 256 bits):
+    (−1)^(k+1)[(k−1)!/a^k + k!/(2a^(k+1)) + Σ B_2j (2j+k−1)!/(2j)! /a^(2j+k)], here to 1e-70; for a < 0
+    (k ≤ 1) the reflection."""
+    if a < 0 and k <= 1:  # mpmath's own is slow there: the reflection (ψ(1 − a) − ψ(a) = π cot πa)
+        s = mpmath.sinpi(a)
+        if s == 0:
+            return None
+        if k == 0:
+            return _psi(0, 1 - a) - mpmath.pi * mpmath.cospi(a) / s
+        return -_psi(1, 1 - a) + (mpmath.pi / s) ** 2
+    if a <= 1e3:
+        return mpmath.polygamma(k, a)
+    if k == 0:
+        return mpmath.log(a) - 1 / (2 * a) - sum(mpmath.bernoulli(2 * j) / (2 * j * a ** (2 * j)) for j in range(1, 13))
+    terms = [mpmath.factorial(k - 1) / a ** k, mpmath.factorial(k) / (2 * a ** (k + 1))]
+    terms += [mpmath.bernoulli(2 * j) * mpmath.factorial(2 * j + k - 1) / mpmath.factorial(2 * j) / a ** (2 * j + k)
+              for j in range(1, 13)]
+    return (-1) ** (k + 1) * mpmath.fsum(terms)
+
+
+def _mills_ratio(a):
+    """φ(a)/Φ(a); below −30 −a/S(a), Φ(a) = φ(a)/(−a)·S(a), S = Σ (−1)^k (2k−1)!!/a^2k to 1e-60
+    (mpmath's Φ underflows there)."""
+    if a < -30:
+        return -a / mpmath.fsum((-1) ** k * mpmath.fac2(2 * k - 1) / a ** (2 * k) for k in range(40))
+    return mpmath.npdf(a) / mpmath.ncdf(a)
+
+
 def _polygamma(n, a, more=0):
     """ψ^(k + more)(a), k = n rounded to a whole number from 0 to 10 (None elsewhere, and where symad
     gives nan: n + more > 1 for a < 0)."""
     k = int(mpmath.floor(n + mpf(0.5)))
     if not 0 <= k <= 10 or a < -TWO ** -30 and k + more > 1 or mpmath.isinf(a):
         return None
-    return mpmath.polygamma(k + more, a)
+    return _psi(k + more, a)
 
 
 def _atan2(k):  # atan2(y, x): ∂y = x/(x² + y²), ∂x = −y/(x² + y²)
@@ -128,10 +157,10 @@ EXACT: dict[str, tuple[Callable[..., object], ...]] = {
     "not": (_flat,),
     "where": (_flat, lambda c, a, b: mpf(c != 0), lambda c, a, b: mpf(c == 0)),
     # the special functions (symad/core/ops/special.py)
-    "lgamma": (mpmath.digamma,), "digamma": (lambda a: mpmath.polygamma(1, a),),
+    "lgamma": (lambda a: _psi(0, a),), "digamma": (lambda a: _psi(1, a),),
     "polygamma": (_flat, lambda n, a: _polygamma(n, a, 1)),
-    "gamma": (lambda a: mpmath.gamma(a) * mpmath.digamma(a),),
-    "ndtr": (mpmath.npdf,), "log_ndtr": (lambda a: mpmath.npdf(a) / mpmath.ncdf(a),),
+    "gamma": (lambda a: mpmath.gamma(a) * _psi(0, a),),
+    "ndtr": (mpmath.npdf,), "log_ndtr": (_mills_ratio,),
     "logit": (lambda a: 1 / (a * (1 - a)),),
     "xlogy": (lambda a, b: mpmath.log(b) if b > 0 else None, lambda a, b: a / b if b else None),
     "xlog1py": (lambda a, b: mpmath.log1p(b) if b > -1 else None, lambda a, b: a / (1 + b) if b != -1 else None),
@@ -192,6 +221,15 @@ def _scaled_subnormal(k: int, y: float, x: float) -> bool:
     return small != 0 and math.isfinite(large) and small / large < 2.2250738585072014e-308
 
 
+def _digamma_cancels(k: int, x: float) -> bool:
+    """x < 0 where ψ(x) = ψ(−x) − 1/x − π cot(πx) cancels more than 1.5-fold (near ψ's negative zeros
+    −0.504…, −1.573…, −2.611…, …): the reflection's terms' size, not ψ's, bounds the error."""
+    if not (math.isfinite(x) and x < -(2.0 ** -30)) or x == math.floor(x):
+        return False
+    terms = abs(_psi(0, -mpf(x))) + abs(1 / mpf(x)) + abs(mpmath.pi * mpmath.cot(mpmath.pi * x))
+    return terms > 1.5 * abs(_psi(0, mpf(x)))
+
+
 # op -> (points where symad's rule loses digits the exact partial has, what the doc says)
 KNOWN: dict[str, tuple[Callable[..., bool], str]] = {
     "pow": (_pow_intermediate, "where x^(y−1) (for ∂x) or x^y (for ∂y) alone leaves the normal range "
@@ -201,6 +239,11 @@ KNOWN: dict[str, tuple[Callable[..., bool], str]] = {
     "div": (_quotient_subnormal, "∂y where x/y is subnormal (x is): −(x/y)/y reuses the quotient's lost digits"),
     "atan2": (_scaled_subnormal, "where the smaller argument over the larger is subnormal (the smaller is): "
               "the partials scale the arguments by the larger"),
+    "lgamma": (_digamma_cancels, "x < 0 near the zeros of digamma (−0.504…, −1.573…, …), where its reflection "
+               "ψ(−x) − 1/x − π·cot(πx) cancels: within a few ulp of the largest term"),
+    "gamma": (lambda k, x: math.isfinite(x) and x < -(2.0 ** -30),
+              "x < 0, the reflection π/(sin(πx)·x·Γ(−x)) times digamma's: a few ulp more than 4, and near "
+              "the zeros of digamma (as for lgamma) those of its largest term"),
 }
 
 

@@ -74,8 +74,10 @@ def _reflect(m: Any, x: Any) -> tuple[Any, Any]:
     r = m.where(big, 0.0, x - n)
     half = n * 0.5
     odd = m.ne(m.floor(half), half)
-    s2 = r * r
-    s, c = r * _horner(s2, fitted.SINPI), _horner(s2, fitted.COSPI)
+    s = r * _horner(r * r, fitted.SINPI)
+    # cos(πr) near its zero |r| = ½ as sin(π(½ − |r|)), ½ − |r| exact: relative accuracy there
+    h = 0.5 - m.fabs(r)
+    c = m.where(m.gt(h, 0.25), _horner(r * r, fitted.COSPI), h * _horner(h * h, fitted.SINPI))
     return m.where(odd, -s, s), m.where(odd, -c, c)
 
 
@@ -100,10 +102,11 @@ def _log_gamma_positive(m: Any, w: Any) -> Any:
 def lgamma(m: Any, x: Any) -> Any:
     """log|Γ(x)|: inf at 0, the negative integers and ±inf."""
     neg = m.lt(x, _TINY)
-    positive = _log_gamma_positive(m, m.where(neg, 1.0 - x, x))
+    positive = _log_gamma_positive(m, m.where(neg, -x, x))
     s, _ = _reflect(m, x)
     pole = m.either(m.eq(s, 0.0), m.eq(x, -math.inf))
-    reflected = (_LOG_PI - m.log(m.where(neg, m.fabs(s), 1.0))) - positive  # Γ(x)Γ(1−x) = π/sin(πx)
+    # Γ(x)·(−x)Γ(−x) = π/sin(πx): −x is exact where 1 − x would round (600 ulp lost at −128)
+    reflected = (_LOG_PI - m.log(m.where(neg, m.fabs(x * s), 1.0))) - positive
     return m.where(neg, m.where(pole, math.inf, reflected), positive)
 
 
@@ -129,10 +132,11 @@ def _digamma_positive(m: Any, w: Any) -> Any:
 def digamma(m: Any, x: Any) -> Any:
     """ψ(x) = Γ'(x)/Γ(x): ∓inf at ±0, nan at the negative integers and −inf."""
     neg = m.lt(x, _TINY)
-    positive = _digamma_positive(m, m.where(neg, 1.0 - x, x))
+    positive = _digamma_positive(m, m.where(neg, -x, x))
     s, c = _reflect(m, x)
     pole = m.either(m.eq(s, 0.0), m.eq(x, -math.inf))
-    reflected = positive - m.div(_PI * c, m.where(pole, 1.0, s))  # ψ(1−x) − ψ(x) = π cot(πx)
+    # ψ(1−x) − ψ(x) = π cot(πx), ψ(1−x) = ψ(−x) − 1/x (−x exact)
+    reflected = (positive - m.div(1.0, x)) - m.div(_PI * c, m.where(pole, 1.0, s))
     return m.where(neg, m.where(pole, math.nan, reflected), positive)
 
 
@@ -145,7 +149,7 @@ def polygamma(m: Any, n: Any, x: Any) -> Any:
     """ψ⁽ⁿ⁾(x), n rounded to the nearest whole number (nan outside [0, POLYGAMMA_MAX]): digamma for
     n = 0, else (−1)^(n+1) n! ζ(n+1, x): the terms (x+k)^−s (s = n + 1), all positive, up to
     x + k ≥ 12, then Euler–Maclaurin's tail; for x < 0 only n = 0 and n = 1
-    (ψ'(x) = π²/sin²(πx) − ψ'(1−x)), nan for higher n."""
+    (ψ'(x) = π²/sin²(πx) − ψ'(−x) + 1/x²), nan for higher n."""
     k = m.floor(n + 0.5)
     valid = m.both(m.ge(k, 0.0), m.le(k, float(POLYGAMMA_MAX)))
     s = k + 1.0
@@ -155,36 +159,39 @@ def polygamma(m: Any, n: Any, x: Any) -> Any:
     half = k * 0.5
     scale = m.where(m.ne(m.floor(half), half), factorial, -factorial)
     neg = m.lt(x, _TINY)
-    z = m.where(neg, 1.0 - x, x)
-    total = 0.0
+    z = m.where(neg, -x, x)
+    terms = []
     for _ in range(int(_ZETA_FROM)):
         go = m.lt(z, _ZETA_FROM)
-        total = total + m.where(go, m.pow(z, -s), 0.0)
+        terms.append(m.where(go, m.pow(z, -s), 0.0))
         z = m.where(go, z + 1.0, z)
     u = m.div(1.0, z)
     u2 = u * u
-    rising, terms = s, []
+    rising, coefficients = s, []
     for j, c in enumerate(_ZETA_TAIL, 1):  # c·(s)_(2j−1), (s)_(2j+1) = (s)_(2j−1)·(s + 2j − 1)(s + 2j)
-        terms.append(c * rising)
+        coefficients.append(c * rising)
         rising = rising * ((s + float(2 * j - 1)) * (s + float(2 * j)))
-    tail = terms[-1]
-    for t in reversed(terms[:-1]):
-        tail = tail * u2 + t
+    tail = coefficients[-1]
+    for c in reversed(coefficients[:-1]):
+        tail = tail * u2 + c
     lead = m.div(1.0, m.where(m.gt(s, 1.0), s - 1.0, 1.0))
-    zeta = total + m.pow(z, 1.0 - s) * ((lead + 0.5 * u) + u2 * tail)
+    zeta = m.pow(z, 1.0 - s) * ((lead + 0.5 * u) + u2 * tail)
+    for t in reversed(terms):  # the smallest first
+        zeta = zeta + t
     positive = scale * zeta
     sin, _ = _reflect(m, x)
     pole = m.either(m.eq(sin, 0.0), m.eq(x, -math.inf))
-    trigamma = m.where(pole, math.nan, m.div(_PI * _PI, sin * sin) - positive)
+    # ψ'(x) + ψ'(1−x) = π²/sin²(πx), ψ'(1−x) = ψ'(−x) − 1/x² (−x exact)
+    trigamma = m.where(pole, math.nan, (m.div(_PI * _PI, sin * sin) - positive) + m.div(1.0, x * x))
     higher = m.where(neg, m.where(m.eq(k, 1.0), trigamma, math.nan), positive)
     return m.where(valid, m.where(m.eq(k, 0.0), digamma(m, x), higher), math.nan)
 
 
 def gamma(m: Any, x: Any) -> Any:
     """Γ(x): ±inf at ±0, nan at the negative integers and −inf, inf beyond 171.6; for
-    x < −171 it underflows to ±0 (the reflection's Γ(1−x) overflows first)."""
+    x < −171 it underflows to ±0 (the reflection's Γ(−x) overflows first)."""
     neg = m.lt(x, _TINY)
-    w = m.where(neg, 1.0 - x, x)
+    w = m.where(neg, -x, x)
     big, small, one = m.ge(w, _BIG), m.lt(w, 2.0), m.ge(w, 1.0)
     y, p = w, 1.0
     for _ in range(7):  # [3, 10) down to [2, 3): Γ(y + 1) = y·Γ(y)
@@ -203,7 +210,7 @@ def gamma(m: Any, x: Any) -> Any:
     positive = m.where(big, stirling, m.where(small, m.div(core, below), core * p))
     s, _ = _reflect(m, x)
     pole = m.either(m.eq(s, 0.0), m.eq(x, -math.inf))
-    reflected = m.div(_PI, s * positive)  # Γ(x)Γ(1−x) = π/sin(πx)
+    reflected = m.div(-_PI, (x * s) * positive)  # Γ(x)·(−x)Γ(−x) = π/sin(πx), −x exact
     return m.where(neg, m.where(pole, math.nan, reflected), positive)
 
 
@@ -303,10 +310,9 @@ def _polygamma(n: Any, x: Any) -> Any:
     if type(x) is float and type(n) is float:
         return OPS["polygamma"].py(n, x)
     if hasattr(x, "graph"):
-        from symad.core.term import as_node
-
         g = x.graph
-        return type(x)(g, g.make("polygamma", as_node(g, n), x.id))
+        order = n.id if hasattr(n, "graph") else g.const(float(n))
+        return type(x)(g, g.make("polygamma", order, x.id))
     if hasattr(n, "apply"):
         return n.apply("polygamma", x)
     return OPS["polygamma"].np(n, x)

@@ -14,6 +14,7 @@ the instructions the C and Python exporters read (``fadd``, ``fcmp``, ``select``
 from __future__ import annotations
 
 import math
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -229,8 +230,25 @@ def inline_template(kernel: Callable[..., Any], arity: int) -> tuple[str, tuple[
     out = kernel(trace, *(Value(trace, f"{{{k}}}") for k in range(arity)))
     if not isinstance(out, Value) or not trace.lines or out.name != f"{{t}}s{len(trace.lines) - 1}":
         raise TypeError(f"kernel {kernel.__name__} must end with a computed value")
-    trace.lines[-1] = "{r}" + trace.lines[-1][len(out.name):]
-    return "\n".join(trace.lines), tuple(sorted(trace.calls.items()))
+    lines = _live(trace.lines)
+    lines[-1] = "{r}" + lines[-1][len(out.name):]
+    calls = {fn: n for fn, n in trace.calls.items() if any(f"@{fn}(" in line for line in lines)}
+    return "\n".join(lines), tuple(sorted(calls.items()))
+
+
+_NAME = re.compile(r"\{t\}s\d+")
+
+
+def _live(lines: list[str]) -> list[str]:
+    """The lines the last one needs (a kernel may compute what one function of it leaves unused,
+    ``sin(πx)`` beside ``cos(πx)``; the exports declare no unused variable)."""
+    needed, keep = {lines[-1].split(" = ", 1)[0]}, []
+    for line in reversed(lines):
+        name, rest = line.split(" = ", 1)
+        if name in needed:
+            keep.append(line)
+            needed.update(_NAME.findall(rest))
+    return keep[::-1]
 
 
 def on_floats(kernel: Callable[..., Any]) -> Callable[..., float]:
