@@ -126,6 +126,7 @@ def test_past_the_limit_subgraphs_collapse_and_the_page_says_so():
     assert len(members) == len(set(members))  # a collapsed node is in one box
 
 
+@pytest.mark.slow  # dot lays out a thousand nodes
 def test_a_thousand_nodes_drawn_in_full_stay_under_a_megabyte():
     e = parse(chain(166), Graph())
     page = explore(e, at={"x": 0.5, "y": 0.25}, max_drawn=1000)
