@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -100,6 +101,7 @@ class _Callbacks:
 def _captured_stdout() -> Iterator[list[str]]:
     """What IPOPT prints on the process's stdout (file descriptor 1) meanwhile, into a list."""
     out: list[str] = []
+    sys.stdout.flush()  # what Python has yet to write goes where it was going, not into the capture
     with tempfile.TemporaryFile(mode="w+b") as sink:
         saved = os.dup(1)
         try:
