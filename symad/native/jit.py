@@ -523,16 +523,22 @@ def stitch_available() -> bool:
 
 def stencils_ready() -> bool:
     """Whether :func:`stitch` runs without compiling: the stencils are loaded, or loaded now from
-    the shared code cache (milliseconds); if not, their compile starts in the background (once,
-    in the compile worker: about a second, once a machine) and the answer is False."""
+    the shared code cache (milliseconds); if not, their compile starts in the background (once a
+    process; a second or more, once a machine: in a process of its own that stores them in the
+    shared cache, or without a cache a background task) and the answer is False."""
     if _stencils:
         return True
     objects = _stencil_objects(compile_missing=False)
     if objects is not None and _install(*objects):
         return True
     with _lock:
-        if not _stencils_task and stitch_available():
-            _stencils_task.append(background.submit(_stencils_in_background))
+        if _stencils_task or not stitch_available():
+            return False
+        folder = cache.shared_dir()
+        # Where a cache is kept, a process of its own compiles the stencils into it (a short run
+        # leaves them for the next); else a background task, for this process alone.
+        started = folder is not None and cache.writable(folder) and remote.build_stencils(str(folder))
+        _stencils_task.append(True if started else background.submit(_stencils_in_background))
     return False
 
 

@@ -18,11 +18,30 @@ from typing import Any
 from symad.core import forksafe
 from symad.runtime.background import Abandoned
 
-__all__ = ["Abandoned", "abandon", "object_code"]
+__all__ = ["Abandoned", "abandon", "build_stencils", "object_code"]
 
 _proc: list[Any] = []  # the worker's Popen, once started
 _state = {"broken": False, "exiting": False}
 _lock = threading.Lock()  # one request at a time
+
+
+def build_stencils(folder: str) -> bool:
+    """Start a process of its own that compiles the stencils (:mod:`symad.native.stencils`) into the
+    code cache ``folder`` and ends: unlike the worker, it outlives this process, so that a short
+    run still leaves the stencils for the next (a compile of a second or more, once a machine);
+    whether it started."""
+    if not sys.executable:
+        return False
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    try:
+        subprocess.Popen([sys.executable, "-m", "symad.native.worker", "--stencils", folder],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                         start_new_session=True, close_fds=True)
+    except OSError:
+        return False
+    return True
 
 
 def _worker() -> Any:
