@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from support.loops import looping, parse_looped
 
@@ -34,3 +35,20 @@ def test_xax_computes_its_sums_inside_once_each_and_vectorised() -> None:
     vector_adds = re.findall(r"fadd <(\d+) x double>", optimised)
     assert vector_adds and all(int(width) >= 2 for width in vector_adds)
     assert "vector.body" in optimised  # the loop vectoriser took the swapped loop (unit stride over rows)
+
+
+def test_past_the_stack_budget_a_sum_inside_runs_inside_its_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    monkeypatch.setattr(loop_ir, "HOIST_STACK_BYTES", 8 * 64)  # the dot products' array, not the columns' lanes
+    text, _ = _program(64)
+    assert [size for name, size in re.findall(r"%(\w+) = alloca double, i64 (\d+)", text)
+            if not name.endswith("acc")] == ["64"]
+    rng = np.random.default_rng(3)
+    x, A = rng.uniform(-1, 1, 64), rng.uniform(-1, 1, (64, 64))
+    with looping(0):
+        expr = parse_looped("sum(i = 1..64, x[i]*sum(j = 1..64, A[i,j]*x[j]))")
+        compiled = IndexedFunction(expr, wrt=["x"])
+        numpy_only = IndexedFunction(expr, wrt=["x"], backend="python")
+    got = compiled.value_and_grad({"x": x, "A": A})
+    want = numpy_only.value_and_grad({"x": x, "A": A})
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])

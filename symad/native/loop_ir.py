@@ -268,6 +268,7 @@ def program_ir(program: LoopProgram) -> str:
         names[e.node] = f"%te{k}"
     arrays = {node for node, kind in zip(program.outputs, program.kinds) if kind == "each"}
     computed: dict[int, tuple[str, int, int]] = {}  # sums inside computed for every row: array, rows
+    stack = [HOIST_STACK_BYTES]  # what their arrays may still take
     for node, op, args in top.steps:
         inner = top.inner.get(node)
         if inner is None:
@@ -275,7 +276,7 @@ def program_ir(program: LoopProgram) -> str:
             lines += op_lines(op, [names[a] for a in args], r, f"%tt{node}", declared)
             names[node] = r
             continue
-        hoisted = _hoist(inner, names, lines, block, f"h{node}", declared, computed)
+        hoisted = _hoist(inner, names, lines, block, f"h{node}", declared, computed, stack)
         if inner.op == "each":
             slot = program.outputs.index(node)
             names[node] = _top_each(inner, names, lines, block, f"w{node}", declared, f"%out{slot}", hoisted)
@@ -321,13 +322,15 @@ def array_data_offset() -> int | None:
 
 # A top-level loop of up to this many rows has its sums inside (those reading nothing of its body
 # but its index) computed for all its rows before it (:func:`_hoist`): stack arrays of 8 bytes a
-# row, eight of them where the sum runs across the rows.
+# row, eight of them where the sum runs across the rows, at most HOIST_STACK_BYTES in a program
+# (a thread's stack is megabytes; the rest run inside their loops).
 HOIST_MAX_ROWS = 8192
+HOIST_STACK_BYTES = 1 << 20
 Hoisted = dict[int, tuple[str, int]]  # a sum inside -> (its array, the row index of its first entry)
 
 
 def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-           declared: dict[str, int], computed: dict[int, tuple[str, int, int]]) -> Hoisted:
+           declared: dict[str, int], computed: dict[int, tuple[str, int, int]], stack: list[int]) -> Hoisted:
     """The sums inside the top-level loop ``outer`` that read nothing of its body but its index,
     computed for all its rows before it: one loop nest a sum, which two loops sharing the sum (the
     rows' dot products ``sum(j, A[i,j]*x[j])`` of a value and of its gradient) share.  A sum reading
@@ -349,7 +352,12 @@ def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[st
             continue
         q = f"{p}n{node}"
         clamp = not _inside(inner, outer)
-        if _across(inner, outer):
+        across = _across(inner, outer)
+        size = 8 * rows * (INNER_LANES if across else 1)
+        if size > stack[0]:
+            continue
+        stack[0] -= size
+        if across:
             array = _sum_across(inner, outer, known, lines, block, q, declared, clamp)
         else:
             array = _sum_along(inner, outer, known, lines, block, q, declared, clamp)
