@@ -129,7 +129,7 @@ def errors(name: str) -> list[tuple[float, float]]:
                         mpmath.sin(mpmath.pi * xi)) ** (k + 1))
                 if name == "log_ndtr" and k == 2 and -20 <= xi < -1:  # −r(x + r) cancels: ulps of r·|x|
                     scale = max(scale, abs(_phi_ratio(mpmath.mpf(xi)) * xi))
-                if name == "logit" and k == 2:  # (1 − p) − p cancels near ½: ulps of 1/(p(1 − p))²
+                if name == "logit" and k == 2:  # −1/p² + 1/(1 − p)² cancels near ½: ulps of its terms
                     scale = max(scale, 1 / (xi * (1 - mpmath.mpf(xi))) ** 2)
                 err = float(abs(mpmath.mpf(gi) - want) / _ulp(scale))
                 w = max(w, (err, xi))

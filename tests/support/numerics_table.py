@@ -195,6 +195,7 @@ def markdown() -> str:
         "non-finite numbers as the strings `\"inf\"`, `\"-inf\"` and `\"nan\"`.",
         "",
         *stable_section(),
+        *special_section(),
         *derivative_section(),
         *BRANCHES.rstrip("\n").split("\n"),
         "",
@@ -309,6 +310,68 @@ def stable_section() -> list[str]:
         point = {k: float(v) for k, v in (kv.split("=") for kv in at.split(","))}
         value, grad = symad.compile(text, list(point)).value_and_grad(point)
         lines.append(f"| `{text}` | `{at.replace(',', ', ')}` | {value!r} | {float(grad[0])!r} |")
+    return [*lines, ""]
+
+
+SPECIAL_INTRO = """## Special functions
+
+`lgamma` (log|Γ(x)|), `digamma` (ψ), `polygamma(n, x)` (ψ⁽ⁿ⁾, n rounded to a whole number from 0
+to 10, else `nan`; its derivative in n is 0), `gamma`, `ndtr` (Φ, the normal distribution
+function), `log_ndtr` (log Φ), `logit`, `xlogy(x, y)` and `xlog1py(x, y)` (0 where x = 0, y
+whatever it is; ∂/∂y is then 0 too, also at y = 0), and the derived `betaln(a, b) = lgamma(a) +
+lgamma(b) − lgamma(a + b)` and `beta(a, b) = exp(betaln(a, b))` (for a, b > 0). Each is written
+once, in `symad/core/ops/special.py`, as straight-line steps of IEEE arithmetic and the C
+library's `log`, `exp`, `pow` and `erfc`, run on floats, on NumPy arrays and traced into its LLVM
+lowering, so every backend and both exports give the same bits (no backend calls a platform's
+`lgamma`: CPython's `math.lgamma` is its own code). The steps have no branches: every region of a
+function is computed and one selected, as the native code's `select` does.
+
+Poles and edges: `lgamma` is `inf` at 0, the negative integers and ±inf; `gamma` is `±inf` at ±0,
+`nan` at the negative integers and −inf, `inf` beyond 171.62, and ±0 below −171 (its reflection
+divides by Γ(−x), which has overflowed); `digamma` is `∓inf` at ±0 and `nan` at the negative
+integers and −inf; `polygamma(n, x)` is `nan` for x < 0 when n ≥ 2; `logit` is `−inf` at 0,
+`inf` at 1, `nan` outside [0, 1]; `ndtr` is 0 and 1 at ∓inf, `log_ndtr` −inf and 0.
+
+Accuracy, against mpmath at 256 bits over each domain (`tests/test_special_functions.py`, and
+the derivative table below): values within 4 ulp (`gamma` 8), first and second derivatives within
+8 (16 for `gamma`'s), normal results compared. What keeps the digits: polynomials fitted in
+mpmath (`symad/core/ops/special_fit.py`) in a variable computed exactly carry each function
+through its zeros (`lgamma` at 1 and 2 as (x − 1)(x − 2)·Q(x); `digamma` at its root
+1.4616… as (x − x0)·Q(x), x0 in two doubles); the recurrences add terms of one sign only
+(`lgamma` down to [1.5, 2.5) adding logs, `digamma` adding 1/y as one fraction); Stirling's series
+from 10; the reflection for x < 0 on −x, which is exact where 1 − x rounds (600 ulp lost at −128),
+and there within a few ulp of its largest term only, near the negative zeros of `lgamma` and
+`digamma`; `ndtr(x) = erfc(−x/√2)/2` with −x/√2 in two doubles (a rounded one lost 2z² ulp,
+1,400 at −38); `log_ndtr` from the asymptotic series of Φ below −20 (log Φ(−40) to the last
+digit) and `log1p(−Φ(−x))` above 0, its derivative φ/Φ with φ's exponent split so that x²/2 is
+exact (below −20 the derivative of the value's own series); `logit` as `log1p((2p − 1)/(1 − p))`
+in [¼, ¾]. The second derivatives of `log_ndtr` (−r(x + r), r = φ/Φ, in [−20, −1]) and of `logit`
+(near ½) cancel: within a few ulp of their terms' size there.
+
+Values and derivatives at hard points, as symad computes them (`tests/test_special_functions.py`
+checks each against mpmath):
+
+"""
+SPECIAL_ROWS = [("lgamma(x)", "x=1e300"), ("lgamma(x)", "x=1e-300"), ("lgamma(x)", "x=1.0000001"),
+                ("lgamma(x)", "x=2.0000001"), ("lgamma(x)", "x=-2.5"), ("digamma(x)", "x=1.4616321449683622"),
+                ("digamma(x)", "x=-0.5"), ("polygamma(1, x)", "x=1"), ("polygamma(3, x)", "x=0.01"),
+                ("gamma(x)", "x=171.5"), ("gamma(x)", "x=-2.5"), ("ndtr(x)", "x=-38"), ("ndtr(x)", "x=8"),
+                ("log_ndtr(x)", "x=-40"), ("log_ndtr(x)", "x=10"), ("logit(x)", "x=0.5000001"),
+                ("logit(x)", "x=1e-300"), ("xlogy(x, y)", "x=0,y=0"), ("betaln(x, y)", "x=3,y=4")]
+
+
+def special_section() -> list[str]:
+    """The special functions' section: how they are computed, poles, accuracy, hard points."""
+    import symad
+
+    lines = [*SPECIAL_INTRO.rstrip("\n").split("\n"), "", "| expression | at | value | ∂/∂x | ∂²/∂x² |",
+             "|---|---|---|---|---|"]
+    for text, at in SPECIAL_ROWS:
+        point = {k: float(v) for k, v in (kv.split("=") for kv in at.split(","))}
+        e = symad.parse(text, symad.Graph())
+        d1 = e.diff("x")
+        values = [f.evaluate({k: point[k] for k in f.variables}) for f in (e, d1, d1.diff("x"))]
+        lines.append(f"| `{text}` | `{at.replace(',', ', ')}` | " + " | ".join(map(repr, values)) + " |")
     return [*lines, ""]
 
 

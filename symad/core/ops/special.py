@@ -355,7 +355,7 @@ _define("ndtr", ndtr, 1, (lambda a, out: _gauss_half(a) * _INV_SQRT_2PI,), domai
 _define("log_ndtr", log_ndtr, 1, (_log_ndtr_partial,), domain=((0.4,), (-1.3,), (-25.0,), (3.0,)),
         doc="log Φ(x), accurate far into the lower tail", latex=r"\log\Phi",
         sympy=Sympy(build=lambda sp, a: sp.log((1 + sp.erf(a / sp.sqrt(2))) / 2)))
-_define("logit", logit, 1, (lambda a, out: 1.0 / (a * (1.0 - a)),), domain=((0.4,), (0.1,), (0.9,)),
+_define("logit", logit, 1, (lambda a, out: 1.0 / a + 1.0 / (1.0 - a),), domain=((0.4,), (0.1,), (0.9,)),
         doc="log(p/(1 − p)), the inverse of sigmoid; ∓inf at 0 and 1",
         sympy=Sympy(build=lambda sp, a: sp.log(a / (1 - a))))
 _define("xlogy", xlogy, 2, (lambda a, b, out: log(b), lambda a, b, out: where(op_call("eq")(a, 0.0), 0.0, a / b)),

@@ -1,0 +1,7 @@
+"""``python -m benchmarks.statistics``: :mod:`benchmarks.statistics.suite`."""
+
+import sys
+
+from benchmarks.statistics.suite import main
+
+sys.exit(main())
