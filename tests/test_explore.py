@@ -15,7 +15,8 @@ from support.cli_helpers import run
 
 from symad import Graph, LimitError, SymadError, parse
 from symad.tools.explanation import explain
-from symad.tools.explore import MAX_DRAWN, Page, explore, shown
+from symad.tools.explore import MAX_DRAWN, Page, explore
+from symad.tools.explore_data import shown
 
 SEED = "(x+y)+x*(x+y)"
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

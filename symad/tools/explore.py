@@ -35,34 +35,19 @@ from symad.core.printing import format_number, to_infix
 from symad.expr import Expr, parse
 from symad.tools import viz
 from symad.tools.explanation import Explanation, explain
+from symad.tools.explore_data import number, rows_layout_attrs, shown, sweep_data
+from symad.tools.explore_loops import loop_parts
 
 MAX_DRAWN = 150
 """Nodes drawn before the picture collapses subgraphs into boxes (``dot``'s layout time grows fast
 past a few hundred nodes; the steps still cover every node)."""
 
 _FULL_TEXT = 40  # a node's whole expression is shown on hover up to this many tree nodes
-_LARGE_LAYOUT = {"splines": "line", "nslimit": "0.2", "nslimit1": "0.2", "mclimit": "0.1"}
 _COLLAPSED_STYLE = {"shape": "box", "style": "rounded,dashed,filled", "fillcolor": "#f2f2f2",
                     "color": "#888888", "fontcolor": "#444444"}
 _NUMBERS_WIDTH = 110  # points right of the layout for the values and adjoints written beside nodes
 _FRAME_HEIGHT = 640  # pixels of the inline frame in a notebook
 _EDGE = "#555555"  # the edges' colour (set by the page's style)
-
-
-def shown(value: float) -> str:
-    """A number as ``symad explain`` prints it: 6 significant digits.
-
-    >>> shown(2.0), shown(1/3), shown(float("nan"))
-    ('2', '0.333333', 'nan')
-    """
-    return format_number(float(f"{value:.6g}"), named_constants=False) if value == value else "nan"
-
-
-def number(value: float) -> str:
-    """A number for the page: the text shown, then ``|`` and its exact digits (``repr``) unless the
-    text shown is exact."""
-    text, exact = shown(value), repr(float(value))
-    return text if text == exact or value == value and float(text) == value else f"{text}|{exact}"
 
 
 @dataclass
@@ -107,8 +92,6 @@ def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRA
         expr = parse(expr, Graph())
     g, root = expr.graph, expr.id
     if binders.has_scoped(g, [root]):
-        from symad.tools.explore_loops import loop_parts  # (it builds on this module's pieces)
-
         dot, data = loop_parts(expr, at, max_drawn, rankdir.upper())
         heading = title if title is not None else _cut(str(expr))
         data["title"] = heading
@@ -246,13 +229,6 @@ class _Layout:
         return out
 
 
-def rows_layout_attrs(rankdir: str, count: int) -> dict[str, str]:
-    """The picture's Graphviz attributes for ``count`` drawn nodes (room beside nodes for their numbers)."""
-    large = count > viz.LARGE
-    return {"rankdir": rankdir, "fontname": "Helvetica", "nodesep": "0.8" if large else "1.1", "ranksep": "0.45",
-            "newrank": "true", "bgcolor": "transparent", **(_LARGE_LAYOUT if large else {})}
-
-
 def _svg(dot: graphviz.Digraph) -> str:
     """The layout as an inline ``<svg>`` element that scales with its container."""
     text = viz.render(dot, "svg").decode("utf-8")
@@ -299,27 +275,6 @@ def _data(g: Graph, steps: Explanation, named: list[int], z: Mapping[int, str], 
     return {"title": heading, "at": at, "sections": [{"key": "", "rows": rows, "sweep": sweep_data(steps)}],
             "gradient": gradient, "edges": layout.edges_into(), "notes": layout.notes,
             "boxes": {f"sx-box-{z[h]}": [z[n] for n in layout.members[h]] for h in layout.boxes}}
-
-
-def sweep_data(steps: Explanation) -> list[dict[str, Any]]:
-    """The sweep's rows for the page: each adjoint and its terms, with the running sums."""
-    adjoint = {row.name: row.derivative for row in steps.sweep}
-    out = []
-    for row in steps.sweep:
-        terms, running = [], 0.0
-        for t in row.terms:
-            running = running + t.contribution
-            term = {"from": t.source, "local": t.local, "p": number(t.local_value),
-                    "c": number(t.contribution)}
-            if number(t.factor) != number(adjoint[t.source] or 0.0):  # (else the page reads it there)
-                term["f"] = number(t.factor)
-            if len(row.terms) > 1:
-                term["sum"] = number(running)
-            if t.blocked:
-                term["blocked"] = True
-            terms.append(term)
-        out.append({"z": row.name, "d": number(row.derivative or 0.0), "seed": row.seed, "terms": terms})
-    return out
 
 
 def _fill(heading: str, svg: str, data: dict[str, Any]) -> str:

@@ -23,7 +23,7 @@ from symad.core.ops import OPS
 from symad.expr import Expr, parse
 from symad.tools import viz
 from symad.tools.explanation import Explanation, explain
-from symad.tools.explore import number, rows_layout_attrs, shown, sweep_data
+from symad.tools.explore_data import number, rows_layout_attrs, shown, sweep_data
 
 _LOOP_SYMBOL = {"sum": "Σ", "prod": "Π", "each": "each"}
 _NAME = re.compile(r"\b[zw]\d+\b")
