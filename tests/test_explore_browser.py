@@ -236,6 +236,11 @@ def test_a_loop_is_one_box_and_its_body_is_stepped_through(open_page):
     want = explain(e, point).to_dict()
     page = open_page(explore(e, at=point).html)
     assert page.locator("#sx-svg g.cluster").count() == 1  # the loop: one box holding its body
+    page.hover("#sx-z3-w3")
+    page.wait_for_selector("#sx-tip:not([hidden])")
+    tip = page.text_content("#sx-tip")
+    assert "w3 = w1 - w2" in tip and "the body of z3 at i = 1" in tip
+    page.mouse.move(0, 0)
     expected = [("forward", r["id"], r["value"]) for r in want["forward"]]
     expected += [("forward", r["id"], r["value"]) for loop in want["loops"] for r in loop["forward"]]
     expected += [("backward", r["id"], r["derivative"]) for r in want["sweep"]]
