@@ -65,7 +65,8 @@ def codegen(quick: bool, repeats: int) -> list[dict[str, Any]]:
     for size in CODEGEN_SIZES[quick]:
         samples = [_run(["--task", "codegen", "--size", str(size)], 600, last="codegen") for _ in range(repeats)]
         row = {"size": size, "samples": samples}
-        for key in ("ops", "stitch_s", "stitch_cpu_s", "vm_s", "vm_cpu_s", "o0_s", "o0_chunked_s", "code_bytes"):
+        for key in ("ops", "first_stitch_s", "first_stitch_cpu_s", "stitch_s", "stitch_cpu_s", "vm_s", "vm_cpu_s",
+                    "o0_s", "o0_chunked_s", "code_bytes"):
             row[key] = _median(samples, key)
         rows.append(row)
         print(f"codegen {size}: {row}", file=sys.stderr)
