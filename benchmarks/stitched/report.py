@@ -105,9 +105,15 @@ def render(data: dict[str, Any]) -> str:
                         _verdict(None if r is None else r <= SOLVE_VS_CASADI)])
         rows = [[x["peer"], fmt_time(x["total_s"]), fmt_time(x["import_s"]), fmt_time(x["build_s"]),
                  fmt_time(x["solve_s"]), f"{x['nfev'] or 0:.0f}"] for x in data["solve"]]
+        bound = ""
+        if s and c and s["import_s"] and c["total_s"] and s["import_s"] > SOLVE_VS_CASADI * c["total_s"]:
+            bound = (f"\n0.3x CasADi's total is {fmt_time(SOLVE_VS_CASADI * c['total_s'])}, less than symad's imports "
+                     f"alone ({fmt_time(s['import_s'])}: NumPy and SciPy's `minimize` as a user's script imports "
+                     "them, and symad); the solve itself is mostly L-BFGS-B's own work, the same for both peers "
+                     "(the same evaluations).\n")
         sections.append(f"## Time to solution\n\nText to the L-BFGS-B optimum, Rosenbrock n = "
                         f"{data['solve'][0]['n']:,} written out (the first-call suite's worker).\n\n"
-                        + table(["peer", "total", "imports", "build", "solve", "evaluations"], rows))
+                        + table(["peer", "total", "imports", "build", "solve", "evaluations"], rows) + bound)
     choice = _choice(data)
     if choice:
         sections.insert(0, choice)
