@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 
 from symad import native
+from symad.ad import sparsity
+from symad.ad.reverse import gradient
+from symad.ad.sparse_values import partial_entries
 from symad.backends.tape import Tape
 from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
@@ -296,8 +299,6 @@ class Function(Inputs):
         """
         pattern = getattr(self, "_hessian_pattern", None)
         if pattern is None:
-            from symad.ad import sparsity
-
             layout = sparsity.Layout.of_scalars(self.inputs[:len(self.variables)])
             pattern = self._hessian_pattern = sparsity.hessian_pattern(self.expr.graph, self.expr.id, layout)
         return pattern
@@ -311,9 +312,6 @@ class Function(Inputs):
         rows, cols = self.hessian_pattern()
         program = getattr(self, "_hessian_program", None)
         if program is None:
-            from symad.ad.reverse import gradient
-            from symad.ad.sparse_values import partial_entries
-
             graph, wrt = self.expr.graph, self.inputs[:len(self.variables)]
             partials = gradient(graph, self.expr.id, wrt)
             entries = partial_entries(graph, [partials[v] for v in wrt], wrt, rows, cols)
@@ -328,15 +326,13 @@ class Function(Inputs):
     def sparse_hessian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The Hessian at one point as a ``scipy.sparse.csr_matrix``, full and symmetric
         (SciPy: ``pip install "symad[scipy]"``)."""
-        from symad.ad.sparse_values import CsrShape
-
         values = self.hessian_values(point, params, **kwargs)
         if values.ndim != 1:
             raise PointError("sparse_hessian takes one point (hessian_values takes batches)")
         shape = getattr(self, "_hessian_csr", None)
         if shape is None:
             n = len(self.variables)
-            shape = self._hessian_csr = CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+            shape = self._hessian_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
         return shape.matrix(values)
 
     # ------------------------------------------------------------------ calling

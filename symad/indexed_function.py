@@ -24,8 +24,8 @@ import numpy as np
 
 from symad.ad.forward import forward
 from symad.ad.gather import hessian_band_nodes, hessian_bands, indexed_gradient
-from symad.ad.sparse_values import Compression, CsrShape, EntryPlaces, band_places, scipy_sparse
-from symad.ad.sparsity import Layout, hessian_pattern
+from symad.ad.sparse_values import Compression, EntryPlaces, band_places
+from symad.ad.sparsity import CsrShape, Layout, hessian_pattern, scipy_sparse
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
@@ -61,33 +61,34 @@ class IndexedInputs:
                                 "not supported yet (it can be data, given at each call)")
         self.data = tuple(n for n in names if n not in self.wrt)
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
-        self._backend = backend
-        self.size = sum(self._length(n) for n in self.wrt)
+        self.backend = backend
+        self.size = sum(self.length(n) for n in self.wrt)
 
-    def _compiled(self, roots: list[int]) -> ArrayProgram:
+    def compiled(self, roots: list[int]) -> ArrayProgram:
+        """The loops' program of ``roots`` (their loops as machine code unless the backend is Python)."""
         program = ArrayProgram(self.graph, roots)
-        if self._backend != "python":
+        if self.backend != "python":
             spans = {**self.spans, **{name + "'": dims for name, dims in self.spans.items()}}  # and tangents'
             program.runners = compiled_loops(self.graph, program, spans)
         return program
 
-    def _tangents(self) -> dict[int, int]:
+    def tangents(self) -> dict[int, int]:
         """Each variable's node and its tangent's (``x'``): the directions of forward mode."""
         g = self.graph
         return {(g.vector(name) if name in self.spans else self._scalar_nodes[name]):
                 (g.vector(name + "'") if name in self.spans else g.var(name + "'")) for name in self.wrt}
 
-    def _with_direction(self, point: Any, direction: Any, data: Mapping[str, Any] | None,
+    def inputs_with_direction(self, point: Any, direction: Any, data: Mapping[str, Any] | None,
                         what: str = "the direction") -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
         """The programs' inputs at ``point`` with ``direction`` (flat, in :attr:`variables` order)
         as the tangents ``x'``."""
-        scalars, vectors = self._inputs(self._named(point, data, {}))
+        scalars, vectors = self.program_inputs(self.named(point, data, {}))
         flat = as_floats(direction).reshape(-1)
         if flat.shape != (self.size,):
             raise PointError(f"{what} has {flat.size:,} numbers; {', '.join(self.variables)} need {self.size:,}")
         at = 0
         for name in self.wrt:
-            n = self._length(name)
+            n = self.length(name)
             if name in self.spans:
                 vectors[name + "'"] = (np.ascontiguousarray(flat[at:at + n]), vectors[name][1])
             else:
@@ -95,7 +96,7 @@ class IndexedInputs:
             at += n
         return scalars, vectors
 
-    def _layout(self) -> Layout:
+    def layout(self) -> Layout:
         """Where each variable sits in the flat vector of :attr:`variables`."""
         scalars, vectors, at = {}, {}, 0
         for name in self.wrt:
@@ -104,10 +105,11 @@ class IndexedInputs:
                 vectors[name] = (at, low, high)
             else:
                 scalars[self._scalar_nodes[name]] = at
-            at += self._length(name)
+            at += self.length(name)
         return Layout(scalars, vectors, at)
 
-    def _length(self, name: str) -> int:
+    def length(self, name: str) -> int:
+        """How many numbers variable ``name`` has in a flat point (a vector's entries, or 1)."""
         span = self.spans.get(name)
         return 1 if span is None else span[0][1] - span[0][0] + 1
 
@@ -118,7 +120,7 @@ class IndexedInputs:
         return tuple(f"{n}[{self.spans[n][0][0]}..{self.spans[n][0][1]}]" if n in self.spans else n
                      for n in self.wrt)
 
-    def _inputs(self, given: Mapping[str, Any]) -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
+    def program_inputs(self, given: Mapping[str, Any]) -> tuple[dict[int, float], dict[str, tuple[np.ndarray, tuple]]]:
         """The values by name as the programs take them: scalars by node, vectors by name."""
         scalars: dict[int, float] = {}
         vectors: dict[str, tuple[np.ndarray, tuple[int, ...]]] = {}
@@ -140,7 +142,7 @@ class IndexedInputs:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
         return scalars, vectors
 
-    def _named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    def named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """The values by name, from a flat array in :attr:`variables` order or a mapping."""
         given: dict[str, Any] = dict(data or {})
         given.update(kwargs)
@@ -153,7 +155,7 @@ class IndexedInputs:
                                  f"need {self.size:,}")
             at = 0
             for name in self.wrt:
-                n = self._length(name)
+                n = self.length(name)
                 given[name] = flat[at:at + n] if name in self.spans else flat[at]
                 at += n
         return given
@@ -176,7 +178,7 @@ class IndexedFunction(IndexedInputs):
         for name in self.wrt:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._outputs = outputs
-        self._program = self._compiled(outputs)
+        self._program = self.compiled(outputs)
         # small enough: value and gradient in one call of one machine-code function
         self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
         self._run = self._whole.run if self._whole is not None else self._program.run
@@ -194,10 +196,10 @@ class IndexedFunction(IndexedInputs):
         mode over the indexed gradient (each vector's row of products one ``each`` node again),
         never the n x n matrix.  For ``scipy.optimize.minimize(..., hessp=f.hessp)``."""
         if self._hvp is None:
-            (roots,) = forward(self.graph, self._outputs[1:], [self._tangents()])
-            self._hvp = self._compiled(roots)
-        parts = self._hvp.run(*self._with_direction(point, direction, data))
-        return np.concatenate([np.reshape(np.broadcast_to(p, (self._length(w),)), -1) for p, w in zip(parts, self.wrt)])
+            (roots,) = forward(self.graph, self._outputs[1:], [self.tangents()])
+            self._hvp = self.compiled(roots)
+        parts = self._hvp.run(*self.inputs_with_direction(point, direction, data))
+        return np.concatenate([np.reshape(np.broadcast_to(p, (self.length(w),)), -1) for p, w in zip(parts, self.wrt)])
 
     # ------------------------------------------------------------------ sparse Hessians
     def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
@@ -212,7 +214,7 @@ class IndexedFunction(IndexedInputs):
         (39999, array([0, 1, 1, 2, 2]), array([0, 0, 1, 1, 2]))
         """
         if self._pattern is None:
-            self._pattern = hessian_pattern(self.graph, self.root, self._layout())
+            self._pattern = hessian_pattern(self.graph, self.root, self.layout())
         return self._pattern
 
     def hessian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
@@ -225,13 +227,13 @@ class IndexedFunction(IndexedInputs):
         if self._bands is None:
             bands = hessian_band_nodes(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
                                        self._scalar_nodes)
-            self._bands = band_places(self.graph, bands, self._layout(), *self.hessian_pattern())
+            self._bands = band_places(self.graph, bands, self.layout(), *self.hessian_pattern())
             if self._bands.covers:
-                self._band_program = self._compiled(self._bands.nodes) if self._bands.nodes else None
+                self._band_program = self.compiled(self._bands.nodes) if self._bands.nodes else None
         if self._bands.covers:
             if self._band_program is None:
                 return np.zeros(self._bands.count)
-            return self._bands.values(self._band_program.run(*self._inputs(self._named(point, data, {}))))
+            return self._bands.values(self._band_program.run(*self.program_inputs(self.named(point, data, {}))))
         if self._compression is None:
             self._compression = Compression(*self.hessian_pattern(), self.size, self.size, lower=True)
         return self._compression.values(lambda d: self.hessp(point, d, data))
@@ -287,7 +289,7 @@ class IndexedFunction(IndexedInputs):
             # what an optimizer passes, a flat float64 array over one vector: read as it is
             value, *partials = self._run({}, {self._one_vector: (point, self._one_first)})
         else:
-            scalars, vectors = self._inputs(self._named(point, data, kwargs))
+            scalars, vectors = self.program_inputs(self.named(point, data, kwargs))
             value, *partials = self._run(scalars, vectors)
         if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
             return float(value), partials[0]

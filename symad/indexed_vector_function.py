@@ -31,8 +31,8 @@ import numpy as np
 from symad.ad.forward import forward
 from symad.ad.gather import indexed_gradient
 from symad.ad.reverse import body_adjoints
-from symad.ad.sparse_values import Compression, CsrShape, EntryPlaces
-from symad.ad.sparsity import jacobian_pattern
+from symad.ad.sparse_values import Compression, EntryPlaces
+from symad.ad.sparsity import CsrShape, jacobian_pattern
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.errors import PointError, SymadError
@@ -95,8 +95,8 @@ class IndexedVectorFunction(IndexedInputs):
         """The outputs at ``point`` (a flat array in :attr:`variables` order, or a mapping by name),
         as one vector of :func:`len` numbers."""
         if self._program is None:
-            self._program = self._compiled(list(self.roots))
-        return self._flat(self._program.run(*self._inputs(self._named(point, data, kwargs))))
+            self._program = self.compiled(list(self.roots))
+        return self._flat(self._program.run(*self.program_inputs(self.named(point, data, kwargs))))
 
     __call__ = value
 
@@ -104,9 +104,9 @@ class IndexedVectorFunction(IndexedInputs):
         """``J·v``: each output's derivative along ``v`` (flat, in :attr:`variables` order), from
         one forward sweep through the loops, never the matrix."""
         if self._jvp is None:
-            (roots,) = forward(self.graph, list(self.roots), [self._tangents()])
-            self._jvp = self._compiled(roots)
-        return self._flat(self._jvp.run(*self._with_direction(point, v, data, "the tangent v")))
+            (roots,) = forward(self.graph, list(self.roots), [self.tangents()])
+            self._jvp = self.compiled(roots)
+        return self._flat(self._jvp.run(*self.inputs_with_direction(point, v, data, "the tangent v")))
 
     def vjp(self, point: Any, u: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
         """``uᵀJ`` (one number per variable): the indexed gradient of ``Σ u_r f_r``, a family's
@@ -122,11 +122,11 @@ class IndexedVectorFunction(IndexedInputs):
                 else:
                     term = g.make("mul", g.var(f"u'{k}"), root)
                 total = g.make("add", total, term)
-            self._vjp = IndexedFunction(Expr(g, total), wrt=self.wrt, backend=self._backend)
+            self._vjp = IndexedFunction(Expr(g, total), wrt=self.wrt, backend=self.backend)
         flat = as_floats(u).reshape(-1)
         if flat.shape != (self.m,):
             raise PointError(f"the cotangent u has {flat.size:,} numbers; the outputs are {self.m:,}")
-        given = self._named(point, data, {})
+        given = self.named(point, data, {})
         for k, (at, count) in enumerate(self.rows):
             given[f"u'{k}"] = flat[at:at + count] if self.graph.op[self.roots[k]] == "each" else flat[at]
         return self._vjp.grad(given)
@@ -137,7 +137,7 @@ class IndexedVectorFunction(IndexedInputs):
         :meth:`value`, columns in :attr:`variables` order), from each family's entries and offsets:
         ``x[i + c]`` in the body is the entry ``(i, i + c)`` for every ``i``, never unrolled."""
         if self._pattern is None:
-            self._pattern = jacobian_pattern(self.graph, self.roots, self._layout())
+            self._pattern = jacobian_pattern(self.graph, self.roots, self.layout())
         return self._pattern
 
     def jacobian_values(self, point: Any = None, data: Mapping[str, Any] | None = None) -> np.ndarray:
@@ -149,11 +149,11 @@ class IndexedVectorFunction(IndexedInputs):
         if self._entries is None:
             self._entries = self._entry_places()
             if self._entries.covers and self._entries.nodes:
-                self._entry_program = self._compiled(self._entries.nodes)
+                self._entry_program = self.compiled(self._entries.nodes)
         if self._entries.covers:
             if self._entry_program is None:
                 return np.zeros(self._entries.count)
-            return self._entries.values(self._entry_program.run(*self._inputs(self._named(point, data, {}))))
+            return self._entries.values(self._entry_program.run(*self.program_inputs(self.named(point, data, {}))))
         if self._compression is None:
             self._compression = Compression(*self.jacobian_pattern(), self.size, self.m, lower=False)
         return self._compression.values(lambda v: self.jvp(point, v, data), lambda u: self.vjp(point, u, data))
@@ -162,7 +162,7 @@ class IndexedVectorFunction(IndexedInputs):
         """The Jacobian's entries as expressions: a family's partial along each of its body's entries
         ``y[a*i + c]`` (and along the scalars it captures) as one ``each`` over its rows, from the
         body's own reverse sweep; a scalar output's row from its indexed gradient."""
-        g, layout = self.graph, self._layout()
+        g, layout = self.graph, self.layout()
         out = EntryPlaces(*self.jacobian_pattern(), self.size)
         for root, (at, count) in zip(self.roots, self.rows):
             if g.op[root] != "each":

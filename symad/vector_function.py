@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from symad.ad.matrices import cotangent_names, direction_names, jacobian_nodes, jvp_nodes, vjp_nodes
+from symad.ad.sparse_values import partial_entries
+from symad.ad.sparsity import CsrShape, Layout, jacobian_pattern
 from symad.core import document
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
@@ -129,8 +131,6 @@ class VectorFunction(Inputs):
             rows, cols = self.jacobian_pattern()
 
             def outputs() -> list[int]:
-                from symad.ad.sparse_values import partial_entries
-
                 return partial_entries(graph, roots, wrt, rows, cols) or [graph.const(0.0)]
         elif kind == "vjp":
             vector = [graph.var(u) for u in cotangent_names(len(roots))]
@@ -202,8 +202,6 @@ class VectorFunction(Inputs):
         with self._lock:
             pattern = getattr(self, "_pattern", None)
         if pattern is None:
-            from symad.ad.sparsity import Layout, jacobian_pattern
-
             pattern = jacobian_pattern(self.graph, self.roots, Layout.of_scalars(self.wrt_nodes))
             with self._lock:
                 self._pattern = pattern
@@ -223,8 +221,6 @@ class VectorFunction(Inputs):
     def sparse_jacobian(self, point: Any = None, params: Any = None, /, **kwargs: Any) -> Any:
         """The Jacobian at one point as a ``scipy.sparse.csr_matrix`` of shape ``(m, n)`` (SciPy:
         ``pip install "symad[scipy]"``)."""
-        from symad.ad.sparse_values import CsrShape
-
         values = self.jacobian_values(point, params, **kwargs)
         if values.ndim != 1:
             raise SymadError("sparse_jacobian takes one point (jacobian_values takes batches)")

@@ -10,8 +10,7 @@ Three ways, each computing the entries alone, never the dense matrix:
 * :class:`Compression`: products of the matrix with one vector per colour of its columns (forward
   over reverse for a Hessian, forward mode for a Jacobian), each entry read off alone.
 
-:class:`CsrShape` turns a pattern's values into a ``scipy.sparse.csr_matrix`` (SciPy imported on
-first use: :func:`scipy_sparse`).
+:class:`~symad.ad.sparsity.CsrShape` turns a pattern's values into a ``scipy.sparse.csr_matrix``.
 """
 
 from __future__ import annotations
@@ -50,49 +49,6 @@ def partial_entries(graph: Graph, roots: Sequence[int], wrt: Sequence[int], rows
         out.extend(row[w] for w in want)
     return out
 
-
-
-def scipy_sparse():  # noqa: ANN201
-    """``scipy.sparse``, or a clear error naming the extra that installs it."""
-    try:
-        import scipy.sparse
-    except ImportError:
-        raise SymadError('sparse matrices need SciPy: pip install "symad[scipy]"') from None
-    return scipy.sparse
-
-
-class CsrShape:
-    """A pattern's compressed-row structure, built once: a matrix at a point only orders its values.
-
-    ``(rows, cols)`` row-major sorted, of a matrix of ``shape``; ``mirrored``: they are a symmetric
-    matrix's lower triangle, and the matrix is the full one."""
-
-    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], mirrored: bool = False):
-        self.shape = shape
-        self.order: np.ndarray | None = None
-        if mirrored:
-            index = np.arange(rows.size)
-            off = rows != cols
-            rows, cols, index = np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]), \
-                np.concatenate([index, index[off]])
-            order = np.lexsort((cols, rows))
-            rows, cols, self.order = rows[order], cols[order], index[order]
-        kind = np.int32 if max(shape) < 2**31 - 1 else np.int64
-        self.indices = cols.astype(kind)
-        self.indptr = np.searchsorted(rows, np.arange(shape[0] + 1)).astype(kind)
-
-    def matrix(self, values: np.ndarray) -> object:
-        """The ``scipy.sparse.csr_matrix`` of the pattern's values (in the pattern's order)."""
-        sparse = scipy_sparse()
-        data = values if self.order is None else values[self.order]
-        return sparse.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
-
-
-def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int],
-        mirrored: bool = False) -> object:
-    """A ``scipy.sparse.csr_matrix`` of the entries (row-major sorted); ``mirrored``: they are a
-    lower triangle, and the matrix is the full symmetric one (:class:`CsrShape`, built each time)."""
-    return CsrShape(rows, cols, shape, mirrored).matrix(values)
 
 
 # ------------------------------------------------------------------ values from Hessian-vector products

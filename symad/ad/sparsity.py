@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from symad.ad.local import local_partial
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.core.errors import LimitError, SymadError
@@ -77,8 +78,6 @@ def _flows(name: str) -> tuple[int, ...]:
             if rule != 0.0:
                 out.append(k)
             continue
-        from symad.ad.local import local_partial
-
         partial = local_partial(graph, node, k)
         if not graph.is_const(partial, 0.0):
             out.append(k)
@@ -98,8 +97,6 @@ def op_rules(name: str) -> tuple[tuple[int, tuple[int, ...]], ...]:
     flows = _flows(name)
     if node is None:  # the op rewrote itself on plain variables: every argument meets every other
         return tuple((k, tuple(range(op.arity))) for k in flows)
-    from symad.ad.local import local_partial
-
     position = {a: k for k, a in enumerate(args)}
     out = []
     for k in flows:
@@ -449,16 +446,6 @@ def hessian_pattern(graph: Graph, root: int, layout: Layout) -> tuple[np.ndarray
     return pairs.lower(layout.size)
 
 
-def __getattr__(name: str) -> object:
-    """``csr`` and ``scipy_sparse``, which live in :mod:`symad.ad.sparse_values` (with the other
-    values at a pattern's entries), are importable from here too, as they were first."""
-    if name in ("csr", "scipy_sparse", "CsrShape"):
-        from symad.ad import sparse_values
-
-        return getattr(sparse_values, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def symmetric(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A lower triangle's entries with their mirror images: the full symmetric pattern."""
     off = rows != cols
@@ -475,3 +462,47 @@ def places(rows: np.ndarray, cols: np.ndarray, part_rows: np.ndarray, part_cols:
     """Where each entry of a part sits among the entries ``(rows, cols)`` (both row-major sorted)."""
     size = max(size, 1)
     return np.searchsorted(rows * size + cols, part_rows * size + part_cols)
+
+
+# ------------------------------------------------------------------ SciPy's matrices of a pattern
+def scipy_sparse():  # noqa: ANN201
+    """``scipy.sparse``, or a clear error naming the extra that installs it."""
+    try:
+        import scipy.sparse
+    except ImportError:
+        raise SymadError('sparse matrices need SciPy: pip install "symad[scipy]"') from None
+    return scipy.sparse
+
+
+class CsrShape:
+    """A pattern's compressed-row structure, built once: a matrix at a point only orders its values.
+
+    ``(rows, cols)`` row-major sorted, of a matrix of ``shape``; ``mirrored``: they are a symmetric
+    matrix's lower triangle, and the matrix is the full one."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], mirrored: bool = False):
+        self.shape = shape
+        self.order: np.ndarray | None = None
+        if mirrored:
+            index = np.arange(rows.size)
+            off = rows != cols
+            rows, cols, index = np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]), \
+                np.concatenate([index, index[off]])
+            order = np.lexsort((cols, rows))
+            rows, cols, self.order = rows[order], cols[order], index[order]
+        kind = np.int32 if max(shape) < 2**31 - 1 else np.int64
+        self.indices = cols.astype(kind)
+        self.indptr = np.searchsorted(rows, np.arange(shape[0] + 1)).astype(kind)
+
+    def matrix(self, values: np.ndarray) -> object:
+        """The ``scipy.sparse.csr_matrix`` of the pattern's values (in the pattern's order)."""
+        sparse = scipy_sparse()
+        data = values if self.order is None else values[self.order]
+        return sparse.csr_matrix((data, self.indices.copy(), self.indptr.copy()), shape=self.shape)
+
+
+def csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, shape: tuple[int, int],
+        mirrored: bool = False) -> object:
+    """A ``scipy.sparse.csr_matrix`` of the entries (row-major sorted); ``mirrored``: they are a
+    lower triangle, and the matrix is the full symmetric one (:class:`CsrShape`, built each time)."""
+    return CsrShape(rows, cols, shape, mirrored).matrix(values)

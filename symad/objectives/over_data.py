@@ -117,7 +117,7 @@ class Objective:
         self._penalty_params = np.zeros(0, dtype=np.intp)
         # the Hessian's pattern: (rows, cols, the row's entries' places in it, the penalty's)
         self._sparse: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
-        self._sparse_csr: sparse_values.CsrShape | None = None
+        self._sparse_csr: sparsity.CsrShape | None = None
 
     def __repr__(self) -> str:
         params = f", params={list(self.params)}" if self.params else ""
@@ -332,7 +332,7 @@ class Objective:
         shape = self._sparse_csr
         if shape is None:
             n = len(self.wrt)
-            shape = self._sparse_csr = sparse_values.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
+            shape = self._sparse_csr = sparsity.CsrShape(*self.hessian_pattern(), (n, n), mirrored=True)
         return shape.matrix(values)
 
     # ------------------------------------------------------------------ arguments
