@@ -71,16 +71,6 @@ class Expr(Term):
             return NotImplemented
         return functions.ufunc(ufunc.__name__, *inputs)
 
-    def __getitem__(self, key: Any) -> Expr:
-        """``x[i + 1]``, ``A[i, j]`` of a variable ``x`` with indices (:func:`symad.index`): the entry
-        of the vector ``x`` the text's ``x[i + 1]`` is (each index affine); ``x[3]`` the variable ``x[3]``."""
-        g = self.graph
-        name = g.data[self.id] if g.op[self.id] == "var" else None
-        if not isinstance(name, str) or "[" in name:
-            raise TypeError(f"only a plain variable takes indices (x[i + 1]), not {self}")
-        keys = key if isinstance(key, tuple) else (key,)
-        return Expr(g, importlib.import_module("symad.indices").entry(g, name, keys))
-
     def _unbound(self) -> str | None:
         """Why this is not an expression yet: it uses an index outside its sum (else None)."""
         if self.graph.scoped and binders.levels(self.graph)[self.id] >= _indices().PLACEHOLDER_BASE:

@@ -18,6 +18,7 @@ of expressions NumPy calls each element's method of the ufunc's name (``x.sin()`
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -105,10 +106,14 @@ def each_of(over: Any, *body: Any) -> Any:
 
 def index(*args: Any) -> Any:
     """``symad.index("i", 1, n)``: an index from 1 to n for ``symad.sum``/``prod``/``each``
-    (:mod:`symad.indices`)."""
-    from symad.indices import index as make
+    (:mod:`symad.indices`, loaded on first use: it builds expressions, which import this module)."""
+    return importlib.import_module("symad.indices").index(*args)
 
-    return make(*args)
+
+def indexed(name: str, graph: Graph | None = None) -> Any:
+    """``symad.indexed("x")``: the name whose entries ``x[i + 1]``, ``A[i, j]`` bodies use
+    (:mod:`symad.indices`)."""
+    return importlib.import_module("symad.indices").indexed(name, graph)
 
 
 def _is_index(value: Any) -> bool:
@@ -116,11 +121,9 @@ def _is_index(value: Any) -> bool:
 
 
 def _bound(op: str, over: Any, *body: Any) -> Any:
-    from symad.indices import bound
-
     if len(body) != 1:
         raise TypeError(f"symad.{op} takes an index and one body: symad.{op}(i, x[i]^2)")
-    return bound(op, over, body[0])
+    return importlib.import_module("symad.indices").bound(op, over, body[0])
 
 
 # Python names that are keywords or builtins are spelled with a trailing underscore.
@@ -129,7 +132,7 @@ NAMES: dict[str, Callable[..., Any]] = {}
 for _name in [*FUNCTIONS, *COMPARISONS.values(), "and", "or", "not"]:
     NAMES[PYTHON_NAMES.get(_name, _name)] = _function(_name)
 NAMES["sum"] = sum_of  # of an array or over an index (the text's sum(i = a..b, ...) is no function)
-NAMES.update(prod=prod_of, each=each_of, index=index)
+NAMES.update(prod=prod_of, each=each_of, index=index, indexed=indexed)
 
 # NumPy ufunc name -> the language's op: each op table entry's NumPy ufuncs (those whose
 # semantics symad's match), and three NumPy has that are other ops on expressions.

@@ -1,14 +1,14 @@
 """Index objects: ``sum(i = 1..n, ...)``, ``prod`` and ``each`` written in Python, the text's own nodes.
 
-``i = symad.index("i", 1, n)`` is an index running from 1 to n; ``x[i + 1]`` (``x`` a variable:
-``symad.var("x")``), ``A[i, j]``, arithmetic and the language's functions build a body with it,
+``i = symad.index("i", 1, n)`` is an index running from 1 to n; ``x[i + 1]`` (``x`` the name of
+indexed variables: ``symad.indexed("x")``), ``A[i, j]``, arithmetic and the language's functions build a body with it,
 and ``symad.sum(i, body)`` (``symad.prod``, ``symad.each``) binds it: the nodes are those the text
 ``sum(i = 1..n, body)`` builds in the same graph, a loop past the text's threshold, written out
 below it (:mod:`symad.core.unrolling`).
 
 >>> import symad
 >>> g = symad.Graph()
->>> i, x = symad.index("i", 1, 3), symad.var("x", g)
+>>> i, x = symad.index("i", 1, 3), symad.indexed("x", g)
 >>> print(symad.sum(i, (x[i + 1] - x[i]) ** 2))
 (x[2] - x[1])^2 + (x[3] - x[2])^2 + (x[4] - x[3])^2
 
@@ -32,6 +32,8 @@ from symad.core.dag import BINDERS, Graph
 from symad.core.errors import SymadError
 from symad.core.term import Arithmetic, Term, as_node, unwrapped
 from symad.core.unrolling import entries_as_items, lowered, rebuilt, summed
+from symad.expr import Expr, default_graph
+from symad.symbolic_array import plain_name
 
 PLACEHOLDER_BASE = 1 << 20  # index levels from here on are free indices of index objects, never a loop's
 _LARGEST_BOUND = 2**31  # as the text's bounds
@@ -52,8 +54,6 @@ class Index(Arithmetic):
 
     def term(self, graph: Graph | None = None) -> Any:
         """The index as an expression of ``graph`` (the default graph if None)."""
-        from symad.expr import Expr, default_graph
-
         g = default_graph() if graph is None else graph
         return Expr(g, g.index(self.level))
 
@@ -102,6 +102,40 @@ def _bound(value: Any, which: str) -> int:
     return int(number)
 
 
+class IndexedName:
+    """``symad.indexed("x")``: the name of indexed variables (or data); ``x[i + 1]``, ``A[i, j]``
+    are entries, expressions, as the text's (``x[3]``: the variable ``x[3]``)."""
+
+    __slots__ = ("name", "graph")
+
+    def __init__(self, name: str, graph: Graph | None = None):
+        self.name, self.graph = plain_name(name, "symad.indexed"), graph
+
+    def __getitem__(self, key: Any) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        g = self.graph if self.graph is not None else _graph_of(keys)
+        return Expr(g, entry(g, self.name, keys))
+
+    def __repr__(self) -> str:
+        return f"indexed({self.name!r})"
+
+
+def indexed(name: str, graph: Graph | None = None) -> IndexedName:
+    """``symad.indexed("x")``: ``x[i + 1]``, ``x[2*i - 1]``, ``A[i, j]`` with indices of
+    :func:`index` are the entries the text writes so.
+
+    >>> x = indexed("x", Graph())
+    >>> x[3]
+    Expr('x[3]')
+    """
+    return IndexedName(name, graph)
+
+
+def _graph_of(keys: tuple[Any, ...]) -> Graph:
+    """Where an entry without a graph of its own is built: its keys' (the default graph if none)."""
+    return next((k.graph for k in keys if isinstance(k, Term)), None) or default_graph()
+
+
 def entry(graph: Graph, name: str, keys: tuple[Any, ...]) -> int:
     """The node of ``name[keys]``: an entry ``item`` of the vector ``name`` when a key uses an index
     (each key affine in indices), else the variable ``name[k]`` (the text's ``x[3]``)."""
@@ -125,8 +159,6 @@ def entry(graph: Graph, name: str, keys: tuple[Any, ...]) -> int:
 def bound(op: str, over: Index, body: Any) -> Any:
     """``op`` (``sum``, ``prod`` or ``each``) of ``body`` over the index ``over``: the nodes the text
     ``op(i = low..high, body)`` builds, as an expression of ``body``'s graph."""
-    from symad.expr import Expr, default_graph
-
     if not isinstance(over, Index):
         raise TypeError(f"symad.{op} takes an index (symad.index) and a body, not {type(over).__name__}")
     body = unwrapped(body)

@@ -36,7 +36,8 @@ def to_document(obj: Any) -> dict[str, Any]:
     kind = _INDEXED_KINDS.get((type(obj).__module__, type(obj).__name__))
     if kind is not None:  # compiled loops: the loops, what they differentiate, the backend
         roots = [obj.expr.id] if kind == "indexed_function" else [e.id for e in obj.exprs]
-        return document.to_document(obj.graph, roots, kind, variables=list(obj.wrt), backend=obj._backend)
+        backend = getattr(obj, "backend", "auto")  # (the same bits in every backend)
+        return document.to_document(obj.graph, roots, kind, variables=list(obj.wrt), backend=backend)
     if isinstance(obj, (list, tuple)) and obj and all(isinstance(e, Expr) for e in obj):
         graph = default_graph() if len({id(e.graph) for e in obj}) > 1 else obj[0].graph
         roots = [graph.copy_from(e.graph, [e.id])[0] for e in obj]

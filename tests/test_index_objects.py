@@ -20,7 +20,7 @@ def _same(built: symad.Expr, text: str) -> None:
 
 def test_a_long_sum_is_the_texts_loop_node() -> None:
     g = Graph()
-    x, i = symad.var("x", g), symad.index("i", 1, 19999)
+    x, i = symad.indexed("x", g), symad.index("i", 1, 19999)
     built = symad.sum(i, 100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2)
     assert g.op[built.id] == "sum"
     _same(built, "sum(i = 1..19999, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
@@ -28,7 +28,7 @@ def test_a_long_sum_is_the_texts_loop_node() -> None:
 
 def test_a_short_sum_is_written_out_as_the_text_writes_it() -> None:
     g = Graph()
-    x, i = symad.var("x", g), symad.index(1, 3)  # named i
+    x, i = symad.indexed("x", g), symad.index(1, 3)  # named i
     built = symad.sum(i, (x[i + 1] - x[i]) ** 2)
     assert str(built) == "(x[2] - x[1])^2 + (x[3] - x[2])^2 + (x[4] - x[3])^2"
     _same(built, "sum(i = 1..3, (x[i+1] - x[i])^2)")
@@ -44,14 +44,14 @@ def test_a_short_sum_is_written_out_as_the_text_writes_it() -> None:
 ])
 def test_nested_loops_are_the_texts(build, text) -> None:
     g = Graph()
-    x, A = symad.var("x", g), symad.var("A", g)
+    x, A = symad.indexed("x", g), symad.indexed("A", g)
     i, j = symad.index("i", 1, 2000), symad.index("j", 1, 2000)
     _same(build(x, A, i, j), text)
 
 
 def test_products_and_functions_of_the_index() -> None:
     g = Graph()
-    x = symad.var("x", g)
+    x = symad.indexed("x", g)
     i, j = symad.index("i", 1, 20000), symad.index("j", 1, 3)
     _same(symad.sum(i, symad.prod(j, x[i + j]) + symad.sin(i)), "sum(i = 1..20000, prod(j = 1..3, x[i+j]) + sin(i))")
     k, m = symad.index("k", 1, 5), symad.index("m", 1, 30)
@@ -59,12 +59,19 @@ def test_products_and_functions_of_the_index() -> None:
 
 
 def test_an_index_built_loop_computes_the_texts_numbers() -> None:
-    x, i = symad.var("x"), symad.index("i", 1, 20000)
+    x, i = symad.indexed("x"), symad.index("i", 1, 20000)
     f = symad.compile(symad.sum(i, (x[i] - i / 20000) ** 2))
     point = np.linspace(0, 1, 20000)
     want = symad.compile("sum(i = 1..20000, (x[i] - i/20000)^2)").value_and_grad(point)
     value, grad = f.value_and_grad(point)
     assert value == want[0] and np.array_equal(grad, want[1])
+
+
+def test_an_expression_is_no_sequence_for_numpy() -> None:
+    x = symad.var("x")  # entries come from symad.indexed: an expression has no __getitem__ NumPy would read
+    with pytest.raises(TypeError):
+        x[0]
+    assert symad.indexed("x", Graph())[3] == symad.parse("x[3]") and repr(symad.indexed("x")) == "indexed('x')"
 
 
 def test_symad_sum_of_a_vector_still_sums_its_entries() -> None:
@@ -81,7 +88,7 @@ def test_bounds_must_be_whole_numbers(bounds, message) -> None:
 
 
 def test_an_index_must_be_affine_and_not_a_variable() -> None:
-    x, y, i = symad.var("x"), symad.var("y"), symad.index("i", 1, 20000)
+    x, y, i = symad.indexed("x"), symad.var("y"), symad.index("i", 1, 20000)
     with pytest.raises(SymadError, match="affine"):
         x[i * i]
     with pytest.raises(SymadError, match="not a variable"):
@@ -89,7 +96,7 @@ def test_an_index_must_be_affine_and_not_a_variable() -> None:
 
 
 def test_an_index_outside_its_sum_is_refused_where_it_is_used() -> None:
-    x, i, j = symad.var("x"), symad.index("i", 1, 20000), symad.index("j", 1, 3)
+    x, i, j = symad.indexed("x"), symad.index("i", 1, 20000), symad.index("j", 1, 3)
     loose = symad.sum(j, x[i + j])  # i is bound by no sum
     assert "outside its sum" in repr(loose)
     for use in (str, lambda e: e.compile(), lambda e: e.grad(), symad.dumps, lambda e: e.latex()):
@@ -98,7 +105,7 @@ def test_an_index_outside_its_sum_is_refused_where_it_is_used() -> None:
 
 
 def test_each_inside_a_sum_is_refused() -> None:
-    x, i, j = symad.var("x"), symad.index("i", 1, 20000), symad.index("j", 1, 20000)
+    x, i, j = symad.indexed("x"), symad.index("i", 1, 20000), symad.index("j", 1, 20000)
     with pytest.raises(SymadError, match="whole output"):
         symad.sum(i, symad.each(j, x[i] * x[j]))
 
@@ -135,7 +142,7 @@ BODIES = st.recursive(_LEAVES, _combine, max_leaves=6)
 def test_any_body_built_with_index_objects_is_the_texts_node(body, n, op) -> None:
     text, build = body
     g = Graph()
-    x, A = symad.var("x", g), symad.var("A", g)
+    x, A = symad.indexed("x", g), symad.indexed("A", g)
     i = symad.index("i", 1, n)
     j = {m: symad.index("j", 1, m) for m in (3, 40)}
     try:

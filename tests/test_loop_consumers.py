@@ -181,7 +181,7 @@ def test_documents_and_pickles_rebuild_the_same_nodes(text: str) -> None:
     assert symad.dumps(symad.Expr(other, copy)) == symad.dumps(e)
     assert g.digest(e.id) == other.digest(copy)
     back = pickle.loads(pickle.dumps(e))
-    assert back.graph.digest(back.id) == g.digest(e.id) and str(back) == str(e)
+    assert back.graph.digest(back.id) == g.digest(e.id) and back == e  # (printed, products follow node ids)
 
 
 def test_a_loaded_loop_computes_as_the_parsed_one() -> None:
@@ -299,7 +299,7 @@ def test_captures_are_drawn_outside_with_their_edges_into_the_box() -> None:
     e = looped(f"sum(i = 1..{N}, x[i]*sin(y) + x[i]^2) + sum(i = 1..{2 * N}, x[i]*sin(y) + x[i]^2)")
     source = symad.to_digraph(e).source
     where, clusters, labels = _clusters(source)
-    assert sorted(label for label, _ in clusters.values()) == [f"sum i = 1..{N}", f"sum i = 1..{2 * N}"]
+    assert sorted(label for label, _ in clusters.values()) == sorted([f"sum i = 1..{N}", f"sum i = 1..{2 * N}"])
     (sin,) = [n for n in where if labels[n] == "sin"]
     assert where[sin] is None
     into = [head for tail, head in _edges(source) if tail == sin]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symad.cli import loops
+from symad.cli import loop_commands as loops
 from symad.cli.common import parse_point
 from symad.core import indexed
 from symad.core.errors import SymadError, check_variables

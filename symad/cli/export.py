@@ -7,13 +7,13 @@ import os
 import re
 import sys
 
-from symad.cli import loops
+from symad.cli import loop_commands as loops
 from symad.cli.common import emit
 from symad.core.errors import SymadError
 from symad.core.files import write_atomically
 from symad.expr import Expr
 from symad.tools.exporters import c_source, python_source
-from symad.tools.exporters.loops import layout
+from symad.tools.exporters.loop_source import layout
 
 EPILOG = """\
 The code is from the same schedule and op lowerings as symad's native code, and computes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from symad.cli import loops
+from symad.cli import loop_commands as loops
 from symad.cli.common import (
     add_params_option,
     emit,

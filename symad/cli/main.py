@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from symad import __version__
-from symad.cli import loops
+from symad.cli import loop_commands as loops
 from symad.cli.common import (
     OUTPUT_ERRNOS,
     error_fields,

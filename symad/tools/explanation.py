@@ -49,7 +49,8 @@ def _tex_factor(value: float) -> str:
     return f"\\left({text}\\right)" if text.startswith("-") else text
 
 
-def _num(v: float) -> str:
+def number_text(v: float) -> str:
+    """A table's number: six significant digits (``0.333333``), ``nan`` as it is."""
     return format_number(float(f"{v:.6g}"), named_constants=False) if v == v else "nan"
 
 
@@ -67,8 +68,9 @@ def _column(widths: list[int]) -> int:
     return max((w for w in widths if w <= ALIGN_MAX), default=0)
 
 
-def _factor(v: float) -> str:
-    text = _num(v)
+def factor_text(v: float) -> str:
+    """:func:`number_text` in parentheses if negative, as a factor of a product is written."""
+    text = number_text(v)
     return f"({text})" if text.startswith("-") else text
 
 
@@ -120,25 +122,25 @@ class Explanation:
     def _sweep_parts(self, row: Row) -> tuple[str, str, str]:
         if row.seed:
             how = "(seed)" if self.mode == "reverse" else "(direction)"
-            return self.mark(row.name), how, _num(row.derivative or 0.0)
+            return self.mark(row.name), how, number_text(row.derivative or 0.0)
         symbolic = " + ".join(f"{self.mark(t.source)}*{t.local}" for t in row.terms)
-        numeric = " + ".join(BLOCKED if t.blocked else f"{_factor(t.factor)}*{_factor(t.local_value)}"
+        numeric = " + ".join(BLOCKED if t.blocked else f"{factor_text(t.factor)}*{factor_text(t.local_value)}"
                              for t in row.terms)
-        return self.mark(row.name), f"{symbolic} = {numeric}", _num(row.derivative or 0.0)
+        return self.mark(row.name), f"{symbolic} = {numeric}", number_text(row.derivative or 0.0)
 
     def to_text(self) -> str:
         """Aligned tables for a terminal (columns align up to ALIGN_MAX characters)."""
-        at = ", ".join(f"{k}={_num(v)}" for k, v in self.point.items())
+        at = ", ".join(f"{k}={number_text(v)}" for k, v in self.point.items())
         lines = [f"forward pass at {at}" if at else "forward pass"]
         width = _column([len(r.expr) for r in self.rows])
         name_width = max(len(r.name) for r in self.rows)
         for r in self.rows:
-            lines.append(f"  {r.name.rjust(name_width + 2)} = {r.expr.ljust(width)} = {_num(r.value)}")
+            lines.append(f"  {r.name.rjust(name_width + 2)} = {r.expr.ljust(width)} = {number_text(r.value)}")
         if self.mode == "reverse":
             lines.append("")
             lines.append("backward sweep: adjoints z̄ = df/dz, from the output down")
         else:
-            along = ", ".join(f"{k}={_num(v)}" for k, v in self.direction.items())
+            along = ", ".join(f"{k}={number_text(v)}" for k, v in self.direction.items())
             lines.append("")
             lines.append(f"forward sweep: tangents ż = dz/dt along {along}")
         parts = [self._sweep_parts(r) for r in self.sweep]
@@ -151,16 +153,16 @@ class Explanation:
 
     def _result_line(self) -> str:
         if self.mode == "reverse":
-            items = [f"df/d{v} = {self.mark(self.result_names[v])} = {_num(g)}" for v, g in self.result.items()]
+            items = [f"df/d{v} = {self.mark(self.result_names[v])} = {number_text(g)}" for v, g in self.result.items()]
             return "gradient: " + ", ".join(items) if items else "gradient: (no variables)"
         root = self.rows[-1].name
-        return f"directional derivative: df/dt = {self.mark(root)} = {_num(self.result['along'])}"
+        return f"directional derivative: df/dt = {self.mark(root)} = {number_text(self.result['along'])}"
 
     def to_markdown(self) -> str:
         """Markdown tables (for notes and notebooks)."""
-        out = [f"**Forward pass** at {', '.join(f'`{k}={_num(v)}`' for k, v in self.point.items())}", "",
+        out = [f"**Forward pass** at {', '.join(f'`{k}={number_text(v)}`' for k, v in self.point.items())}", "",
                "| node | operation | value |", "|---|---|---|"]
-        out += [f"| {r.name} | `{r.expr}` | {_num(r.value)} |" for r in self.rows]
+        out += [f"| {r.name} | `{r.expr}` | {number_text(r.value)} |" for r in self.rows]
         title = "Backward sweep (adjoints z̄ = ∂f/∂z)" if self.mode == "reverse" else "Forward sweep (tangents ż)"
         out += ["", f"**{title}**", "", "| derivative | sum of contributions | value |", "|---|---|---|"]
         for r in self.sweep:
@@ -209,16 +211,17 @@ class Explanation:
 
     def to_json(self) -> str:
         """One JSON object (non-finite numbers as strings)."""
-        return json.dumps(_finite(self.to_dict()))
+        return json.dumps(finite_json(self.to_dict()))
 
 
-def _finite(obj: Any) -> Any:
+def finite_json(obj: Any) -> Any:
+    """``obj`` (numbers, dicts, lists) with non-finite numbers as text, for JSON."""
     if isinstance(obj, float) and obj != obj or obj in (float("inf"), float("-inf")):
         return format_number(obj) if isinstance(obj, float) else obj
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_finite(v) for v in obj]
+        return [finite_json(v) for v in obj]
     return obj
 
 

@@ -20,13 +20,15 @@ from typing import Any
 
 import numpy as np
 
+from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import BINDERS
 from symad.core.errors import PointError, SymadError
 from symad.core.printing import format_number, to_infix
 from symad.core.unrolling import rebuilt
 from symad.expr import Expr
-from symad.tools.explanation import Explanation, _factor, _finite, _num, explain
+from symad.indexed_function import IndexedFunction
+from symad.tools.explanation import Explanation, explain, factor_text, finite_json, number_text
 
 
 @dataclass
@@ -80,7 +82,7 @@ class LoopExplanation:
             bar = f"{step.name[0]}\u0304{step.name[1:]}"
             scaled = "" if step.seed == 1 else f" (the adjoints below are for 1: times {bar})"
             lines += ["", f"body of {step.name} at {step.index} = {step.iteration}: each term receives {bar} = "
-                      f"{_num(step.seed)}{scaled}"]
+                      f"{number_text(step.seed)}{scaled}"]
             body = step.body.to_text().splitlines()
             sweep = body[body.index("") + 2:]
             lines += sweep[:sweep.index("")]
@@ -89,9 +91,9 @@ class LoopExplanation:
         for entry, terms in self.gathers.items():
             parts = [f"{t.entry} at i = {t.iteration}" if t.iteration is not None
                      else f"{t.entry} (outside the range)" if t.loop else t.entry for t in terms]
-            numbers = [_factor(t.value) for t in terms]
+            numbers = [factor_text(t.value) for t in terms]
             lines.append(f"  df/d{entry} = {' + '.join(parts) or '0'} = {' + '.join(numbers) or '0'} "
-                         f"= {_num(self.gradient[entry])}")
+                         f"= {number_text(self.gradient[entry])}")
         lines += ["", "gradient: " + ", ".join(f"df/d{k} = {format_number(v, named_constants=False)}"
                                            for k, v in self.gradient.items())]
         return "\n".join(lines)
@@ -112,11 +114,11 @@ class LoopExplanation:
         }
 
     def to_json(self) -> str:
-        return json.dumps(_finite(self.to_dict()))
+        return json.dumps(finite_json(self.to_dict()))
 
 
 def _point_text(point: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v if isinstance(v, str) else _num(v)}" for k, v in point.items())
+    return ", ".join(f"{k}={v if isinstance(v, str) else number_text(v)}" for k, v in point.items())
 
 
 def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = None) -> LoopExplanation:
@@ -124,9 +126,6 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
     array per vector: a number sets every entry), each loop's body at ``iteration`` (the nearest
     in its range) and the gathers of the entries ``x[iteration]`` (by default the first loop's
     first index)."""
-    from symad.backends.arrays import ArrayProgram
-    from symad.indexed_function import IndexedFunction
-
     f = IndexedFunction(expr)
     graph, root = f.graph, f.root
     vectors: dict[str, np.ndarray] = {}

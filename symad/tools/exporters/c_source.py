@@ -15,7 +15,7 @@ from symad.core import binders
 from symad.core.errors import SymadError
 from symad.core.names import compact
 from symad.expr import Expr
-from symad.tools.exporters.loops import LoopWriter, layout
+from symad.tools.exporters.loop_source import LoopWriter, layout
 from symad.tools.exporters.outputs import comment, exported_schedule
 from symad.tools.exporters.straight_line import C, straight_line
 

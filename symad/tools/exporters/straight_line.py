@@ -140,7 +140,7 @@ def literal(value: float, language: str) -> str:
     return f"({text})" if text.startswith("-") else text
 
 
-class _Translator:
+class Translator:
     """LLVM IR lines of the op table's lowerings, as declarations of one dialect."""
 
     def __init__(self, dialect: Dialect) -> None:
@@ -335,7 +335,7 @@ def straight_line(schedule: Schedule, dialect: Dialect, x: str = "x") -> tuple[l
     """Source lines computing the schedule from ``x[k]``: the lines (indented inside the
     dialect's blocks, if it has them), each output's expression, and the definitions of the
     helpers they call."""
-    tr = _Translator(dialect)
+    tr = Translator(dialect)
     names: dict[int, str] = {node: literal(c, dialect.double) for node, c in schedule.consts.items()}
     tr.nonzero.update(names[node] for node, c in schedule.consts.items() if c != 0.0)
     for k, node in enumerate(schedule.inputs):

@@ -1,5 +1,7 @@
 """The command line over expressions with a sum kept as a loop (over more than
-:data:`symad.core.binders.UNROLL_MAX_TERMS` terms): which commands take them, and ``grad``/``eval``."""
+:data:`symad.core.binders.UNROLL_MAX_TERMS` terms): which commands take them, the point's
+vectors (whole, or one number for every entry), and ``grad``/``eval``, ``hessian`` and
+``jacobian`` over loops (``explain`` and the exports have modules of their own)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from symad.core.errors import SymadError
 from symad.core.ops import Inline
 from symad.schedule.loop_nest import BLOCK, INNER_LANES
 from symad.schedule.lowering import PRIMITIVES, lower
-from symad.tools.exporters.straight_line import C, Dialect, _Translator, c_name, literal
+from symad.tools.exporters.straight_line import C, Dialect, Translator, c_name, literal
 
 _C_HELPERS = {
     "symad_clamp": "static long symad_clamp(long k, long n) { return k < 0 ? 0 : k >= n ? n - 1 : k; }",
@@ -126,7 +126,7 @@ class LoopWriter:
     def __init__(self, where: Layout, dialect: Dialect, grad: str = "grad"):
         self.at, self.d, self.grad = where, dialect, grad
         self.c = dialect is C
-        self.tr = _Translator(dialect)
+        self.tr = Translator(dialect)
         self.graph = where.graph
         self.lines: list[str] = []
         self.used: set[str] = set()  # this module's helpers called
