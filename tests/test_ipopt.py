@@ -12,7 +12,7 @@ from support.cli_helpers import run
 
 from symad.core.errors import PointError, SymadError
 from symad.optimize import minimize
-from symad.optimize.constrained import constrained_problem
+from symad.optimize.nlp import constrained_problem
 from symad.optimize.sparse import SparseHessian, Union
 
 pytest.importorskip("cyipopt")

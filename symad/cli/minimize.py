@@ -20,9 +20,10 @@ from symad.core.files import write_atomically
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
 from symad.optimize.constrained import SCIPY_METHODS
-from symad.optimize.driver import OptimizeResult, check_settings, minimize
+from symad.optimize.driver import check_settings, minimize
 from symad.optimize.methods import METHODS, SECOND_ORDER
 from symad.optimize.problem import Problem
+from symad.optimize.result import OptimizeResult
 
 EPILOG = """\
 examples:

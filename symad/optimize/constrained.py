@@ -15,17 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from symad.core.dag import Graph
+from symad.ad.sparsity import csr
 from symad.core.errors import SymadError
-from symad.expr import Expr, parse
+from symad.expr import Expr
 from symad.objectives import Objective
-from symad.optimize.constraints import Constraints, read_constraints
-from symad.optimize.problem import DataProblem, Problem
+from symad.optimize.constraints import Constraints
+from symad.optimize.loops import LoopProblem
+from symad.optimize.nlp import FEASIBLE, constrained_problem, jacobian_t, refuse_held, violation, with_loops
+from symad.optimize.problem import Problem
 from symad.optimize.sparse import SparseHessian, symmetric_csr
 from symad.second_order import SecondOrder
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
-FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
 # trust-constr gets the objective's Hessian as a sparse matrix while it has at most this many
 # nonzeros a row on average (each compiled as an expression); denser and large, Hessian-vector products.
 SPARSE_PER_ROW = 50
@@ -40,8 +41,6 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         import scipy.optimize as so
     except ImportError:
         raise SymadError(f"method {method} runs scipy's: pip install scipy") from None
-    from symad.optimize.nlp import refuse_held, with_loops
-
     pieces = with_loops(fun, constraints)
     if pieces is not None:
         if method != "trust-constr":
@@ -125,10 +124,6 @@ def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: f
     """scipy's trust-constr on a problem with loops: the sparse forms IPOPT takes, as scipy.sparse matrices."""
     import scipy.optimize as so
 
-    from symad.ad.sparsity import csr
-    from symad.optimize.loops import LoopProblem
-    from symad.optimize.nlp import jacobian_t, violation
-
     t0 = time.perf_counter()
     nlp = LoopProblem(fun, constraints, bounds)
     x = nlp.start(x0)
@@ -179,27 +174,6 @@ def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: f
         g = g - jacobian_t(nlp, x, out["multipliers"])
     out["grad_norm"] = float(np.linalg.norm(nlp.pgrad(x, g)))
     return out
-
-
-def constrained_problem(fun: Expr | str | SecondOrder | Objective, constraints: Any,
-                        variables: Sequence[str] | None, fixed: Mapping[str, float] | None, bounds: Any,
-                        background: bool, params: Mapping[str, float] | None) -> tuple[Problem, Constraints | None]:
-    """The objective over the free variables and its constraints (None without), compiled."""
-    expr = parse(fun, Graph()) if isinstance(fun, str) else fun
-    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
-    pairs = read_constraints(constraints, graph) if constraints is not None else []
-    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
-        if variables:
-            raise SymadError("an objective's wrt and data name its variables: it takes no variables")
-        problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
-    else:
-        if variables is None and not isinstance(expr, SecondOrder) and pairs:
-            # the constraints' variables are the problem's too, though the objective may not use them
-            variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
-        problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
-    cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
-                       background=background) if pairs else None
-    return problem, cons
 
 
 def _multipliers(r: Any, method: str, cons: Constraints) -> np.ndarray | None:

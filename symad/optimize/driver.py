@@ -35,34 +35,11 @@ from symad.core.errors import SymadError
 from symad.expr import Expr
 from symad.objectives import Objective
 from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
+from symad.optimize.ipopt import minimize_ipopt
 from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
 from symad.optimize.problem import DataProblem, Problem
+from symad.optimize.result import OptimizeResult
 from symad.second_order import SecondOrder
-
-
-class OptimizeResult(dict):
-    """scipy's ``OptimizeResult`` fields (``x fun jac nit nfev njev nhev success status message``)
-    as a dict with attribute access, plus ``variables``, ``point`` (by name, fixed ones
-    included), ``grad_norm``, ``method``, ``hessian`` (``"matrix"``, ``"products"`` for
-    Hessian-vector products, ``"sparse"`` for trust-constr's and IPOPT's sparse matrices, or
-    None), ``time`` (seconds, iterating), ``setup_time`` (seconds, parsing and compiling) and,
-    with ``keep_path=True``, ``path`` and ``path_fun`` (every iterate, the start included).  After a mini-batch run
-    (``batch_size``), ``fun``, ``jac`` and ``grad_norm`` are over every row at ``x`` (one
-    pass at the end), and ``batch_fun``, ``batch_jac`` and ``batch_grad_norm`` the last
-    mini-batch's, which the stopping rules judged."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    __setattr__ = dict.__setitem__  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        width = max(map(len, self), default=0)
-        return "\n".join(f"{k.rjust(width)}: {v!r}" for k, v in self.items() if not k.startswith("path"))
-
 
 # Unbounded below: f at or under -UNBOUNDED_F, or f still falling at |x| ≥ EXPLODED_X (there a
 # product of two coordinates is near overflow, so no finite minimum is in reach).
@@ -178,8 +155,6 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
             raise SymadError("method ipopt takes the whole objective: batch_size is for "
                              f"{', '.join(STOCHASTIC)}")
         check_settings({"max_iter": max_iter, "tol": tol, "max_time": max_time})
-        from symad.optimize.ipopt import minimize_ipopt
-
         return OptimizeResult(minimize_ipopt(
             fun, x0, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol,
             max_iter=3000 if max_iter is None else max_iter, max_time=max_time, callback=callback,

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from symad.core.errors import PointError, SymadError
-from symad.optimize.constrained import FEASIBLE
-from symad.optimize.nlp import NLP, build, jacobian_t, violation
+from symad.optimize.nlp import FEASIBLE, NLP, build, jacobian_t, violation
+from symad.optimize.result import OptimizeResult
 
 # IPOPT's return statuses (its ApplicationReturnStatus), by number.
 STATUS = {
@@ -148,8 +148,6 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
     if not np.isfinite(x).all():
         bad = [nlp.names[i] for i in np.flatnonzero(~np.isfinite(x))[:3]]
         raise PointError(f"the start point is not finite: {', '.join(bad)}")
-    from symad.optimize.driver import OptimizeResult
-
     stopped: list[str] = []
     t1, iterations = math.inf, [0]
 

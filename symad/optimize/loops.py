@@ -28,6 +28,9 @@ from symad.core.dag import Graph, natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.expr import Expr, parse
+from symad.function import Function
+from symad.indexed_function import IndexedFunction
+from symad.indexed_vector_function import IndexedVectorFunction
 from symad.optimize.conditions import as_constraint, check_objective
 from symad.optimize.constraints import KINDS
 from symad.optimize.sparse import Union
@@ -165,11 +168,7 @@ class Layout:
 def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
     """An expression's value, gradient and sparse Hessian: loops kept, or written out."""
     if has_loops(expr):
-        from symad.indexed_function import IndexedFunction
-
         return IndexedFunction(expr, wrt=wrt)
-    from symad.function import Function
-
     return Function(expr)
 
 
@@ -201,9 +200,6 @@ class Family:
     ``λ`` as data."""
 
     def __init__(self, expr: Expr):
-        from symad.indexed_function import IndexedFunction
-        from symad.indexed_vector_function import IndexedVectorFunction
-
         g: Graph = expr.graph
         level, lo, hi = binders.range_of(g, expr.id)
         body = binders.body_of(g, expr.id)

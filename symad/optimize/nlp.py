@@ -22,10 +22,13 @@ from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
 from symad.objectives import Objective
-from symad.optimize.constraints import Constraints
+from symad.optimize.constraints import Constraints, read_constraints
 from symad.optimize.loops import LoopProblem, has_loops
-from symad.optimize.problem import Problem
+from symad.optimize.problem import DataProblem, Problem
 from symad.optimize.sparse import SparseHessian, Union
+from symad.second_order import SecondOrder
+
+FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
 
 
 class WrittenOut:
@@ -90,12 +93,31 @@ class WrittenOut:
 NLP = WrittenOut | LoopProblem
 
 
+def constrained_problem(fun: Expr | str | SecondOrder | Objective, constraints: Any,
+                        variables: Sequence[str] | None, fixed: Mapping[str, float] | None, bounds: Any,
+                        background: bool, params: Mapping[str, float] | None) -> tuple[Problem, Constraints | None]:
+    """The objective over the free variables and its constraints (None without), compiled."""
+    expr = parse(fun, Graph()) if isinstance(fun, str) else fun
+    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
+    pairs = read_constraints(constraints, graph) if constraints is not None else []
+    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
+        if variables:
+            raise SymadError("an objective's wrt and data name its variables: it takes no variables")
+        problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
+    else:
+        if variables is None and not isinstance(expr, SecondOrder) and pairs:
+            # the constraints' variables are the problem's too, though the objective may not use them
+            variables = graph.variables([expr.id, *(e.id for _, e in pairs if e.graph is graph)])
+        problem = Problem(expr, variables, fixed, bounds, background=background, params=params)
+    cons = Constraints(pairs, graph, problem.names, problem.fixed, problem.params,
+                       background=background) if pairs else None
+    return problem, cons
+
+
 def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Mapping[str, float] | None,
           bounds: Any, background: bool, params: Mapping[str, float] | None) -> NLP:
     """The problem in sparse form: with loops (in the objective or a constraint) a
     :class:`~symad.optimize.loops.LoopProblem`, else :class:`WrittenOut`."""
-    from symad.optimize.constrained import constrained_problem
-
     pieces = with_loops(fun, constraints)
     if pieces is not None:
         refuse_held(variables, fixed, params)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from symad.ad.sparsity import csr
+
 Pattern = tuple[np.ndarray, np.ndarray]
 
 
@@ -71,6 +73,4 @@ class Union:
 
 def symmetric_csr(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, n: int) -> Any:
     """The full symmetric ``n × n`` matrix of a lower triangle, as ``scipy.sparse.csr_matrix``."""
-    from symad.ad.sparsity import csr
-
     return csr(rows, cols, values, (n, n), mirrored=True)
