@@ -186,7 +186,7 @@ def test_wrong_arities_of_min_and_max(xy):
 
 def test_the_help_lists_min_and_max_of_any_arity():
     assert "min(a, b, ...)" in signatures() and "max(a, b, ...)" in signatures()
-    assert "min(a, b, ...) max(a, b, ...)" in EPILOG
+    assert "min(a, b, ...) max(a, b, ...)" in " ".join(EPILOG.split())  # the help wraps where it likes
 
 
 # ---------------------------------------------------------------- property: a NumPy number is its double

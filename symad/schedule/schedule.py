@@ -62,7 +62,9 @@ def _structural_key(inputs: Sequence[int], outputs: Sequence[int], steps: list[S
     """A hash of the program with nodes named by position (inputs, steps) or value (constants)."""
     ref: dict[int, str] = {v: f"a{k}" for k, v in enumerate(inputs)}
     ref.update((n, float(c).hex()) for n, c in consts.items())
-    parts = []
+    # The number of inputs sets the code's layout (a batch's row stride), even where some go unread:
+    # ``sin(x)`` over (x) and over (x, y) are different machine code.
+    parts = [f"inputs {len(inputs)}"]
     for i, (node, op, args) in enumerate(steps):
         parts.append(f"{op}({','.join([ref[a] for a in args])})")
         ref[node] = f"s{i}"

@@ -59,7 +59,7 @@ def test_strategies_cover_the_op_table():
     wanted |= {("call", f"{name}/{arity}") for name, arities in FUNCTIONS.items() for arity in arities}
     seen: set[tuple[str, str]] = set()
 
-    @property_test(300)
+    @property_test(800)  # (enough draws to meet every function of the table)
     @given(text=expressions())
     def check(text):
         for tok in symad.to_postfix(text):

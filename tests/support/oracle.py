@@ -77,6 +77,17 @@ SYMPY_FUNCTIONS = {
     # (unevaluated: SymPy's simplification of nested Min/Max can take seconds an example)
     "sinc": sympy.sinc,  # sin(x)/x, unnormalised
     "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo, evaluate=False), hi, evaluate=False),
+    # the special functions (symad/core/ops/special.py)
+    "lgamma": lambda a: sympy.log(sympy.Abs(sympy.gamma(a))), "digamma": lambda a: sympy.polygamma(0, a),
+    "polygamma": lambda n, a: sympy.polygamma(sympy.floor(n + _HALF), a),  # n rounded, as symad does
+    "gamma": sympy.gamma,
+    "ndtr": lambda a: (1 + sympy.erf(a / sympy.sqrt(2))) / 2,
+    "log_ndtr": lambda a: sympy.log((1 + sympy.erf(a / sympy.sqrt(2))) / 2),
+    "logit": lambda a: sympy.log(a / (1 - a)),
+    "xlogy": lambda a, b: sympy.Piecewise((0, sympy.Eq(a, 0)), (a * sympy.log(b), True)),
+    "xlog1py": lambda a, b: sympy.Piecewise((0, sympy.Eq(a, 0)), (a * sympy.log(1 + b), True)),
+    "betaln": lambda a, b: sympy.loggamma(a) + sympy.loggamma(b) - sympy.loggamma(a + b),
+    "beta": lambda a, b: sympy.exp(sympy.loggamma(a) + sympy.loggamma(b) - sympy.loggamma(a + b)),
 }
 SYMPY_CONSTANTS = {"pi": sympy.pi, "e": sympy.E, "inf": sympy.oo, "nan": sympy.nan}
 
