@@ -242,6 +242,9 @@ def explain(expr: Expr, point: Mapping[str, Any], mode: str = "reverse",
         if mode != "reverse":
             raise SymadError("forward mode is not explained over sums kept as loops yet: use reverse mode")
         return importlib.import_module("symad.tools.loop_explanation").explain_loops(expr, point, iteration)
+    if g.op[root] == "const":
+        raise SymadError(f"nothing to explain: the expression is the number {format_number(g.data[root])} "
+                         "(no variable, no step, no derivative)")
     point = {v: float(point[v]) for v in expr.variables}
     if mode == "reverse":
         steps = trace.reverse(g, root, point)

@@ -140,3 +140,10 @@ def test_a_saved_document_still_loads_and_a_hash_in_the_argument_is_no_comment(c
     assert status == 0 and out.splitlines()[0] == "f     = 3"
     status, _, err = symad(capsys, "eval", "x # no comment here", "--at", "x=1")
     assert status == 2 and "unexpected character '#'" in err
+
+
+def test_explaining_a_number_is_a_clear_error(capsys):
+    """``2*3`` folds to the number 6: explain has no step to show (it raised a KeyError)."""
+    status, out, err = symad(capsys, "explain", "2*3")
+    assert status == 2 and out == "" and "nothing to explain: the expression is the number 6" in err
+    assert "nothing to explain" in json_error(capsys, "explain", "2*3", "--json")["error"]["message"]
