@@ -146,4 +146,4 @@ def test_explaining_a_number_is_a_clear_error(capsys):
     """``2*3`` folds to the number 6: explain has no step to show (it raised a KeyError)."""
     status, out, err = symad(capsys, "explain", "2*3")
     assert status == 2 and out == "" and "nothing to explain: the expression is the number 6" in err
-    assert "nothing to explain" in json_error(capsys, "explain", "2*3", "--json")["error"]["message"]
+    assert "nothing to explain" in json_error(capsys, "explain", "2*3", "--json")["message"]
