@@ -528,7 +528,7 @@ def stencils_ready() -> bool:
     shared cache, or without a cache a background task) and the answer is False."""
     if _stencils:
         return True
-    objects = _stencil_objects(compile_missing=False)
+    objects = stencil_objects(compile_missing=False)
     if objects is not None and _install(*objects):
         return True
     with _lock:
@@ -553,14 +553,14 @@ def stitch(schedule: Schedule) -> stitching.StitchedProgram:
 def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
     with _compile_lock:
         if not _stencils:
-            objects = _stencil_objects(compile_missing=True)
+            objects = stencil_objects(compile_missing=True)
             if objects is None or not _install(*objects):
                 raise stencils.StencilError("the stencils' entries cannot be loaded in this process")
         return _stencils[0]
 
 
 def _stencils_in_background() -> None:
-    objects = _stencil_objects(compile_missing=True, remote_ok=True)
+    objects = stencil_objects(compile_missing=True, remote_ok=True)
     if objects is not None:
         _install(*objects)
 
@@ -577,7 +577,7 @@ def _install(stencil_object: bytes, entries_object: bytes) -> bool:
     return True
 
 
-def _stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[bytes, bytes] | None:
+def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[bytes, bytes] | None:
     """The object code of the stencils and of their entries: from the shared code cache (its trust
     rules; the stencils keyed by the op table's lowerings, the CPU and LLVM), else compiled and
     stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),

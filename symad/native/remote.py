@@ -36,7 +36,7 @@ def build_stencils(folder: str) -> bool:
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
-        subprocess.Popen([sys.executable, "-m", "symad.native.worker", "--stencils", folder],
+        subprocess.Popen([sys.executable, "-m", "symad.native.build_stencils", folder],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
                          start_new_session=True, close_fds=True)
     except OSError:

@@ -8,8 +8,7 @@ parent loads the object code it gets back (milliseconds).
 Protocol, over the worker's stdin and stdout: a request is the line
 ``"<opt> <size> <bytes>\\n"`` and that many bytes of IR text (``opt`` -2: the stencils'); the answer is
 ``"ok <bytes>\\n"`` and the object code, or ``"error <bytes>\\n"`` and a message.
-The worker ends when its stdin does.  ``--stencils FOLDER`` instead compiles the stencils into
-the code cache ``FOLDER`` and ends (a process that outlives its parent).
+The worker ends when its stdin does.
 """
 
 from __future__ import annotations
@@ -41,17 +40,5 @@ def serve(stdin: object, stdout: object) -> None:
         stdout.flush()  # type: ignore[attr-defined]
 
 
-def build_stencils(folder: str) -> None:
-    """Compile the stencils and their entries into the code cache ``folder`` (a process of its own,
-    started by :func:`symad.native.remote.build_stencils`)."""
-    from symad.native import cache, jit
-
-    cache.set_cache_dir(folder)
-    jit._stencil_objects(compile_missing=True)
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--stencils"]:
-        build_stencils(sys.argv[2])
-    else:
-        serve(sys.stdin.buffer, sys.stdout.buffer)
+    serve(sys.stdin.buffer, sys.stdout.buffer)

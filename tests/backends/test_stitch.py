@@ -174,7 +174,7 @@ def test_the_code_is_position_independent_and_built_before_mapping():
 def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
     """The stencils are kept in the code cache under its trust rules: a changed entry is not run
     (the stencils are compiled again instead)."""
-    good = jit._stencil_objects(compile_missing=True)[0]  # the machine's copy (compiled once)
+    good = jit.stencil_objects(compile_missing=True)[0]  # the machine's copy (compiled once)
     folder = tmp_path / "cache"
     monkeypatch.setattr(cache, "_dir", [folder])
     name = jit._disk_name(stencils.library_digest(), jit.STENCIL_OPT, "stencils")
@@ -186,7 +186,7 @@ def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
     path.write_bytes(bytes(blob))
     os.chmod(path, 0o600)
     assert cache.load(name, folder) is None
-    assert jit._stencil_objects(compile_missing=False) is None  # not trusted: not used
+    assert jit.stencil_objects(compile_missing=False) is None  # not trusted: not used
 
 
 def test_unknown_relocations_are_refused():
