@@ -201,7 +201,8 @@ def test_polygamma_is_digamma_derivative_to_any_order():
 
 @pytest.mark.skipif(not native.available(), reason="needs llvmlite")
 @pytest.mark.parametrize("text", ["lgamma(x)", "digamma(x)", "polygamma(y, x)", "gamma(x)", "ndtr(x)",
-                                  "log_ndtr(x)", "logit(x)", "xlogy(y, x)", "xlog1py(y, x)", "betaln(x, y)"])
+                                  "log_ndtr(x)", "logit(x)", "xlogy(y, x)", "xlog1py(y, x)", "betaln(x, y)",
+                                  "betaln(y, x)", "digamma_diff(x, y)"])
 def test_native_code_gives_pythons_bits_on_random_points(text):
     """Value, gradient and Hessian, on random points of many magnitudes: one implementation."""
     rng = np.random.default_rng(5)
@@ -222,3 +223,58 @@ def test_native_code_gives_pythons_bits_on_random_points(text):
             py = f.compile(names, backend="python").value(points)
             nat = f.compile(names, backend="native").value(points)
             assert bits(py) == bits(nat), str(f)
+
+
+def _betaln_points() -> list[tuple[float, float]]:
+    """a, b from 1e-300 to 1e300 (log-uniform, both orders) and from 0 to 30, and the hard pairs."""
+    rng = np.random.default_rng(341)
+    wide = 10.0 ** rng.uniform(-300, 300, (150, 2))
+    near = rng.uniform(0, 30, (100, 2))
+    one_large = np.column_stack([rng.uniform(0, 12, 80), 10.0 ** rng.uniform(0.5, 300, 80)])
+    close = np.column_stack([10.0 ** rng.uniform(-1, 300, 60), 10.0 ** rng.uniform(-300, -1, 60)])
+    hard = [(0.1, math.sinh(15)), (10.0, 10.0), (9.999999999999998, 10.0), (5.0, 1e-10), (1e300, 1e300),
+            (1e-300, 1e-300), (1e-300, 1e300), (20.0, 1e-12), (1e5, 1e5 + 3)]
+    pairs = np.concatenate([wide, near, one_large, close, hard])
+    return [(float(a), float(b)) for a, b in np.concatenate([pairs, pairs[:, ::-1]])]
+
+
+def test_betaln_and_its_partials_against_mpmath_across_scales():
+    """log B(a, b) and ψ(a) − ψ(a + b), ψ(b) − ψ(a + b) (its gradient, by digamma_diff) to a few
+    ulp where the three lgammas (or two digammas) would cancel: one argument large, or both.
+    Near the curve B(a, b) = 1 (where log B crosses 0) only ulps of the terms hold: there the
+    scale is lgamma of the smaller argument (or the three lgammas, both below 10)."""
+    e = symad.parse("betaln(a, b)", symad.Graph())
+    fn = e.compile(["a", "b"], backend="python")
+    worst = [(0.0, None)] * 3
+    with mp.workprec(1400):  # the oracle's own lgammas cancel ~1,000 bits at 1e300
+        for a, b in _betaln_points():
+            value, grad = fn.value_and_grad([a, b])
+            A, B = mpmath.mpf(a), mpmath.mpf(b)
+            x, y = min(A, B), max(A, B)
+            lg = [abs(mpmath.loggamma(t)) for t in (x, y, A + B)]
+            wants = [mpmath.loggamma(A) + mpmath.loggamma(B) - mpmath.loggamma(A + B),
+                     mpmath.digamma(A) - mpmath.digamma(A + B), mpmath.digamma(B) - mpmath.digamma(A + B)]
+            for k, (got, want) in enumerate(zip([value, *grad], wants)):
+                if not 2.2250738585072014e-308 <= abs(want) <= 1.7976931348623157e308:
+                    continue
+                scale = abs(want)
+                if k == 0:
+                    scale = max(scale, lg[0] if y >= 10 else max(lg))
+                err = float(abs(mpmath.mpf(got) - want) / _ulp(scale)) if math.isfinite(got) else inf
+                worst[k] = max(worst[k], (err, (a, b)))
+    for k, (err, at) in enumerate(worst):
+        assert err <= 4, f"betaln: derivative {k} is {err:.3g} ulp off at {at} (bound 4)"
+
+
+@pytest.mark.parametrize("text, at, want", [
+    ("betaln(a, b)", (0.1, math.sinh(15)), 0.8220273973214208), ("betaln(a, b)", (3.0, 4.0), math.log(1 / 60)),
+    ("beta(a, b)", (2.0, 3.0), 1 / 12), ("betaln(a, b)", (2.0, inf), -inf), ("betaln(a, b)", (0.0, 2.0), inf),
+    ("betaln(a, b)", (nan, 2.0), nan), ("digamma_diff(a, b)", (1e300, 1e300), -math.log(2)),
+])
+def test_betaln_at_its_hard_points_and_edges(text, at, want):
+    """Within ulps of lgamma(0.1) (2.25) at the first point: log B crosses 0 near there."""
+    e = symad.parse(text, symad.Graph())
+    for backend in ("python", "native") if native.available() else ("python",):
+        got = e.compile(["a", "b"], backend=backend).value(list(at))
+        assert math.isclose(got, want, rel_tol=6e-16) or got == want or math.isnan(got) and math.isnan(want), \
+            (text, at, backend, got)

@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import sys
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -267,6 +268,38 @@ _SPECIAL_EXACT = {
 }
 
 
+def _difference_exact(term, a: float, b: float) -> tuple[Any, float]:
+    """term(a) − term(a + b) (betaln: lgamma(a) + lgamma(b) − lgamma(a + b)) where an argument is
+    ≤ 0 (the kernel's plain form, a + b rounded): exact where the terms are finite, within 4 ulps
+    of the largest term (they may cancel); else the terms' IEEE arithmetic."""
+    terms = [term(t) for t in ((a, b, a + b) if term is _SPECIAL_EXACT["lgamma"] else (a, a + b))]
+    terms = [t if isinstance(t, float) or abs(t) <= sys.float_info.max else float(t) for t in terms]  # overflow
+    signs = (1, 1, -1) if len(terms) == 3 else (1, -1)
+    if all(isinstance(t, float) or mpmath.isfinite(t) for t in terms) and not any(isinstance(t, float) for t in terms):
+        exact = mpmath.fsum(s * t for s, t in zip(signs, terms))
+        return exact, 4.0 * float(max(abs(t) for t in terms) / abs(exact)) if exact else 0.0
+    return float(sum(s * float(t) for s, t in zip(signs, terms))), 0.0
+
+
+def _pair_exact(op: str, a: float, b: float) -> tuple[Any, float]:
+    """betaln(a, b) = log|B(a, b)| and digamma_diff(a, b) = ψ(a) − ψ(a + b): mpmath's for a, b > 0
+    (4 ulps), −inf where one is +inf; nan with a nan; elsewhere :func:`_difference_exact`."""
+    if a != a or b != b:
+        return nan, 0.0
+    if a > 0 and b > 0:
+        if math.inf in (a, b):
+            return (0.0 if op == "digamma_diff" and b != inf else -inf), 0.0
+        A, B = mpmath.mpf(a), mpmath.mpf(b)
+        with mpmath.workprec(1400):  # lgamma(1e300) − lgamma(1e300 + b) cancels ~1,000 bits
+            if op == "betaln":  # below 10 and near log B = 0 (B(0.5, 3) = 16/15): ulps of the terms
+                terms = [abs(mpmath.loggamma(t)) for t in (min(A, B), max(A, B), A + B)]
+                exact = mpmath.loggamma(A) + mpmath.loggamma(B) - mpmath.loggamma(A + B)
+                scale = terms[0] if max(a, b) >= 10 else max(terms)
+                return +exact, 4.0 * float(max(scale, abs(exact)) / abs(exact)) if exact else 0.0
+            return +(mpmath.digamma(A) - mpmath.digamma(A + B)), 4.0
+    return _difference_exact(_SPECIAL_EXACT["lgamma" if op == "betaln" else "digamma"], a, b)
+
+
 def _ulps(got: float, exact) -> float:
     """|got − exact| in ulps of the exact value (of a subnormal: 2^-1074)."""
     exact = mpmath.mpf(exact)
@@ -281,6 +314,8 @@ def special_reference(op: str, p: list[float]) -> tuple[float, float]:
     if op == "xlog1py":
         return (0.0 if p[0] == 0 else float(np.float64(p[0]) * np.float64(STABLE["log1p"](p[1])))), 0.0
     with mpmath.workprec(256):
+        if op in ("betaln", "digamma_diff"):
+            return _pair_exact(op, *p)
         exact = _SPECIAL_EXACT[op](*p)
         if isinstance(exact, float):
             return exact, 0.0
@@ -299,7 +334,10 @@ def _agrees(got: float, exact, ulps: float) -> bool:
     return math.isfinite(got) and _ulps(got, exact) <= ulps
 
 
-@pytest.mark.parametrize("op", [op for op in OPERATIONS if op in (*_SPECIAL_EXACT, "xlogy", "xlog1py")])
+_PAIRS = ("xlogy", "xlog1py", "betaln", "digamma_diff")
+
+
+@pytest.mark.parametrize("op", [op for op in OPERATIONS if op in (*_SPECIAL_EXACT, *_PAIRS)])
 def test_special_functions_at_the_special_points(op):
     """Poles, ±inf, nan, zeros, subnormals and ordinary points, in every backend (which give the
     same bits: test_every_backend_gives_the_same_bits): mpmath's value within a few ulp, and
@@ -317,7 +355,7 @@ def test_special_functions_at_the_special_points(op):
     assert not bad, "\n".join(bad[:12])
 
 
-@pytest.mark.parametrize("op", [op for op in OPERATIONS if op not in (*_SPECIAL_EXACT, "xlogy", "xlog1py")])
+@pytest.mark.parametrize("op", [op for op in OPERATIONS if op not in (*_SPECIAL_EXACT, *_PAIRS)])
 def test_values_are_the_documented_ones(op):
     """IEEE arithmetic, C99 functions (``pow(-inf, 0.5) = inf``, ``pow(-0, 0.5) = +0``), and
     IEEE 754-2019 minimum/maximum (``min(+0, -0) = -0``, nan propagates), whatever the order."""

@@ -1,6 +1,6 @@
 """The op table's special functions, for statistical models: ``lgamma``, ``digamma``,
-``polygamma(n, x)``, ``gamma``, ``ndtr``, ``log_ndtr``, ``logit``, ``xlogy``, ``xlog1py``
-(``betaln`` and ``beta`` are derived forms, in :mod:`symad.core.ops`).
+``polygamma(n, x)``, ``gamma``, ``betaln`` (and its partial ``digamma_diff``), ``ndtr``, ``log_ndtr``,
+``logit``, ``xlogy``, ``xlog1py`` (``beta`` is ``exp(betaln)``).
 
 Each is written once as a kernel of straight-line steps (:mod:`.straight`): the same steps run
 on floats (``py``), on NumPy arrays (``np``) and as the op's LLVM lowering, so every backend
@@ -296,6 +296,74 @@ def xlog1py(m: Any, x: Any, y: Any) -> Any:
     return m.where(m.eq(x, 0.0), 0.0, x * _log1p(m, y))
 
 
+def _stirling_correction(m: Any, w: Any) -> Any:
+    """lgamma(w) − ((w − ½)log w − w + log(2π)/2) for w ≥ 10: Stirling's series beyond its leading terms."""
+    z = m.div(1.0, w)
+    return z * _horner(z * z, _LGAMMA_SERIES)
+
+
+def betaln(m: Any, a: Any, b: Any) -> Any:
+    """log|B(a, b)| = lgamma(a) + lgamma(b) − lgamma(a + b).  For a, b > 0 with x = min, y = max:
+    y < 10: the three lgammas (terms of moderate size); y ≥ 10 > x: lgamma(x) plus
+    lgamma(y) − lgamma(x + y) = −(y − ½)·log1p(x/y) − x·log(x + y) + x + (Stirling's corrections'
+    difference), where the lgammas would cancel (y log y against x log y); x ≥ 10:
+    log(2π)/2 − ½log y + (x − ½)·log(x/(x + y)) − y·log1p(x/y) + corrections, terms of one sign
+    (TOMS 708's form).  Elsewhere (an argument ≤ 0 or nan) the three lgammas."""
+    positive = m.both(m.gt(a, 0.0), m.gt(b, 0.0))
+    x = m.where(m.lt(a, b), a, b)
+    y = m.where(m.lt(a, b), b, a)
+    s = x + y
+    three = (lgamma(m, x) + lgamma(m, y)) - lgamma(m, s)
+    big_y, big_x = m.ge(y, _BIG), m.ge(x, _BIG)
+    yb = m.where(big_y, y, _BIG)  # a safe argument where the region is not taken
+    xb = m.where(big_x, x, _BIG)
+    sb = m.where(big_y, s, _BIG)
+    h = m.div(x, yb)
+    l1p = _log1p(m, h)
+    corr_y, corr_s = _stirling_correction(m, yb), _stirling_correction(m, sb)
+    # one log serves both regions: log(x + y) (x < 10) or log(x/(x + y)) = log(h/(1 + h)) (x ≥ 10)
+    logged = m.log(m.where(big_x, m.div(h, 1.0 + h), sb))
+    one_large = (lgamma(m, x) - ((yb - 0.5) * l1p + x * logged)) + (x + (corr_y - corr_s))
+    corrections = (_stirling_correction(m, xb) + corr_y) - corr_s
+    both_large = ((_HALF_LOG_2PI - 0.5 * m.log(yb)) + corrections) + ((xb - 0.5) * logged - yb * l1p)
+    value = m.where(big_x, both_large, m.where(big_y, one_large, three))
+    value = m.where(m.eq(y, math.inf), -math.inf, value)
+    return m.where(positive, value, three)
+
+
+def digamma_diff(m: Any, a: Any, b: Any) -> Any:
+    """ψ(a) − ψ(a + b), the partial of betaln(a, b) in a, without the difference's cancellation
+    (b small against a, or both large).  For a, b > 0: a moved up to w ≥ 10 by
+    ψ(y) − ψ(y + b) = ψ(y + 1) − ψ(y + 1 + b) − b/(y(y + b)) (terms of one sign), then
+    −log1p(b/w) − b/(2w(w + b)) − (S(w) − S(w + b)) with S the asymptotic series, its difference
+    as (t₁ − t₂)·(divided difference of S's polynomial in t = 1/w²).  Elsewhere ψ(a) − ψ(a + b)."""
+    positive = m.both(m.gt(a, 0.0), m.gt(b, 0.0))
+    plain = digamma(m, a) - digamma(m, a + b)
+    y = m.where(positive, a, _BIG)
+    first = m.lt(y, _BIG)
+    terms = m.where(first, m.div(m.div(b, y + b), y), 0.0)  # y may be tiny: y(y + b) would underflow
+    y = m.where(first, y + 1.0, y)
+    for _ in range(int(_BIG) - 1):
+        go = m.lt(y, _BIG)
+        terms = terms + m.where(go, m.div(b, y * (y + b)), 0.0)
+        y = m.where(go, y + 1.0, y)
+    bb = m.where(positive, b, 1.0)
+    w2 = y + bb
+    d = m.div(m.div(bb, w2), y)  # 1/w − 1/(w + b)
+    z1, z2 = m.div(1.0, y), m.div(1.0, w2)
+    t1, t2 = z1 * z1, z2 * z2
+    p1 = p2 = _DIGAMMA_SERIES[-1]
+    dd = 0.0
+    for c in reversed(_DIGAMMA_SERIES[:-1]):
+        dd = dd * t1 + p2
+        p1, p2 = p1 * t1 + c, p2 * t2 + c
+    # S(t) = t·P(t): S(t₁) − S(t₂) = (t₁ − t₂)·(t₁·D + P(t₂)), D the divided difference of P
+    series = (d * (z1 + z2)) * (t1 * dd + p2)
+    asymptotic = -((_log1p(m, m.div(bb, y)) + 0.5 * d) + series)
+    value = m.where(m.eq(b, math.inf), -math.inf, asymptotic - terms)
+    return m.where(positive, value, plain)
+
+
 # ===================================================================== the table's entries
 def _define(name: str, kernel: Any, arity: int, partials: tuple, **facts: Any) -> None:
     template, calls = inline_template(kernel, arity)
@@ -366,6 +434,17 @@ _define("xlog1py", xlog1py, 2,
         domain=((0.4, 1.1), (-0.6, -0.3)), doc="x·log1p(y), 0 where x = 0",
         sympy=Sympy(build=lambda sp, a, b: a * sp.log(1 + b)))
 
+_digamma_diff = op_call("digamma_diff")
+_define("betaln", betaln, 2, (lambda a, b, out: _digamma_diff(a, b), lambda a, b, out: _digamma_diff(b, a)),
+        domain=((0.4, 2.5), (3.0, 15.0), (12.0, 30.0), (0.7, 1e6)),
+        doc="log|B(a, b)| = lgamma(a) + lgamma(b) − lgamma(a + b), without the cancellation where one "
+            "argument is large", latex=r"\ln\mathrm{B}",
+        sympy=Sympy(build=lambda sp, a, b: sp.loggamma(a) + sp.loggamma(b) - sp.loggamma(a + b)))
+_define("digamma_diff", digamma_diff, 2,
+        (lambda a, b, out: _polygamma(1.0, a) - _polygamma(1.0, a + b), lambda a, b, out: -_polygamma(1.0, a + b)),
+        domain=((0.4, 2.5), (3.0, 15.0), (12.0, 0.3), (0.7, 1e6)),
+        doc="ψ(a) − ψ(a + b), betaln's partial in a, without the difference's cancellation",
+        sympy=Sympy(build=lambda sp, a, b: sp.polygamma(0, a) - sp.polygamma(0, a + b)))
+
 FUNCTIONS["polygamma"] = {2: _polygamma}
-FUNCTIONS["betaln"] = {2: lambda a, b: (_lgamma(a) + _lgamma(b)) - _lgamma(a + b)}
-FUNCTIONS["beta"] = {2: lambda a, b: exp((_lgamma(a) + _lgamma(b)) - _lgamma(a + b))}
+FUNCTIONS["beta"] = {2: lambda a, b: exp(op_call("betaln")(a, b))}
