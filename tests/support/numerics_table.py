@@ -318,8 +318,9 @@ SPECIAL_INTRO = """## Special functions
 `lgamma` (log|Γ(x)|), `digamma` (ψ), `polygamma(n, x)` (ψ⁽ⁿ⁾, n rounded to a whole number from 0
 to 10, else `nan`; its derivative in n is 0), `gamma`, `ndtr` (Φ, the normal distribution
 function), `log_ndtr` (log Φ), `logit`, `xlogy(x, y)` and `xlog1py(x, y)` (0 where x = 0, y
-whatever it is; ∂/∂y is then 0 too, also at y = 0), and the derived `betaln(a, b) = lgamma(a) +
-lgamma(b) − lgamma(a + b)` and `beta(a, b) = exp(betaln(a, b))` (for a, b > 0). Each is written
+whatever it is; ∂/∂y is then 0 too, also at y = 0), `betaln(a, b)` (log|B(a, b)| = lgamma(a) +
+lgamma(b) − lgamma(a + b)) with its partial `digamma_diff(a, b)` (ψ(a) − ψ(a + b)), and the
+derived `beta(a, b) = exp(betaln(a, b))` (for a, b > 0). Each is written
 once, in `symad/core/ops/special.py`, as straight-line steps of IEEE arithmetic and the C
 library's `log`, `exp`, `pow` and `erfc`, run on floats, on NumPy arrays and traced into its LLVM
 lowering, so every backend and both exports give the same bits (no backend calls a platform's
@@ -345,8 +346,17 @@ and there within a few ulp of its largest term only, near the negative zeros of 
 1,400 at −38); `log_ndtr` from the asymptotic series of Φ below −20 (log Φ(−40) to the last
 digit) and `log1p(−Φ(−x))` above 0, its derivative φ/Φ with φ's exponent split so that x²/2 is
 exact (below −20 the derivative of the value's own series); `logit` as `log1p((2p − 1)/(1 − p))`
-in [¼, ¾]. The second derivatives of `log_ndtr` (−r(x + r), r = φ/Φ, in [−20, −1]) and of `logit`
-(near ½) cancel: within a few ulp of their terms' size there.
+in [¼, ¾]; `betaln` for a, b > 0 without the three lgammas' cancellation where one argument is
+large (lgamma(0.1) + lgamma(b) − lgamma(0.1 + b) lost 1e-9 at b = 1.6e6): from 10 on lgamma(y) −
+lgamma(x + y) as −(y − ½)·log1p(x/y) − x·log(x + y) + x and the difference of Stirling's series,
+and where both arguments are 10 or more TOMS 708's sum of terms of one sign; values and its
+gradient within 4 ulp from 1e-300 to 1e300 in both orders, except near the curve B(a, b) = 1
+(B(0.5, 3) = 16/15), where only ulps of lgamma's terms hold. `digamma_diff` moves a up to 10 with
+terms b/(y(y + b)) of one sign and takes the asymptotic series' difference as a divided
+difference, so ψ(5) − ψ(5 + 1e-10) keeps its digits. For an argument ≤ 0 both are the plain
+difference. The second derivatives of `betaln` in one argument (ψ′(a) − ψ′(a + b), b small
+against a), of `log_ndtr` (−r(x + r), r = φ/Φ, in [−20, −1]) and of `logit` (near ½) cancel:
+within a few ulp of their terms' size there (ψ′(a) overflows below a = 1e-154: `nan`).
 
 Values and derivatives at hard points, as symad computes them (`tests/test_special_functions.py`
 checks each against mpmath):
@@ -357,7 +367,9 @@ SPECIAL_ROWS = [("lgamma(x)", "x=1e300"), ("lgamma(x)", "x=1e-300"), ("lgamma(x)
                 ("digamma(x)", "x=-0.5"), ("polygamma(1, x)", "x=1"), ("polygamma(3, x)", "x=0.01"),
                 ("gamma(x)", "x=171.5"), ("gamma(x)", "x=-2.5"), ("ndtr(x)", "x=-38"), ("ndtr(x)", "x=8"),
                 ("log_ndtr(x)", "x=-40"), ("log_ndtr(x)", "x=10"), ("logit(x)", "x=0.5000001"),
-                ("logit(x)", "x=1e-300"), ("xlogy(x, y)", "x=0,y=0"), ("betaln(x, y)", "x=3,y=4")]
+                ("logit(x)", "x=1e-300"), ("xlogy(x, y)", "x=0,y=0"), ("betaln(x, y)", "x=3,y=4"),
+                ("betaln(x, y)", "x=0.1,y=1634508.6862359024"), ("betaln(x, y)", "x=1634508.6862359024,y=0.1"),
+                ("betaln(x, y)", "x=1e300,y=1e300"), ("digamma_diff(y, x)", "x=1e-10,y=5")]
 
 
 def special_section() -> list[str]:

@@ -340,12 +340,15 @@ def digamma_diff(m: Any, a: Any, b: Any) -> Any:
     positive = m.both(m.gt(a, 0.0), m.gt(b, 0.0))
     plain = digamma(m, a) - digamma(m, a + b)
     y = m.where(positive, a, _BIG)
-    first = m.lt(y, _BIG)
-    terms = m.where(first, m.div(m.div(b, y + b), y), 0.0)  # y may be tiny: y(y + b) would underflow
-    y = m.where(first, y + 1.0, y)
-    for _ in range(int(_BIG) - 1):
+    terms = 0.0
+    for step in range(int(_BIG)):
         go = m.lt(y, _BIG)
-        terms = terms + m.where(go, m.div(b, y * (y + b)), 0.0)
+        p = y * (y + b)
+        term = m.div(b, p)  # in one rounding, unless p leaves the normal range: then b/(y + b)/y
+        if step == 0:  # (from y ≥ 1 on, p ≥ 1: only overflow)
+            term = m.where(m.ge(p, 2.2250738585072014e-308), term, m.div(m.div(b, y + b), y))
+        term = m.where(m.lt(p, 1e300), term, m.div(m.div(b, y + b), y))
+        terms = terms + m.where(go, term, 0.0)
         y = m.where(go, y + 1.0, y)
     bb = m.where(positive, b, 1.0)
     w2 = y + bb
