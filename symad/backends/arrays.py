@@ -63,8 +63,8 @@ class _Scope:
     """The steps of one scope: the top level, or a binder's body over its range."""
 
     def __init__(self, graph: Graph, nodes: Sequence[int], leaves: Sequence[int]):
-        op_of = graph.op
-        order = [n for n in nodes if op_of[n] not in ("index", "item", "vector") and n not in leaves]
+        op_of, leaf = graph.op, set(leaves)  # (a set: a long list of leaves made this quadratic)
+        order = [n for n in nodes if op_of[n] not in ("index", "item", "vector") and n not in leaf]
         steps, self.consts, _ = lower(graph, order)  # (its variables are read from the point)
         self.steps = [(node, op, args, None if op in BINDERS else PRIMITIVES[op].np) for node, op, args in steps]
 

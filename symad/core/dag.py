@@ -271,9 +271,7 @@ class Graph:
         digests = self._digests
         if node in digests:
             return digests[node]
-        for n in self.reachable([node]):
-            if n in digests:
-                continue
+        for n in self.reachable([node], digests):  # only the nodes not digested yet: k calls cost their new nodes
             op, data = self.op[n], self.data[n]
             if op == "const":
                 digests[n] = hash((_OP_CODE[op], _float_bits(data)))  # type: ignore[arg-type]

@@ -27,8 +27,8 @@ from symad.backends.arrays import BLOCK, ArrayProgram
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
-from symad.runtime import batches
-from symad.schedule.loop_nest import NotCompiled, loop_nest, loop_program
+from symad.runtime import batches, policy
+from symad.schedule.loop_nest import NotCompiled, Scope, loop_nest, loop_program
 from symad.schedule.schedule import Schedule
 
 Vectors = Mapping[str, tuple[np.ndarray, tuple[int, ...]]]
@@ -50,6 +50,7 @@ class _Loop:
         self.reads_index = index in graph.reachable([body], {*self.items, *caps})
         inputs = [*self.items, *caps] + [index] * self.reads_index
         self.schedule = Schedule.build(graph, [body], inputs)
+        _check_quick(self.schedule.size)
         self.sources = ([("col", k) for k in range(len(self.items))] + [("w", k) for k in range(len(caps))]
                         + [("row", len(caps))] * self.reads_index)
         self.shifts = []
@@ -200,6 +201,7 @@ class _Nest:
 
     def __init__(self, graph: Graph, node: int, spans: Mapping[str, Any]):
         self.nest = loop_nest(graph, node, spans)
+        _check_quick(_steps(self.nest.root))
         self.program = native.compile_nest(self.nest)
         _, self.low, self.high = graph.data[node]  # type: ignore[misc]
         self.sums = graph.op[node] == "sum"
@@ -237,6 +239,8 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
             continue
         try:
             loop = _Loop(graph, node)
+        except NotCompiled:
+            continue
         except (NotImplementedError, SymadError):  # a loop inside, or an entry it cannot read in place
             if spans is None:
                 continue
@@ -265,6 +269,7 @@ class WholeProgram:
 
     def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any]):
         self.program = loop_program(graph, roots, spans)
+        _check_quick(_steps(self.program.top))
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
         self.program.call_entry = self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
@@ -313,6 +318,24 @@ class WholeProgram:
         finally:
             if kept:
                 self._lock.release()
+
+
+def _check_quick(steps: int) -> None:
+    """Loop code is compiled before its first call: only code short enough to compile at once
+    (a body of thousands of written-out steps, such as the gradient of a long written-out product
+    beside a loop, took LLVM minutes) — NumPy runs the others."""
+    if steps > policy.NATIVE_SYNC_OPS:
+        raise NotCompiled(f"loop code of {steps:,} steps is not compiled before its first call")
+
+
+def _steps(top: Scope) -> int:
+    """The steps of a scope and of every loop inside it (each loop's body counted once)."""
+    count, todo = 0, [top]
+    while todo:
+        scope = todo.pop()
+        count += len(scope.steps)
+        todo.extend(scope.inner.values())
+    return count
 
 
 def _rows(graph: Graph, roots: list[int]) -> int:

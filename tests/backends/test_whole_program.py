@@ -82,3 +82,17 @@ def test_compiled_code_is_keyed_by_structure_never_by_node_ids() -> None:
     shifted.const(7.0)
     shifted.var("unrelated")
     assert keys("sum(i = 1..20, 2*x[i] + 3*x[i]^2)", shifted) == plain
+
+
+def test_long_straight_code_beside_a_loop_is_not_compiled_before_the_first_call(monkeypatch) -> None:
+    """A long written-out product beside a loop gave the loops' code thousands of steps, which LLVM
+    took minutes to compile before the first call: past policy.NATIVE_SYNC_OPS steps NumPy runs it,
+    with the same numbers."""
+    text = "sum(i=1..400, x[i]^2) + prod(j=1..40, 1 + y*x[j]/40)"
+    x = np.r_[1 + 0.1 * np.sin(np.arange(400)), 0.5]
+    compiled = IndexedFunction(symad.parse(text))
+    monkeypatch.setattr(native_loops.policy, "NATIVE_SYNC_OPS", 20)
+    quick = IndexedFunction(symad.parse(text))
+    assert compiled._whole is not None and quick._whole is None
+    assert quick.value_and_grad(x)[0] == compiled.value_and_grad(x)[0]
+    np.testing.assert_allclose(quick.grad(x), compiled.grad(x), rtol=1e-14)
