@@ -25,7 +25,7 @@ _EXPORTS = {
     "VectorFunction": "vector_function", "Graph": "core.dag",
     "SecondOrder": "second_order", "hessian": "second_order", "hvp": "second_order",
     "minimize": "optimize", "objective": "objectives", "Objective": "objectives",
-    "explain": "tools.explanation", "to_digraph": "tools.viz", "write_picture": "tools.viz",
+    "explain": "tools.explanation", "explore": "tools.explore", "to_digraph": "tools.viz", "write_picture": "tools.viz",
     "DotNotFoundError": "tools.viz",
     "to_postfix": "frontend.parser", "clear_caches": "caches",
     "save": "persist", "load": "persist", "dumps": "persist", "loads": "persist",
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from symad.second_order import SecondOrder, hessian, hvp
     from symad.symbolic_array import Matrix, Vector
     from symad.tools.explanation import explain
+    from symad.tools.explore import explore
     from symad.tools.viz import DotNotFoundError, to_digraph, write_picture
     from symad.vector_function import VectorFunction
 
@@ -124,6 +125,6 @@ __all__ = [
     "DotNotFoundError", "Expr", "Function", "Graph", "IndexedFunction", "IndexedVectorFunction", "LimitError",
     "Matrix", "NameRuleError", "Objective", "ParseError", "PointError", "SecondOrder", "SymadError",
     "UnknownFunctionError", "VariableError", "Vector", "VectorFunction", "clear_caches", "compile", "data", "dumps",
-    "explain", "from_sympy", "hessian", "hvp", "load", "loads", "minimize", "objective", "parse", "parse_outputs",
-    "save", "to_digraph", "to_postfix", "to_sympy", "var", "vector", "write_picture",
+    "explain", "explore", "from_sympy", "hessian", "hvp", "load", "loads", "minimize", "objective", "parse",
+    "parse_outputs", "save", "to_digraph", "to_postfix", "to_sympy", "var", "vector", "write_picture",
 ]
