@@ -4,6 +4,7 @@ the code cache's trust rules applied to the stencils."""
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import math
 import os
@@ -16,7 +17,7 @@ from support.properties import property_test
 
 import symad
 from symad import Graph
-from symad.native import cache, elf, jit, stencils
+from symad.native import build_stencils, cache, elf, jit, stencils
 from symad.native import stitcher as stitching
 from symad.schedule.lowering import PRIMITIVES
 from symad.schedule.schedule import Schedule
@@ -267,3 +268,18 @@ def test_the_policy_stitches_large_programs_once_the_stencils_are_ready(monkeypa
 
     monkeypatch.setattr(symad.native, "stencils_ready", lambda: False)  # stencils still compiling: not yet
     assert not policy.stitched(policy.NATIVE_SYNC_OPS + 1)
+
+
+def test_processes_started_together_compile_the_stencils_once(tmp_path, monkeypatch):
+    """The builder process takes a lock file in the cache folder; a second one finding it taken ends
+    without compiling (ten processes started at once on a machine without the stencils ran ten
+    compiles of seconds each)."""
+    monkeypatch.setattr(cache, "set_cache_dir", lambda folder: None)
+    calls = []
+    monkeypatch.setattr(build_stencils.jit, "stencil_objects", lambda compile_missing: calls.append(1))
+    with open(tmp_path / build_stencils.LOCK_NAME, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        build_stencils.build(str(tmp_path))
+        assert calls == []
+    build_stencils.build(str(tmp_path))
+    assert calls == [1]
