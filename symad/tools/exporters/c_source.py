@@ -15,7 +15,7 @@ from symad.core import binders
 from symad.core.errors import SymadError
 from symad.core.names import compact
 from symad.expr import Expr
-from symad.tools.exporters.loop_source import LoopWriter, layout
+from symad.tools.exporters.loop_source import LoopWriter, checked_layout
 from symad.tools.exporters.outputs import comment, exported_schedule
 from symad.tools.exporters.straight_line import C, straight_line
 
@@ -145,16 +145,7 @@ def c_source(expr: Expr, name: str = "f", grad: bool = False, hessian: bool = Fa
 def _c_loops(expr: Expr, name: str, grad: bool, hessian: bool, variables: Sequence[str] | None,
              header: str) -> tuple[str, str]:
     """:func:`c_source` of an expression with sums kept as loops: C loops, the same bits."""
-    if hessian:
-        raise SymadError("--hessian of an expression with sums kept as loops is not exported (its Hessian is "
-                         "n x n): export --grad, or use IndexedFunction.hessp in Python")
-    at = layout(expr, grad)
-    if variables is not None and list(variables) != at.wrt:
-        raise SymadError(f"an expression with loops is exported over {', '.join(at.wrt)} in this order")
-    for data in at.data:
-        problem = c_name_problem(data)
-        if problem or data in ("x", "grad", name):
-            raise SymadError(f"the data {data} cannot be a C parameter's name: {problem or 'taken'}; rename it")
+    at = checked_layout(expr, name, grad, hessian, variables, c_name_problem, "C")
     writer = LoopWriter(at, C)
     lines, value = writer.body()
     params = ["const double *x", *(f"const double *{d}" for d in at.data), *(["double *grad"] if grad else [])]

@@ -14,7 +14,7 @@ adds them), the gradient's ``each`` written entry by entry: the bits are symad's
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from symad.ad.gather import indexed_gradient
@@ -95,6 +95,25 @@ class Layout:
 
     def shape(self, name: str) -> str:
         return " x ".join(f"{high - low + 1}" for low, high in self.spans[name])
+
+
+def checked_layout(expr, name: str, grad: bool, hessian: bool, variables: Sequence[str] | None,  # noqa: ANN001
+                   name_problem: Callable[[str], str | None], language: str) -> Layout:
+    """:func:`layout` of an export (the function ``name``, in ``language``), refusing what the
+    exports of loops do not write: a Hessian, another order of the variables, data whose names
+    cannot be parameters (``name_problem``: why not, or None)."""
+    if hessian:
+        raise SymadError("--hessian of an expression with sums kept as loops is not exported (its Hessian is "
+                         "n x n): export --grad, or use IndexedFunction.hessp in Python")
+    at = layout(expr, grad)
+    if variables is not None and list(variables) != at.wrt:
+        raise SymadError(f"an expression with loops is exported over {', '.join(at.wrt)} in this order")
+    for data in at.data:
+        problem = name_problem(data)
+        if problem or data in ("x", "grad", name):
+            raise SymadError(f"the data {data} cannot be a {language} parameter's name: {problem or 'taken'}; "
+                             "rename it")
+    return at
 
 
 def layout(expr, grad: bool) -> Layout:  # noqa: ANN001 (an Expr)
