@@ -29,6 +29,7 @@ EXPRESSIONS = [
     " + (if 0 < x < y then log(x) else -y)",
     "lgamma(1 + x^2) + digamma(2 + y^2) + polygamma(1, 1 + x^2) + gamma(1 + y^2/4) + ndtr(x) + log_ndtr(y)"
     " + logit(sigmoid(x)) + xlogy(x, 1 + y^2) + xlog1py(y, x^2)",
+    "betaln(1 + x^2, 2 + y^2) + digamma_diff(1 + y^2, x^2) + beta(x^2, 0.5)",
 ]
 
 

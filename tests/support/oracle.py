@@ -51,6 +51,11 @@ def _flat(fn):
     return Flat
 
 
+def _log_abs_gamma(a):
+    """log|Γ(a)|, real for negative a too (SymPy's loggamma is complex there)."""
+    return sympy.log(sympy.Abs(sympy.gamma(a)))
+
+
 SYMPY_FUNCTIONS = {
     "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan,
     "asin": sympy.asin, "acos": sympy.acos, "atan": sympy.atan,
@@ -78,7 +83,7 @@ SYMPY_FUNCTIONS = {
     "sinc": sympy.sinc,  # sin(x)/x, unnormalised
     "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo, evaluate=False), hi, evaluate=False),
     # the special functions (symad/core/ops/special.py)
-    "lgamma": lambda a: sympy.log(sympy.Abs(sympy.gamma(a))), "digamma": lambda a: sympy.polygamma(0, a),
+    "lgamma": lambda a: _log_abs_gamma(a), "digamma": lambda a: sympy.polygamma(0, a),
     "polygamma": lambda n, a: sympy.polygamma(sympy.floor(n + _HALF), a),  # n rounded, as symad does
     "gamma": sympy.gamma,
     "ndtr": lambda a: (1 + sympy.erf(a / sympy.sqrt(2))) / 2,
@@ -86,8 +91,9 @@ SYMPY_FUNCTIONS = {
     "logit": lambda a: sympy.log(a / (1 - a)),
     "xlogy": lambda a, b: sympy.Piecewise((0, sympy.Eq(a, 0)), (a * sympy.log(b), True)),
     "xlog1py": lambda a, b: sympy.Piecewise((0, sympy.Eq(a, 0)), (a * sympy.log(1 + b), True)),
-    "betaln": lambda a, b: sympy.loggamma(a) + sympy.loggamma(b) - sympy.loggamma(a + b),
-    "beta": lambda a, b: sympy.exp(sympy.loggamma(a) + sympy.loggamma(b) - sympy.loggamma(a + b)),
+    "betaln": lambda a, b: _log_abs_gamma(a) + _log_abs_gamma(b) - _log_abs_gamma(a + b),
+    "beta": lambda a, b: sympy.exp(_log_abs_gamma(a) + _log_abs_gamma(b) - _log_abs_gamma(a + b)),
+    "digamma_diff": lambda a, b: sympy.polygamma(0, a) - sympy.polygamma(0, a + b),
 }
 SYMPY_CONSTANTS = {"pi": sympy.pi, "e": sympy.E, "inf": sympy.oo, "nan": sympy.nan}
 
