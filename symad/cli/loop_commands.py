@@ -1,7 +1,7 @@
 """The command line over expressions with a sum kept as a loop (over more than
 :data:`symad.core.binders.UNROLL_MAX_TERMS` terms): which commands take them, the point's
-vectors (whole, or one number for every entry), and ``grad``/``eval``, ``hessian`` and
-``jacobian`` over loops (``explain`` and the exports have modules of their own)."""
+vectors (whole, or one number for every entry), and ``grad``/``eval``, ``hessian``, ``jacobian``
+and ``minimize`` over loops (``explain`` and the exports have modules of their own)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from symad.expr import Expr
 
 # the commands that take loops; the others say they do not take them yet
 COMMANDS = ("grad", "eval", "diff", "postfix", "save", "graph", "stats", "explain", "hessian", "jacobian",
-            "export-c", "export-py")
+            "minimize", "export-c", "export-py")
 
 
 def has_loops(expr: Expr | list[Expr] | None) -> bool:
