@@ -39,6 +39,8 @@ examples:
   symad minimize "x^2+y^2" --from x=0,y=0 --eq "x+y-1"
   symad minimize "(x-2)^2+(y-1)^2" --from x=0,y=0 --ineq "1-x^2-y^2" --method trust-constr
   symad minimize "x^2+y^2" --from x=0,y=0 --eq "x+y-1" --method ipopt --option mu_strategy=adaptive
+  symad minimize "n=1000; sum(i=1..n-1, 100*(x[i+1]-x[i]^2)^2 + (1-x[i])^2)" --from x=0
+  symad minimize "n=1000; sum(i=1..n, x[i]^2)" --from x=0 --eq "n=1000; each(i=1..n-1, x[i+1]-x[i]-1)" --json
 
 methods: newton (exact Hessian, line search, shifted where not positive definite; default;
   with many variables or a large expression, Newton-CG on Hessian-vector products instead),
@@ -47,6 +49,12 @@ methods: newton (exact Hessian, line search, shifted where not positive definite
   slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives;
   ipopt: IPOPT's interior point (pip install "symad[ipopt]"), given the exact sparse Jacobian
   and Hessian of the Lagrangian, its options by --option NAME=VALUE.
+
+sums kept as loops (past 300 terms): l-bfgs-b (scipy's; the default), trust-constr (the
+  default with constraints) or ipopt, over the vectors' entries. --from x=0 gives every entry
+  of x one number, x=[...] all of them; --bounds x=-2:2 bounds every entry; a constraint may
+  be a family each(i=a..b, c_i), its text read on its own. The summary gives a vector's length,
+  first entries, min and max, a family its rows and largest violation; --full every entry.
 
 constraints: --eq EXPR (EXPR = 0) and --ineq EXPR (EXPR >= 0), repeatable; their variables
   are the problem's too. The summary gives each constraint's value and Lagrange multiplier
