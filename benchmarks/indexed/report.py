@@ -244,8 +244,8 @@ def render(data: dict[str, Any]) -> str:
            "[indexed.json](indexed.json). Every figure is the median of "
            f"{m['repeats']} fresh process(es), configurations taken in turn (a process longer than 20 s is not "
            "repeated); read the ratios, measured in the same run, rather than single times. symad runs with its "
-           "defaults: no code cache, so every process compiles its own loops; every library uses the machine's "
-           "cores as it does by default.\n\n",
+           "code cache off (`SYMAD_CACHE_DIR=\"\"`), so every process compiles its own loops; every library "
+           "uses the machine's cores as it does by default.\n\n",
            f"- run: {m['date']}; machine: {m['machine']}; Python {m['python']}; symad at commit {m['revision']}"
            + (" (**quick run**)" if m.get("quick") else "") + "\n",
            f"- versions: {vers}\n",

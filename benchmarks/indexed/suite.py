@@ -17,8 +17,8 @@
 Every figure is the median of ``--repeats`` fresh processes (``worker.py``, through
 :func:`benchmarks.harness.run_worker`), configurations taken in turn; a process that took longer
 than :data:`ONE_IS_ENOUGH_S` is not repeated.  Workers use the machine's cores, as each library
-does by default (the solve aside), and symad's default caches (nothing compiled is kept between
-processes).
+does by default (the solve aside); symad's code cache is off (``SYMAD_CACHE_DIR=""``), so nothing
+compiled is kept between processes.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Suite:
         self.repeats = 1 if args.quick else args.repeats
         self.solve_repeats = 1 if args.quick else max(args.repeats, SOLVE_REPEATS)
         self.env = harness.bytecode_env(dict(os.environ))
-        self.env.pop("SYMAD_CACHE_DIR", None)
+        self.env["SYMAD_CACHE_DIR"] = ""  # no code cache: every process compiles its own code, as on a new machine
         self.timing = ["--min-time", "0.05", "--repeats", "3"] if args.quick else \
             ["--min-time", "0.2", "--repeats", "5"]
 
