@@ -14,7 +14,7 @@ that no float64 evaluation can meet a 1e-9 tolerance (``sin(x + 1e6)``).  Such
 examples are detected (``support/oracle.py``) and counted as skipped,
 not compared; the terminal summary prints, per check, how many examples were
 tried, compared and skipped, and how many disagreed (see ``conftest.py``).
-Every check also asserts that at least half of its examples were compared.
+Every check also asserts that enough of its examples were compared (``oracle.MIN_COMPARED``).
 """
 
 from __future__ import annotations
@@ -153,6 +153,8 @@ def test_gradient_matches_sympy(property_tally):
                 want_grad = [] if want_value is None else [sympy_at(sympy.diff(s, symbol(n)), point) for n in names]
         except SympyTooSlow:
             return tally.skip("SymPy too slow")
+        except TypeError:  # SymPy's own comparisons fail inside diff ("Invalid comparison of non-real ...")
+            return tally.skip("undefined in SymPy")
         if want_value is None or None in want_grad:
             return tally.skip("undefined in SymPy")
         bad = [f"value {value!r} vs SymPy {want_value!r}"] if not close(value, want_value) else []
@@ -363,6 +365,8 @@ def test_second_derivatives_match_sympy(property_tally):
                 want = sympy_at(sympy.diff(s, symbol(v), symbol(w)), point) if defined else None
         except SympyTooSlow:
             return tally.skip("SymPy too slow")
+        except TypeError:  # SymPy's own comparisons fail inside diff ("Invalid comparison of non-real ...")
+            return tally.skip("undefined in SymPy")
         if want is None:
             return tally.skip("undefined in SymPy")
         tally.count(text)

@@ -107,6 +107,10 @@ DEFINITION_NAMES = ("a", "b", "t1", "t2", "_1", "x", "y")
 _POSITIVE = ("1 + {0}^2", "exp({0})", "2 + sin({0})", "0.5 + abs({0})")
 _OPEN_UNIT = ("0.9*tanh({0})", "0.5*sin({0})", "{0}/(1 + abs({0}))")
 _LOG_BASES = ("2", "10", "e", "3 + {0}^2")
+_MODERATE = ("2 + sin({0})", "1.5 + tanh({0})", "1 + 1/(1 + {0}^2)")  # in [0.5, 3]
+# positive and away from the zeros of lgamma (1, 2), digamma (1.46...) and log (1), where a value
+# near 0 makes random text ill-conditioned; no exp: huge arguments are ill-conditioned too
+_AWAY = ("3 + {0}^2", "0.25 + 0.2*sin({0})", "3.5 + abs({0})")
 _DOMAIN_WRAPPERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "log": (_POSITIVE, _LOG_BASES),  # log(x) and log(x, b)
     "sqrt": (_POSITIVE,),
@@ -116,7 +120,17 @@ _DOMAIN_WRAPPERS: dict[str, tuple[tuple[str, ...], ...]] = {
     "log1p": (_POSITIVE,),
     "acosh": (("1 + {0}^2", "1 + exp({0})", "1.5 + sin({0})"),),
     "atanh": (_OPEN_UNIT,),
+    # the special functions: poles at 0 and the negative integers, logs of their arguments
+    "lgamma": (_AWAY,), "digamma": (_AWAY,), "gamma": (_MODERATE,),  # (Γ overflows past 171)
+    "polygamma": (("1", "2", "0"), _AWAY),  # (its order n: a whole number 0..10)
+    "betaln": (_AWAY, _AWAY), "beta": (_MODERATE, _MODERATE), "digamma_diff": (_AWAY, _AWAY),
+    "logit": (("0.5 + 0.4*tanh({0})", "1/(1 + exp({0}))", "0.5 + 0.25*sin({0})"),),
+    "xlogy": ((), _AWAY), "xlog1py": ((), _AWAY),
 }
+# Functions defined on a half-line at most, often of two such arguments: their arguments are
+# left bare one time in eight, not four, or random text would mostly be undefined there.
+_MOSTLY_WRAPPED = frozenset({"lgamma", "digamma", "gamma", "polygamma", "betaln", "beta", "digamma_diff", "logit",
+                             "xlogy", "xlog1py"})
 # With in_domain=True only: the poles of tan, atan2(0, 0), and (below) a zero denominator.
 _TOTAL: dict[str, tuple[tuple[str, ...], ...]] = {
     **_DOMAIN_WRAPPERS,
@@ -206,8 +220,8 @@ _DECIMAL = st.floats(0.01, 10, allow_nan=False, allow_infinity=False).map(lambda
 
 
 @cache
-def _wrap_choice(forms: tuple[str, ...]) -> st.SearchStrategy[int]:
-    return st.integers(0, 4 * len(forms) - 1)
+def _wrap_choice(forms: tuple[str, ...], odds: int = 4) -> st.SearchStrategy[int]:
+    return st.integers(0, odds * len(forms) - 1)
 
 
 @cache
@@ -215,11 +229,11 @@ def _form_choice(forms: tuple[str, ...]) -> st.SearchStrategy[str]:
     return st.sampled_from(forms)
 
 
-def _wrapped(draw, opts: Options, forms: tuple[str, ...], text: str) -> str:
-    """``text`` inside one of ``forms`` three times in four (a single draw), always with in_domain."""
+def _wrapped(draw, opts: Options, forms: tuple[str, ...], text: str, odds: int = 4) -> str:
+    """``text`` inside one of ``forms`` but one time in ``odds`` (a single draw), always with in_domain."""
     if opts.in_domain:
         return draw(_form_choice(forms)).format(f"({text})")
-    k = draw(_wrap_choice(forms))
+    k = draw(_wrap_choice(forms, odds))
     return text if k < len(forms) else forms[k % len(forms)].format(f"({text})")
 
 
@@ -298,7 +312,7 @@ def _call(draw, name: str, arity: int, child: st.SearchStrategy, opts: Options) 
     args = [draw(child).text for _ in range(arity)]
     for i, forms in enumerate(opts.wrappers(name)[:arity]):
         if forms:
-            args[i] = _wrapped(draw, opts, forms, args[i])
+            args[i] = _wrapped(draw, opts, forms, args[i], 8 if name in _MOSTLY_WRAPPED else 4)
     if opts.whitespace:
         args = [_ws(draw, opts) + a + _ws(draw, opts) for a in args]
         return Node(f"{name}({','.join(args)})", PREC_ATOM)

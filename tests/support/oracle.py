@@ -27,7 +27,9 @@ from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
 REL_TOL = 1e-9  # symad's float64 result vs SymPy's 30-digit one
 ABS_TOL = 1e-12  # floor for values near 0
 KINK = 1e-6  # closer than this to a kink of abs/min/max/sign/step or a jump of floor/ceil/round: not compared
-MIN_COMPARED = 0.5  # every check must compare at least this fraction of its examples
+# Every check must compare at least this fraction of its examples (random text over an op table with
+# many functions defined on half-lines only, lgamma, betaln, logit..., is often undefined at a point).
+MIN_COMPARED = 0.45
 
 
 # ============================================================ SymPy oracle
