@@ -31,12 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.dag import Graph
 from symad.core.errors import SymadError
-from symad.expr import Expr
+from symad.expr import Expr, parse
 from symad.objectives import Objective
 from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
 from symad.optimize.ipopt import minimize_ipopt
+from symad.optimize.loops import LoopObjective, has_loops
 from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
+from symad.optimize.nlp import refuse_held
 from symad.optimize.problem import DataProblem, Problem
 from symad.optimize.result import OptimizeResult
 from symad.second_order import SecondOrder
@@ -266,6 +269,11 @@ def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapp
     if not isinstance(fun, Objective):
         if batch_size is not None:
             raise SymadError("batch_size is for an objective over data (symad.objective(...)), not an expression")
+        if isinstance(fun, (str, Expr)):
+            fun = parse(fun, Graph()) if isinstance(fun, str) else fun  # text: a graph of its own
+            if has_loops(fun):  # whole vectors: value, gradient and Hessian-vector products as loops
+                refuse_held(variables, fixed, params)
+                return LoopObjective(fun, bounds)
         return Problem(fun, variables, fixed, bounds, background=background, params=params)
     if variables:
         raise SymadError("an objective's wrt and data name its variables: it takes no variables (hold some "

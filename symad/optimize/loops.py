@@ -33,6 +33,7 @@ from symad.indexed_function import IndexedFunction
 from symad.indexed_vector_function import IndexedVectorFunction
 from symad.optimize.conditions import as_constraint, check_objective
 from symad.optimize.constraints import KINDS
+from symad.optimize.problem import Problem
 from symad.optimize.sparse import Union
 
 _LABEL = re.compile(r"(?P<base>[^\[\]]+)\[(?P<lo>-?\d+)(?:\.\.(?P<hi>-?\d+))?\]")
@@ -371,3 +372,54 @@ def _read(specs: Any) -> list[tuple[str, Expr]]:
         expr = parse(fun, Graph()) if isinstance(fun, str) else fun
         out.append(as_constraint(kind, expr))
     return out
+
+
+class LoopObjective(Problem):
+    """An objective whose sums stay loops, for symad's own methods (``newton`` by Hessian-vector
+    products, ``trust-ncg``, ``gd``, ``adam`` ...): the value, gradient and Hessian-vector products
+    of its :class:`~symad.indexed_function.IndexedFunction`, over :class:`Layout`'s flat vector."""
+
+    def __init__(self, expr: Expr, bounds: Any):
+        check_objective(expr)
+        self.expr = expr
+        self.fn = IndexedFunction(expr)
+        self.layout = Layout([self.fn.variables])
+        self.take = self.layout.positions(list(self.fn.variables))
+        self.in_order = bool(np.array_equal(self.take, np.arange(self.layout.size)))
+        self.names = self.all_names = self.layout.labels()
+        self.fixed, self.params, self.args = {}, {}, ()
+        self.reset_bounds_and_counters(bounds)
+
+    def start(self, x0: Any) -> np.ndarray:
+        """The start point: a flat sequence, or ``{"x": array or number, "x[3]": number, "a": number}``."""
+        if isinstance(x0, Mapping):
+            x0 = {k: (np.full(self.layout.spans[k][1] - self.layout.spans[k][0] + 1, float(v))
+                      if k in self.layout.spans and np.ndim(v) == 0 else v) for k, v in x0.items()}
+        return self.project(self.layout.values(x0, "x0"))
+
+    def point(self, x: np.ndarray) -> dict[str, Any]:  # type: ignore[override]
+        return self.layout.point(x)
+
+    def _own(self, v: np.ndarray) -> np.ndarray:
+        return v if self.in_order else np.ascontiguousarray(v[self.take])
+
+    def _flat(self, v: Any) -> np.ndarray:
+        v = np.asarray(v, dtype=float)
+        if self.in_order:
+            return v
+        out = np.zeros(self.layout.size)
+        out[self.take] = v
+        return out
+
+    def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        self.nfev += 1
+        self.njev += 1
+        f, g = self.fn.value_and_grad(self._own(x))
+        return float(f), self._flat(g)
+
+    def dense(self) -> bool:
+        return False  # Hessian-vector products, never the n x n matrix
+
+    def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
+        self.nhev += 1
+        return self._flat(self.fn.hessp(self._own(x), self._own(p)))

@@ -80,9 +80,9 @@ class Problem:
         # The values as the vector each call takes, in the compiled function's order, checked
         # once here rather than by name at every call (a name it does not use is dropped).
         self.args = (np.array([self.params[k] for k in self.fn.params]),) if self.fn.params else ()
-        self._bounds_and_counters(bounds)
+        self.reset_bounds_and_counters(bounds)
 
-    def _bounds_and_counters(self, bounds: Any) -> None:
+    def reset_bounds_and_counters(self, bounds: Any) -> None:
         self.lower, self.upper = box(bounds, self.names)
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.nfev = self.njev = self.nhev = 0
@@ -201,7 +201,7 @@ class DataProblem(Problem):
         self.args = (np.array([held[k] for k in objective.params]),) if objective.params else ()
         self.expr = objective.expr
         self.fn = _Batches(objective, batch_size, seed)
-        self._bounds_and_counters(bounds)
+        self.reset_bounds_and_counters(bounds)
 
 
 class _Batches:

@@ -1,0 +1,50 @@
+"""symad.minimize on an objective whose sums stay loops: symad's own methods over its whole
+vectors (value, gradient and Hessian-vector products as loops), the same path as written out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symad
+from symad.core import binders
+
+N = 2 * binders.UNROLL_MAX_TERMS  # long enough to stay a loop
+LOOPED = f"n = {N}; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
+WRITTEN = " + ".join(f"100*(x[{i + 1}] - x[{i}]^2)^2 + (1 - x[{i}])^2" for i in range(1, N))
+
+
+@pytest.mark.parametrize("method", ["newton", "trust-ncg", "gd"])
+def test_a_loop_objective_takes_the_path_of_its_written_out_form(method: str) -> None:
+    x0 = 1 + 0.3 * np.sin(np.arange(N))
+    looped = symad.minimize(LOOPED, x0, method=method, max_iter=30)
+    written = symad.minimize(WRITTEN, x0, method=method, max_iter=30)
+    assert looped.nit == written.nit and looped.hessian == written.hessian
+    np.testing.assert_allclose(looped.point["x"], written.x, rtol=1e-9, atol=1e-12)
+    assert looped.fun == pytest.approx(written.fun, rel=1e-9, abs=1e-18)
+
+
+def test_a_loop_objective_converges_from_a_point_given_by_vector_name() -> None:
+    r = symad.minimize(LOOPED, {"x": 1.1})  # one number for every entry
+    assert r.success and r.fun < 1e-16 and np.allclose(r.point["x"], 1)
+    assert r.variables[:2] == ["x[1]", "x[2]"] and len(r.variables) == N
+
+
+def test_bounds_on_a_whole_vector() -> None:
+    r = symad.minimize(LOOPED, np.zeros(N), bounds={"x": (-0.5, 0.5)})
+    assert r.success and r.point["x"].max() <= 0.5 and r.point["x"].min() >= -0.5
+    assert r.point["x"][0] == 0.5  # the first entry is held at its bound
+
+
+@pytest.mark.parametrize("given, message", [
+    (np.zeros(N - 1), f"x0 needs {N:,} numbers"),
+    ({"y": 1.0}, "y is not a variable of the problem"),
+])
+def test_bad_start_points_are_clear_errors(given, message: str) -> None:
+    with pytest.raises(symad.SymadError, match=message):
+        symad.minimize(LOOPED, given)
+
+
+def test_held_values_are_refused_with_loops() -> None:
+    with pytest.raises(symad.SymadError, match="takes no fixed"):
+        symad.minimize(LOOPED, np.zeros(N), fixed={"x[1]": 0.0})
