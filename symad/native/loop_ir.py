@@ -231,14 +231,19 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     lines += [f"  {q}Kgo = icmp sle i64 {k}, {last_index}", f"  br i1 {q}Kgo, label %L{p}U, label %L{p}X", *tail,
               f"L{p}X:"]
     block[0] = f"L{p}X"
-    parts = [f"{q}Q{lane}" for lane in range(lanes)]
+    return lanes_added(lines, [f"{q}Q{lane}" for lane in range(lanes)], f"{q}P")
+
+
+def lanes_added(lines: list[str], parts: list[str], name: str) -> str:
+    """The lanes' sums ``parts`` added as a tree of adjacent pairs, ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7)),
+    into registers ``name1``, ``name2``, ...: the canonical order of every evaluator; the last one's name."""
     fresh = 0
-    while len(parts) > 1:  # adjacent pairs: ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7))
+    while len(parts) > 1:
         paired = []
         for a, b in zip(parts[::2], parts[1::2]):
             fresh += 1
-            lines.append(f"  {q}P{fresh} = fadd double {a}, {b}")
-            paired.append(f"{q}P{fresh}")
+            lines.append(f"  {name}{fresh} = fadd double {a}, {b}")
+            paired.append(f"{name}{fresh}")
         parts = paired
     return parts[0]
 
@@ -453,15 +458,8 @@ def _sum_across(inner: Scope, outer: Scope, names: dict[int, str], lines: list[s
                   f"  %{p}t{lane}a = getelementptr double, ptr %{p}A, i64 %{p}t{lane}o",
                   f"  %{p}t{lane} = load double, ptr %{p}t{lane}a"]
         parts.append(f"%{p}t{lane}")
-    fresh = 0
-    while len(parts) > 1:
-        paired = []
-        for a, b in zip(parts[::2], parts[1::2]):
-            fresh += 1
-            lines.append(f"  %{p}tp{fresh} = fadd double {a}, {b}")
-            paired.append(f"%{p}tp{fresh}")
-        parts = paired
-    lines.append(f"  store double {parts[0]}, ptr %{p}t0a")  # lane 0's array becomes the sums'
+    total = lanes_added(lines, parts, f"%{p}tp")
+    lines.append(f"  store double {total}, ptr %{p}t0a")  # lane 0's array becomes the sums'
     _close_loop(f"{p}t", lines, block)
     return f"%{p}A"
 
