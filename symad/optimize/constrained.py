@@ -59,19 +59,7 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
             cons.function.value_and_jacobian(x, *cons.args)
     setup, t1 = time.perf_counter() - t0, time.perf_counter()
     stopped: list[str] = []
-
-    def check(intermediate_result: Any) -> None:
-        if max_time is not None and time.perf_counter() - t1 >= max_time:
-            stopped.append("time limit reached")
-            raise StopIteration
-        if callback is not None:
-            try:
-                stop = callback(intermediate_result)
-            except StopIteration:
-                stop = True
-            if stop is True:
-                stopped.append("stopped by the callback")
-                raise StopIteration
+    check = _stopper(t1, max_time, callback, stopped)
 
     kwargs: dict[str, Any] = {"jac": True, "bounds": box, "callback": check}
     if method == "slsqp":
@@ -136,14 +124,7 @@ def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: f
         nlp.hessian_values(x, 1.0, np.ones(m))
     setup, t1 = time.perf_counter() - t0, time.perf_counter()
     stopped: list[str] = []
-
-    def check(intermediate_result: Any) -> None:
-        if max_time is not None and time.perf_counter() - t1 >= max_time:
-            stopped.append("time limit reached")
-            raise StopIteration
-        if callback is not None and callback(intermediate_result) is True:
-            stopped.append("stopped by the callback")
-            raise StopIteration
+    check = _stopper(t1, max_time, callback, stopped)
 
     cons = []
     if m:
@@ -199,3 +180,25 @@ def violation_of(values: np.ndarray, cons: Constraints | None, x: np.ndarray, pr
         worst = max(worst, float(np.max(np.maximum(problem.lower - x, 0.0), initial=0.0)),
                     float(np.max(np.maximum(x - problem.upper, 0.0), initial=0.0)))
     return worst if math.isfinite(worst) else math.inf
+
+
+def _stopper(started: float, max_time: float | None, callback: Callable[[Any], Any] | None,
+             stopped: list[str]) -> Callable[[Any], None]:
+    """scipy's callback for a run started at ``started``: it stops the run (StopIteration, the
+    reason appended to ``stopped``) past ``max_time`` or when ``callback`` returns True or raises
+    StopIteration."""
+
+    def check(intermediate_result: Any) -> None:
+        if max_time is not None and time.perf_counter() - started >= max_time:
+            stopped.append("time limit reached")
+            raise StopIteration
+        if callback is not None:
+            try:
+                stop = callback(intermediate_result)
+            except StopIteration:
+                stop = True
+            if stop is True:
+                stopped.append("stopped by the callback")
+                raise StopIteration
+
+    return check
