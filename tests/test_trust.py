@@ -113,6 +113,8 @@ FORK_STAGES = """
 import multiprocessing as mp, sys, threading, time
 import numpy as np, symad
 from symad.native import jit as native
+from symad.runtime import policy
+policy.STITCH_MAX_OPS = 0  # no stitched code: the instructions serve while the compile runs in the background
 n = 300
 text = "+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(n - 1))
 f = symad.compile(text)
@@ -247,6 +249,8 @@ def test_exact_tree_sizes():
 # ============================================================ exit
 BACKGROUND_AT_EXIT = """
 import numpy as np, symad
+from symad.runtime import policy
+policy.STITCH_MAX_OPS = 0  # no stitched code: the instructions serve while the compile runs in the background
 n = 300
 f = symad.compile("+".join(f"100*(x{i+1}-x{i}^2)^2+(1-x{i})^2" for i in range(n - 1)))
 x = np.full(n, 0.5)
