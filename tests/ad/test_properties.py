@@ -51,6 +51,11 @@ import symad
 from symad import Graph
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
 
+# SymPy sometimes simplifies conditions of conditions to a constant that is wrong:
+# not(atan(not(atan(x)))) is 1 for x != 0, SymPy says 0. An example whose SymPy form lost every
+# variable is not compared (a genuinely constant one, x - x, loses little).
+_SIMPLIFIED_AWAY = "SymPy simplified the variables away"
+
 
 # ============================================================ 0. the generator and the oracle
 def test_strategies_cover_the_op_table():
@@ -149,6 +154,8 @@ def test_gradient_matches_sympy(property_tally):
         try:
             with sympy_budget():
                 s = to_sympy(text)
+                if s is not None and names and not s.free_symbols:  # see _SIMPLIFIED_AWAY
+                    return tally.skip(_SIMPLIFIED_AWAY)
                 want_value = None if s is None else sympy_at(s, point)
                 want_grad = [] if want_value is None else [sympy_at(sympy.diff(s, symbol(n)), point) for n in names]
         except SympyTooSlow:
@@ -361,6 +368,8 @@ def test_second_derivatives_match_sympy(property_tally):
         try:
             with sympy_budget():
                 s = to_sympy(text)
+                if s is not None and not s.free_symbols:
+                    return tally.skip(_SIMPLIFIED_AWAY)
                 defined = s is not None and sympy_at(s, point) is not None
                 want = sympy_at(sympy.diff(s, symbol(v), symbol(w)), point) if defined else None
         except SympyTooSlow:
