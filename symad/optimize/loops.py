@@ -392,10 +392,7 @@ class LoopObjective(Problem):
 
     def start(self, x0: Any) -> np.ndarray:
         """The start point: a flat sequence, or ``{"x": array or number, "x[3]": number, "a": number}``."""
-        if isinstance(x0, Mapping):
-            x0 = {k: (np.full(self.layout.spans[k][1] - self.layout.spans[k][0] + 1, float(v))
-                      if k in self.layout.spans and np.ndim(v) == 0 else v) for k, v in x0.items()}
-        return self.project(self.layout.values(x0, "x0"))
+        return self.project(self.layout.values(x0, "x0"))  # (a number for a vector covers its entries)
 
     def point(self, x: np.ndarray) -> dict[str, Any]:  # type: ignore[override]
         return self.layout.point(x)
