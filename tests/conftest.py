@@ -19,6 +19,22 @@ settings.register_profile("symad", derandomize=os.environ.get("SYMAD_PROPERTY_SE
                           deadline=None, print_blob=False)
 settings.load_profile("symad")
 
+
+def _without_local_constants() -> None:
+    """Hypothesis (6.13x on) mixes literals from every local module in ``sys.modules`` into its
+    draws, so the examples of a derandomized test depended on which test files pytest had
+    collected: CI's full run drew other examples than a developer's run of one file.  With the
+    pool empty, a test's examples are a function of the test alone (Hypothesis is pinned, as
+    this reaches into its internals; the assertion says when a new version moved them)."""
+    from hypothesis.internal.conjecture import providers
+
+    assert hasattr(providers, "_get_local_constants"), "Hypothesis moved its local-constants pool"
+    empty = providers._local_constants
+    providers._get_local_constants = lambda: empty
+
+
+_without_local_constants()
+
 # ============================================================ slow tests
 # Tests marked ``slow`` (property tests against SymPy, fuzzing, deep nesting through
 # the CLI, packaging, notebooks, subprocess-heavy tests...) are deselected by default,
