@@ -124,7 +124,7 @@ def library_ir() -> str:
 
 
 # The record a stitched program's entries read (see symad.native.stitcher): eight-byte fields.
-RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame", "block")
+RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame", "block", "box")
 
 
 def entries_ir(data_offset: int | None) -> str:
@@ -136,7 +136,12 @@ def entries_ir(data_offset: int | None) -> str:
     * ``point(rec, frame, in, out0, rest)``: output 0 to ``*out0``, output k ≥ 1 to ``rest[k-1]``;
     * ``batch(rec, frame, in, out, n)``: ``n`` points, row after row;
     * ``call(rec, x, rest) -> output 0`` on two NumPy arrays, in the record's own frame (the
-      caller keeps the GIL), if ``data_offset`` is known.
+      caller keeps the GIL), if ``data_offset`` is known;
+    * ``fast(self, args, nargs, rec)``: the same as a ``METH_FASTCALL`` function of CPython
+      (``args`` the two arrays), output 0 returned as a new float object made by the record's
+      ``box`` (``PyFloat_FromDouble``); a program's own stub puts its record in the fourth
+      argument's register and jumps here (:mod:`symad.native.stitcher`), so a call from Python
+      pays no ctypes conversion.
     """
     fields = "".join(f"  %{name}a = getelementptr i64, ptr %rec, i64 {k}\n" for k, name in enumerate(RECORD_FIELDS))
     loads = ("  %body = load ptr, ptr %bodya\n  %n_in = load i64, ptr %n_ina\n"
@@ -184,7 +189,12 @@ def entries_ir(data_offset: int | None) -> str:
                 "  %fa = getelementptr i64, ptr %rec, i64 4\n  %frame = load ptr, ptr %fa\n"
                 "  %v = alloca double\n"
                 "  call void @run(ptr %rec, ptr %frame, ptr %x, ptr %v, ptr %r)\n"
-                "  %value = load double, ptr %v\n  ret double %value\n}\n")
+                "  %value = load double, ptr %v\n  ret double %value\n}\n"
+                "\ndefine ptr @fast(ptr %self, ptr %args, i64 %nargs, ptr %rec) {\nentry:\n"
+                "  %xo = load ptr, ptr %args\n  %roa = getelementptr ptr, ptr %args, i64 1\n"
+                "  %ro = load ptr, ptr %roa\n  %y = call double @call(ptr %rec, ptr %xo, ptr %ro)\n"
+                "  %ba = getelementptr i64, ptr %rec, i64 6\n  %box = load ptr, ptr %ba\n"
+                "  %obj = call ptr %box(double %y)\n  ret ptr %obj\n}\n")
     return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n" + batch
             + "\n" + call)
 

@@ -126,10 +126,20 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     return sources, keep
 
 
-def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:
+def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: bytes = b"") -> np.ndarray:
     """The machine code of the stencils ``stencil`` on frame slots ``operands`` (see :func:`layout`),
     with the stencils' data and trampolines after it, as bytes (position-independent); the
-    trampolines' addresses are this process's."""
+    trampolines' addresses are this process's.  ``prefix`` (a multiple of 16 bytes) goes first."""
+    code = _body(library, stencil, operands)
+    if not prefix:
+        return code
+    out = np.empty(len(prefix) + len(code), dtype=np.uint8)
+    out[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    out[len(prefix):] = code
+    return out
+
+
+def _body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:
     n = len(stencil)
     lengths = library.length[stencil]
     starts = np.zeros(n + 1, dtype=np.int64)
@@ -186,6 +196,33 @@ def _call_addresses(library: Library) -> list[int | None]:
 ENTRY_POINT = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
 ENTRY_BATCH = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4, ctypes.c_int64)
 ENTRY_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
+_METH_FASTCALL = 0x80
+
+
+class _MethodDef(ctypes.Structure):
+    """CPython's ``PyMethodDef``."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+def _fast_function(address: int, owner: Any) -> Any:
+    """A builtin function (``METH_FASTCALL``) running the machine code at ``address``, which keeps
+    ``owner`` alive (its ``self``); None where CPython's API is not at hand."""
+    try:
+        new = ctypes.pythonapi.PyCFunction_NewEx
+    except AttributeError:
+        return None
+    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+    definition = _MethodDef(b"call", address, _METH_FASTCALL, None)
+    owner.keep += (definition,)
+    return new(ctypes.addressof(definition), owner, None)
+
+
+# A program's stub, at the start of its code: ``mov record(%rip), %rcx; jmp *fast(%rip)`` and the
+# two addresses: the entry ``fast`` of METH_FASTCALL's convention with the record as a fourth argument.
+_STUB = bytes((0x48, 0x8B, 0x0D, 9, 0, 0, 0, 0xFF, 0x25, 11, 0, 0, 0, 0xCC, 0xCC, 0xCC))
+STUB_SIZE = 32
 
 
 class Entries:
@@ -197,6 +234,8 @@ class Entries:
         self.batch = ENTRY_BATCH(image.get_function_address("batch"))
         call = image.get_function_address("call")
         self.call = ENTRY_CALL(call) if call else None
+        self.fast = image.get_function_address("fast") if call else 0
+        self.box = ctypes.cast(ctypes.pythonapi.PyFloat_FromDouble, ctypes.c_void_p).value or 0
 
 
 class StitchedProgram:
@@ -209,7 +248,13 @@ class StitchedProgram:
         if len(schedule.inputs) + len(schedule.consts) + schedule.size > MAX_FRAME_SLOTS:
             raise PointError("a program this large has no stitched code")
         stencil, operands, frame, outs = layout(schedule, library)
-        code = body(library, stencil, operands)
+        # The record the entries read, which keeps alive what it points to: whoever holds ``call``
+        # (a caller that took it just before this program was replaced) runs code still mapped.
+        self.record = (ctypes.c_int64 * 7)()
+        self.record.keep = ()  # type: ignore[attr-defined]
+        stub = bytearray(_STUB)
+        stub += ctypes.addressof(self.record).to_bytes(8, "little") + entries.fast.to_bytes(8, "little")
+        code = body(library, stencil, operands, prefix=bytes(stub))
         self.image = elf.executable(code)
         if self.image is None:
             raise OSError("this process cannot map machine code")
@@ -218,14 +263,16 @@ class StitchedProgram:
         self.template = frame
         self.frame = frame.copy()  # call's
         self.outs = outs
-        # The record the entries read, which keeps alive what it points to: whoever holds ``call``
-        # (a caller that took it just before this program was replaced) runs code still mapped.
         block = bool(len(outs)) and bool((np.diff(outs) == 1).all())
-        self.record = (ctypes.c_int64 * 6)(self.image.base, self.n_in, outs.ctypes.data, self.n_out,
-                                           self.frame.ctypes.data, int(outs[0]) if block else -1)
+        self.record[:] = (self.image.base + STUB_SIZE, self.n_in, outs.ctypes.data, self.n_out,
+                          self.frame.ctypes.data, int(outs[0]) if block else -1, entries.box)
         self.record.keep = (self.image, outs, self.frame)  # type: ignore[attr-defined]
         self.entries = entries
-        self.call = functools.partial(entries.call, self.record) if entries.call is not None else None
+        self.call = None
+        if entries.fast and entries.box:
+            self.call = _fast_function(self.image.base, self.record)
+        if self.call is None and entries.call is not None:
+            self.call = functools.partial(entries.call, self.record)
         self._address = ctypes.addressof(self.record)
 
     def point(self, inp: int, out0: int, rest: int) -> None:
