@@ -4,6 +4,7 @@ sparse derivatives; its status, multipliers, options and progress; bad input."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import numpy as np
@@ -95,6 +96,25 @@ def test_missing_cyipopt_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "cyipopt", None)  # an import of it raises ImportError
     with pytest.raises(SymadError, match=r'pip install "symad\[ipopt\]"'):
         minimize("x^2", {"x": 1}, method="ipopt")
+
+
+def test_ipopt_loads_cyipopt_without_scipy_and_cyipopt_stays_whole() -> None:
+    """minimize(method="ipopt") loads cyipopt's wrapper alone (its package's __init__ imports
+    scipy.optimize, which takes most of the import's time); a later ``import cyipopt`` still gets
+    the whole package, its scipy interface included.  In a fresh process: this one has both."""
+    code = ("import sys\n"
+            "from symad.optimize import minimize\n"
+            "r = minimize('(x-1)^2', {'x': 0}, method='ipopt')\n"
+            "assert r.success and abs(r.x[0] - 1) < 1e-7, r\n"
+            "assert 'scipy' not in sys.modules, sorted(m for m in sys.modules if 'scipy' in m)[:5]\n"
+            "import cyipopt\n"
+            "from cyipopt import minimize_ipopt\n"
+            "assert cyipopt.Problem is sys.modules['cyipopt.ipopt_wrapper'].Problem\n"
+            "assert 'scipy.optimize' in sys.modules and type(cyipopt) is type(sys)\n"
+            "print(minimize_ipopt(lambda x: (x[0] - 2) ** 2, [0.0]).x[0])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert float(out.stdout.split()[-1]) == pytest.approx(2.0, abs=1e-6)
 
 
 def test_the_callback_sees_each_iteration_and_may_stop_it() -> None:

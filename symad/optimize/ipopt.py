@@ -11,11 +11,15 @@ variable bounds.  Its Lagrangian is ``f + Σ μ_i c_i``, so symad's multipliers 
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
 import os
 import sys
 import tempfile
+import threading
 import time
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -49,12 +53,66 @@ INSTALL = 'method="ipopt" needs cyipopt, which is not installed: pip install "sy
 
 
 def cyipopt_module() -> Any:
-    """cyipopt, or a SymadError naming the install command."""
+    """A module with cyipopt's ``Problem``, or a SymadError naming the install command.
+
+    Only cyipopt's compiled wrapper is loaded: its package's ``__init__`` also imports its
+    scipy-style interface, and with it ``scipy.optimize`` (most of the import's time), which
+    ``method="ipopt"`` never uses.  The package stands in ``sys.modules`` meanwhile as a
+    :class:`_DeferredPackage`, which runs that ``__init__`` the first time anyone asks it for a
+    name it does not have (``import cyipopt; cyipopt.minimize_ipopt``), so nothing changes for
+    code that imports cyipopt itself."""
+    if "cyipopt" in sys.modules and sys.modules["cyipopt"] is None:  # an import of it is blocked
+        raise SymadError(INSTALL)
     try:
-        import cyipopt
+        return _wrapper()
     except ImportError:
         raise SymadError(INSTALL) from None
-    return cyipopt
+
+
+def _wrapper() -> Any:
+    loaded = sys.modules.get("cyipopt.ipopt_wrapper")
+    if loaded is not None:
+        return loaded
+    if "cyipopt" not in sys.modules:
+        spec = importlib.util.find_spec("cyipopt")
+        if spec is None:
+            raise ImportError("cyipopt")
+        if spec.submodule_search_locations is not None and spec.loader is not None:
+            sys.modules["cyipopt"] = _DeferredPackage(spec)
+    try:
+        wrapper = importlib.import_module("cyipopt.ipopt_wrapper")
+        if not hasattr(wrapper, "Problem"):
+            raise ImportError("cyipopt.ipopt_wrapper has no Problem")
+        return wrapper
+    except ImportError:  # another layout of the package: the whole of it, as it asks to be imported
+        package = sys.modules.get("cyipopt")
+        if isinstance(package, _DeferredPackage):
+            del sys.modules["cyipopt"]
+            sys.modules.pop("cyipopt.ipopt_wrapper", None)
+        return importlib.import_module("cyipopt")
+
+
+class _DeferredPackage(types.ModuleType):
+    """A package whose ``__init__`` runs at the first look-up of a name it does not have; its
+    submodules import as usual meanwhile (its ``__path__`` and ``__spec__`` are the real ones)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, spec: Any):
+        super().__init__(spec.name)
+        self.__spec__, self.__loader__ = spec, spec.loader
+        self.__path__ = list(spec.submodule_search_locations)
+        self.__file__, self.__package__ = spec.origin, spec.name
+
+    def __getattr__(self, name: str) -> Any:
+        with _DeferredPackage._lock:
+            if type(self) is _DeferredPackage:  # (not yet run by another thread meanwhile)
+                self.__class__ = types.ModuleType  # a plain module from here on, also while __init__ runs
+                self.__spec__.loader.exec_module(self)
+        try:
+            return self.__dict__[name]
+        except KeyError:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
 
 
 class _Callbacks:
