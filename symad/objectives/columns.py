@@ -1,6 +1,7 @@
 """An objective's data as the columns its loop reads: one float64 array per variable, each
 named by the name rule, a 2-D array spread over an indexed variable's ``x[1..m]``, and no
-column the expression does not read."""
+column the expression does not read; and the derived columns of the row's subexpressions of
+the data alone, computed once."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.dag import Graph
 from symad.core.errors import SymadError, VariableError, name_list
 from symad.core.name_rule import checked
 from symad.core.names import groups, split
 from symad.objectives.dask_sums import is_dask_array
+from symad.runtime.program import Program
 
 
 def data_columns(data: Any, columns: Sequence[str] | None, used: Sequence[str]) -> dict[str, Any]:
@@ -88,3 +91,17 @@ def float_column(values: Any, name: str) -> np.ndarray:
     if column.strides[0] % 8 or column.ctypes.data % 8:
         column = np.ascontiguousarray(column)
     return column
+
+
+def derived_columns(graph: Graph, nodes: Sequence[int], data: Sequence[int], columns: Sequence[np.ndarray],
+                    backend: str) -> list[np.ndarray]:
+    """The values of ``nodes`` (expressions of the data variables ``data`` alone) at every row of
+    ``columns`` (``data``'s, in order), one contiguous column each: computed once by a compiled
+    batch, the ops' own code, so a loop reading them sums the bits it would compute itself."""
+    if not nodes:
+        return []
+    read = set(graph.reachable(nodes))
+    used = [k for k, v in enumerate(data) if v in read]
+    program = Program(graph, list(nodes), [data[k] for k in used], backend, background=False)
+    values = program.batch(np.ascontiguousarray(np.column_stack([columns[k] for k in used])))
+    return [np.ascontiguousarray(values[:, k]) for k in range(len(nodes))]

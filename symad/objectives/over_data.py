@@ -29,9 +29,10 @@ from symad.core.indexed import expand_point
 from symad.core.name_rule import checked
 from symad.core.names import expand_names
 from symad.expr import Expr, parse
-from symad.objectives.columns import data_columns, float_column
+from symad.objectives.columns import data_columns, derived_columns, float_column
 from symad.objectives.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
-from symad.objectives.row_sums import RowSums
+from symad.objectives.row_sums import RowSums, row_parts
+from symad.runtime.program import Program
 from symad.schedule.schedule import Schedule
 from symad.second_order import SecondOrder
 
@@ -110,7 +111,9 @@ class Objective:
         self._p = [g.var(v) for v in self.params]
         self._d = [g.var(v) for v in self.data_names]
         self._grad: list[int] | None = None
-        self._sums: dict[str, RowSums] = {}
+        self._sums: dict[str, RowSums | DaskSums] = {}
+        self._derived: dict[int, np.ndarray] = {}  # the data-only subexpressions' columns, by node
+        self._operations: int | None = None
         self._hess_index: np.ndarray | None = None
         self.penalty: Expr | None = None
         self._penalty: SecondOrder | None = None
@@ -124,6 +127,14 @@ class Objective:
         penalty = f", penalty={self.penalty.to_text()!r}" if self.penalty is not None else ""
         return (f"Objective({self.expr.to_text()!r}, {self.n_rows} rows of {name_list(self.data_names)}"
                 f", wrt={list(self.wrt)}{params}, reduce={self.reduce!r}{penalty})")
+
+    def __copy__(self) -> Objective:
+        # The same compiled loops and derived columns (copy's default would go through __reduce__,
+        # building everything again).
+        out = object.__new__(Objective)
+        out.__dict__.update(self.__dict__)
+        out._sums = dict(self._sums)  # a loop one builds later is its own (with its Hessian's index)
+        return out
 
     def __reduce__(self) -> tuple:
         # Its expression (a DAG) and its data: compiled again where it is loaded.
@@ -168,6 +179,7 @@ class Objective:
         variables): the others are parameters (how ``minimize`` holds ``fixed`` ones)."""
         data = dict(zip(self.data_names, self.columns))
         out = Objective(self.expr, data, wrt, reduce=self.reduce, backend=self.backend, threads=self.threads)
+        out._derived = self._derived  # the same data: the same derived columns
         return out if self.penalty is None else out.with_penalty(self.penalty)
 
     def _penalty_args(self, wp: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
@@ -204,20 +216,44 @@ class Objective:
                 directions = [g.var(d) for d in direction_names(self.wrt)]
                 outputs = jvp_many(g, self._gradient(), dict(zip(self._w, directions)))
                 inputs = self._w + directions + self._p + self._d
-            schedule = Schedule.build(g, outputs, inputs)
             n_w = len(inputs) - len(self._d)
-            sources = [("w", k) for k in range(n_w)] + [("col", j) for j in range(len(self._d))]
             if self.dask:
+                schedule = Schedule.build(g, outputs, inputs)
+                sources = [("w", k) for k in range(n_w)] + [("col", j) for j in range(len(self._d))]
                 recipe = RowsRecipe(g, outputs, inputs, sources, self.backend)
                 sums = self._sums[what] = DaskSums(recipe, schedule, self.columns)
             else:
-                sums = self._sums[what] = RowSums(schedule, sources, self.columns, self.n_rows, self.backend,
-                                                  self.threads)
+                sums = self._sums[what] = self._loop(outputs, inputs[:n_w])
         return sums
 
+    def _loop(self, outputs: list[int], point: list[int]) -> RowSums:
+        """The loop summing ``outputs`` over the rows, given the values of ``point`` (the point,
+        directions and parameters): a row's subexpressions of the point alone computed before it
+        at each call, and those of the data alone read from derived columns computed once
+        (:func:`~symad.objectives.row_sums.row_parts`)."""
+        g = self.expr.graph
+        per_call, per_data = row_parts(g, outputs, point, self._d)
+        missing = [n for n in per_data if n not in self._derived]
+        if missing:
+            self._derived.update(zip(missing, derived_columns(g, missing, self._d, self.columns, self.backend)))
+        given = point + per_call
+        # the data columns the loop still reads (some may be read through derived columns only)
+        read = {a for n in g.reachable(outputs, set(given + self._d + per_data)) for a in g.args[n]}
+        read.update(outputs)
+        data = [j for j, v in enumerate(self._d) if v in read]
+        inputs = given + [self._d[j] for j in data] + per_data
+        columns = [self.columns[j] for j in data] + [self._derived[n] for n in per_data]
+        sources = [("w", k) for k in range(len(given))] + [("col", j) for j in range(len(columns))]
+        prelude = Program(g, per_call, point, self.backend).point if per_call else None
+        return RowSums(Schedule.build(g, outputs, inputs), sources, columns, self.n_rows, self.backend,
+                       self.threads, prelude=prelude)
+
     def operations(self) -> int:
-        """Operations of one row's value and gradient."""
-        return self._row_sums("value_grad").schedule.size
+        """Operations of one row's value and gradient (those computed apart from the loop included)."""
+        if self._operations is None:
+            outputs = [self.expr.id, *self._gradient()]
+            self._operations = Schedule.build(self.expr.graph, outputs, self._w + self._p + self._d).size
+        return self._operations
 
     def prepare(self, optimised: bool = True) -> Objective:
         """Compile the value-and-gradient loop now (else on the first call).

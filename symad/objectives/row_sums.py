@@ -5,6 +5,12 @@ the machine); each block's sum is computed in row order, and the blocks' sums ar
 block order.  The result is therefore the same bits on every run and on any number of
 cores.  The data are read in place: each column is a float64 array at any stride.
 
+A row's subexpressions that are the same in every row are not computed in the loop
+(:func:`row_parts`): those of the point alone (``lgamma(exp(a))``) once a call, before it (the
+``prelude``); those of the data alone (``lgamma(y + 1)``) once, into derived columns the loop reads
+(:func:`symad.objectives.columns.derived_columns`).  Each is computed by the same op's code, so
+the sums are the bits the loop computing them itself gives.
+
 Native code (:func:`symad.native.compile_rows`) runs the loop.  Under the ``auto``
 backend, when the optimised loop is neither compiled in this process nor on disk, the shared
 instruction interpreter runs it (:class:`symad.backends.vm.InterpretedRows`: built in about a
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -26,6 +33,8 @@ import numpy as np
 from symad import native
 from symad.backends.vm import InterpretedRows
 from symad.core import forksafe
+from symad.core.dag import BINDERS, Graph
+from symad.core.ops.table import OPS, Call, Inline
 from symad.runtime import background
 from symad.runtime.program import Program
 from symad.schedule.schedule import Schedule
@@ -55,6 +64,69 @@ def _executor(threads: int) -> ThreadPoolExecutor:
 forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's threads
 
 
+# What computing a subexpression apart must save per row to beat reading its value from memory:
+# about a few instructions' worth.  A library call (log, exp) counts LIBRARY_CALL instructions.
+HOIST_COST = 8
+LIBRARY_CALL = 20
+_ONE_INSTRUCTION_CALLS = frozenset({"llvm.fabs.f64", "llvm.sqrt.f64", "llvm.floor.f64", "llvm.ceil.f64",
+                                    "llvm.round.f64"})
+
+
+def _op_cost(graph: Graph, node: int) -> int:
+    """About how many instructions a row spends on ``node``'s op (from its lowering in the op table)."""
+    name = graph.op[node]
+    if name == "pow" and graph.op[graph.args[node][1]] == "const":
+        return 2  # a small whole power is products; another one, pow's call (counted as two: a guess)
+    lowering = OPS[name].llvm if name in OPS else None
+    if isinstance(lowering, Call):
+        return 1 if lowering.symbol in _ONE_INSTRUCTION_CALLS else LIBRARY_CALL
+    if isinstance(lowering, Inline):
+        calls = sum(LIBRARY_CALL for fn, _ in lowering.calls if fn not in _ONE_INSTRUCTION_CALLS)
+        return lowering.template.count("\n") + 1 + calls
+    return 1
+
+
+def row_parts(graph: Graph, outputs: Sequence[int], point: Sequence[int],
+              data: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The subexpressions of a row's outputs worth computing apart: ``(per_call, per_data)``, the
+    largest ones of the ``point`` variables alone (and constants), and of the ``data`` variables
+    alone, that the rest of the row (or an output) reads, each costing at least
+    :data:`HOIST_COST` instructions a row (cheaper ones stay in the loop: reading a value back
+    would cost as much).  Empty for a row with loops (sums over an index)."""
+    order = graph.reachable(outputs)
+    op, args = graph.op, graph.args
+    if any(op[n] in BINDERS for n in order):
+        return [], []
+    on_point, on_data = set(point), set(data)
+    mask: dict[int, int] = {}  # 1: the point's alone, 2: the data's alone, 3: both, 0: constants
+    cost: dict[int, int] = {}  # a subexpression's instructions (shared parts counted each time), capped
+    for n in order:
+        if n in on_point:
+            mask[n], cost[n] = 1, 0
+        elif n in on_data:
+            mask[n], cost[n] = 2, 0
+        elif op[n] == "var":  # neither: Schedule.build refuses it
+            mask[n], cost[n] = 3, 0
+        elif op[n] == "const":
+            mask[n], cost[n] = 0, 0
+        else:
+            m, c = 0, _op_cost(graph, n)
+            for a in args[n]:
+                m |= mask[a]
+                c += cost[a]
+            mask[n], cost[n] = m, min(c, HOIST_COST)
+    read = {a for n in order if mask[n] == 3 for a in args[n]}
+    read.update(outputs)
+    per_call: list[int] = []
+    per_data: list[int] = []
+    for n in sorted(read):
+        if mask[n] not in (1, 2) or op[n] in ("var", "const"):
+            continue
+        if cost[n] >= HOIST_COST:
+            (per_call if mask[n] == 1 else per_data).append(n)
+    return per_call, per_data
+
+
 def add_blocks(partial: np.ndarray) -> np.ndarray:
     """Blocks' sums added in block order (NumPy's pairwise sum: the same bits for the same blocks,
     however they were computed)."""
@@ -65,12 +137,15 @@ class RowSums:
     """The sums of ``schedule``'s outputs over rows: ``sums(w, rows)``.
 
     ``sources[k]`` places input ``k``: ``("w", i)`` (the vector ``w``) or ``("col", j)``
-    (``columns[j]``, one float64 value per row).
+    (``columns[j]``, one float64 value per row).  ``prelude`` (None: none) gives the values
+    the same in every row from the ``w`` a call is given; the loop reads them after it
+    (``("w", len(w) + k)``).
     """
 
     def __init__(self, schedule: Schedule, sources: list[tuple[str, int]], columns: list[np.ndarray],
-                 n_rows: int, backend: str = "auto", threads: int | None = None, tiered: bool = True):
-        self.schedule, self.sources, self.n_rows = schedule, sources, n_rows
+                 n_rows: int, backend: str = "auto", threads: int | None = None, tiered: bool = True,
+                 prelude: Callable[[np.ndarray], np.ndarray] | None = None):
+        self.schedule, self.sources, self.n_rows, self.prelude = schedule, sources, n_rows, prelude
         self.n_out = len(schedule.outputs)
         self.columns = columns  # kept alive: the machine code reads them by address
         self.threads = threads or default_threads()
@@ -144,6 +219,8 @@ class RowSums:
     def block_sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Each block's sums, in block order (shape ``(blocks, outputs)``): what :meth:`sums` adds."""
         w = np.ascontiguousarray(w, dtype=np.float64)
+        if self.prelude is not None:
+            w = np.concatenate((w, self.prelude(w)))
         count = self.n_rows if rows is None else len(rows)
         blocks = max(1, -(-count // BLOCK_ROWS))
         partial = np.zeros((blocks, self.n_out))
