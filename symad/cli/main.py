@@ -93,7 +93,8 @@ language: numbers (2, .5, 1e-3), variables (x, theta_2, x[3]), constants pi e in
 {functions}.
   ^ binds tighter than unary minus and is right-associative: -x^2 = -(x^2), 2^3^2 = 512.
   Definitions and functions come first: "r = sqrt(x^2 + y^2); x/r", "f(t) = t^2; f(x) + f(y)".
-  Sums and products unroll: "sum(i = 1..3, x[i]^2)", "prod(k = 1..n, y + k)".
+  Sums and products: "sum(i = 1..3, x[i]^2)", "prod(k = 1..n, y + k)", written out when short,
+  kept as loops when long ("n = 10^6; sum(i = 1..n-1, (x[i+1] - x[i])^2)", --at x=1 sets every x[i]).
 
 exit status: 0 success, 1 not converged (minimize --strict), 2 bad input (syntax,
   unknown function or variable, bad value), 130 interrupted (Ctrl-C).
