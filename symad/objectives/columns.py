@@ -15,7 +15,9 @@ from symad.core.errors import SymadError, VariableError, name_list
 from symad.core.name_rule import checked
 from symad.core.names import groups, split
 from symad.objectives.dask_sums import is_dask_array
-from symad.runtime.program import Program
+from symad.objectives.row_sums import default_threads, evaluator, executor
+
+DERIVED_ROWS = 65536  # rows a piece, when the cores share a derived column's computation
 
 
 def data_columns(data: Any, columns: Sequence[str] | None, used: Sequence[str]) -> dict[str, Any]:
@@ -94,14 +96,28 @@ def float_column(values: Any, name: str) -> np.ndarray:
 
 
 def derived_columns(graph: Graph, nodes: Sequence[int], data: Sequence[int], columns: Sequence[np.ndarray],
-                    backend: str) -> list[np.ndarray]:
+                    backend: str, threads: int | None = None) -> list[np.ndarray]:
     """The values of ``nodes`` (expressions of the data variables ``data`` alone) at every row of
-    ``columns`` (``data``'s, in order), one contiguous column each: computed once by a compiled
-    batch, the ops' own code, so a loop reading them sums the bits it would compute itself."""
+    ``columns`` (``data``'s, in order), one contiguous column each: computed once, by the ops'
+    own code (:func:`~symad.objectives.row_sums.evaluator`), so a loop reading them sums the bits
+    it would compute itself; the rows are cut into pieces the cores share."""
     if not nodes:
         return []
     read = set(graph.reachable(nodes))
     used = [k for k, v in enumerate(data) if v in read]
-    program = Program(graph, list(nodes), [data[k] for k in used], backend, background=False)
-    values = program.batch(np.ascontiguousarray(np.column_stack([columns[k] for k in used])))
+    program = evaluator(graph, nodes, [data[k] for k in used], backend)
+    inputs = np.ascontiguousarray(np.column_stack([columns[k] for k in used]))
+    values = np.empty((len(inputs), len(nodes)))
+    pieces = range(0, len(inputs), DERIVED_ROWS)
+
+    def piece(start: int) -> None:
+        end = start + DERIVED_ROWS
+        values[start:end] = program.batch(inputs[start:end])
+
+    workers = min(threads or default_threads(), len(pieces))
+    if workers > 1:
+        list(executor(workers).map(piece, pieces))
+    else:
+        for start in pieces:
+            piece(start)
     return [np.ascontiguousarray(values[:, k]) for k in range(len(nodes))]

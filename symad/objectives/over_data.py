@@ -31,8 +31,7 @@ from symad.core.names import expand_names
 from symad.expr import Expr, parse
 from symad.objectives.columns import data_columns, derived_columns, float_column
 from symad.objectives.dask_sums import DaskSums, RowsRecipe, dask_columns, is_dask_array
-from symad.objectives.row_sums import RowSums, row_parts
-from symad.runtime.program import Program
+from symad.objectives.row_sums import RowSums, evaluator, row_parts
 from symad.schedule.schedule import Schedule
 from symad.second_order import SecondOrder
 
@@ -235,7 +234,8 @@ class Objective:
         per_call, per_data = row_parts(g, outputs, point, self._d)
         missing = [n for n in per_data if n not in self._derived]
         if missing:
-            self._derived.update(zip(missing, derived_columns(g, missing, self._d, self.columns, self.backend)))
+            self._derived.update(zip(missing, derived_columns(g, missing, self._d, self.columns, self.backend,
+                                                              self.threads)))
         given = point + per_call
         # the data columns the loop still reads (some may be read through derived columns only)
         read = {a for n in g.reachable(outputs, set(given + self._d + per_data)) for a in g.args[n]}
@@ -244,7 +244,7 @@ class Objective:
         inputs = given + [self._d[j] for j in data] + per_data
         columns = [self.columns[j] for j in data] + [self._derived[n] for n in per_data]
         sources = [("w", k) for k in range(len(given))] + [("col", j) for j in range(len(columns))]
-        prelude = Program(g, per_call, point, self.backend).point if per_call else None
+        prelude = evaluator(g, per_call, point, self.backend).point if per_call else None
         return RowSums(Schedule.build(g, outputs, inputs), sources, columns, self.n_rows, self.backend,
                        self.threads, prelude=prelude)
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from symad import native
-from symad.backends.vm import InterpretedRows
+from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core import forksafe
 from symad.core.dag import BINDERS, Graph
 from symad.core.ops.table import OPS, Call, Inline
@@ -54,7 +54,7 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _executor(threads: int) -> ThreadPoolExecutor:
+def executor(threads: int) -> ThreadPoolExecutor:
     with _pool_lock:
         if not _pool or _pool[0][0] < threads:
             _pool[:] = [(threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="symad-rows"))]
@@ -125,6 +125,15 @@ def row_parts(graph: Graph, outputs: Sequence[int], point: Sequence[int],
         if cost[n] >= HOIST_COST:
             (per_call if mask[n] == 1 else per_data).append(n)
     return per_call, per_data
+
+
+def evaluator(graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backend: str) -> Any:
+    """``outputs`` of ``inputs`` with ``point(x)`` and ``batch(rows)``, built without a compile: on the
+    instruction interpreter (the ops' own machine code) where native code is on, else Python code."""
+    schedule = Schedule.build(graph, outputs, inputs)
+    if backend != "python" and native.available():
+        return VMProgram(schedule)
+    return Program.from_schedule(schedule, "python", background=False)
 
 
 def add_blocks(partial: np.ndarray) -> np.ndarray:
@@ -240,7 +249,7 @@ class RowSums:
                 for b in todo:
                     run(b)
 
-            futures = [_executor(workers).submit(work) for _ in range(workers - 1)]
+            futures = [executor(workers).submit(work) for _ in range(workers - 1)]
             work()
             for f in futures:
                 f.result()
