@@ -257,20 +257,14 @@ def program_ir(program: LoopProgram) -> str:
     array).  ``w[k]`` is variable ``k``; ``bases[v]`` vector ``v``'s first entry.  One call computes
     the value and the whole gradient: no per-loop call, no thread.  The sums inside a loop at the
     top that read only its index are computed for all its rows first (:func:`_hoist`).  With
-    ``program.array_offset``, ``call(x, g)`` too (:func:`_call_entry`)."""
+    ``program.array_offset``, ``call(x, g)`` too (:func:`_call_entry`).  A ``tiled`` program's
+    code is :func:`_tiled_ir`'s instead."""
+    if program.tiled:
+        return _tiled_ir(program)
     declared: dict[str, int] = {}
     top = program.top
-    names: dict[int, str] = {node: hex_double(c) for node, c in top.consts.items()}
-    lines = _inputs_and_vectors(program.variables, "x", len(program.vectors), names)
-    for k in range(len(program.outputs)):
-        lines += [f"  %out{k}a = getelementptr ptr, ptr %outs, i64 {k}", f"  %out{k} = load ptr, ptr %out{k}a"]
+    lines, names = _program_entry(program)
     block = ["entry"]
-    for k, e in enumerate(top.entries):  # entries at constant indices (x[3] beside a loop), clamped
-        offset = sum((min(max(const, lo), hi) - lo) * stride
-                     for (_, const), (lo, hi), stride in zip(e.indices, e.bounds, e.strides))
-        lines += [f"  %te{k}a = getelementptr double, ptr %b{e.vector}, i64 {offset}",
-                  f"  %te{k} = load double, ptr %te{k}a"]
-        names[e.node] = f"%te{k}"
     arrays = {node for node, kind in zip(program.outputs, program.kinds) if kind == "each"}
     computed: dict[int, tuple[str, int, int]] = {}  # sums inside computed for every row: array, rows
     stack = [HOIST_STACK_BYTES]  # what their arrays may still take
@@ -290,10 +284,100 @@ def program_ir(program: LoopProgram) -> str:
     for k, node in enumerate(program.outputs):
         if node not in arrays:
             lines.append(f"  store double {names[node]}, ptr %out{k}")
-    decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
-    return ("; a program with loops, optimised whatever its size\n" + decls
+    return ("; a program with loops, optimised whatever its size\n" + _declarations(declared)
             + "\ndefine void @prog(ptr noalias %w, ptr noalias %bases, ptr noalias %outs) {\nentry:\n"
             + "\n".join(lines) + "\n  ret void\n}\n" + _call_entry(program) + "\nattributes #0 = { nobuiltin }\n")
+
+
+def _program_entry(program: LoopProgram) -> tuple[list[str], dict[int, str]]:
+    """A program's entry lines (its variables, vectors, outputs and the entries it reads outside any
+    loop, clamped into their vectors) and the IR names of those nodes and of its constants."""
+    top = program.top
+    names: dict[int, str] = {node: hex_double(c) for node, c in top.consts.items()}
+    lines = _inputs_and_vectors(program.variables, "x", len(program.vectors), names)
+    for k in range(len(program.outputs)):
+        lines += [f"  %out{k}a = getelementptr ptr, ptr %outs, i64 {k}", f"  %out{k} = load ptr, ptr %out{k}a"]
+    for k, e in enumerate(top.entries):  # entries at constant indices (x[3] beside a loop), clamped
+        offset = sum((min(max(const, lo), hi) - lo) * stride
+                     for (_, const), (lo, hi), stride in zip(e.indices, e.bounds, e.strides))
+        lines += [f"  %te{k}a = getelementptr double, ptr %b{e.vector}, i64 {offset}",
+                  f"  %te{k} = load double, ptr %te{k}a"]
+        names[e.node] = f"%te{k}"
+    return lines, names
+
+
+def _declarations(declared: dict[str, int]) -> str:
+    return "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+
+
+def _tiled_ir(program: LoopProgram) -> str:
+    """LLVM IR of a tiled program (:attr:`~symad.schedule.loop_nest.LoopProgram.tiled`): two functions
+    of ``(w, bases, outs)``, where ``outs`` holds the outputs, then the block sums' array, the next
+    block's counter (an i64) and the sums' array.
+
+    ``part`` takes blocks by an atomic increment of the counter until none is left (every thread
+    calls it; whoever is slow takes fewer) and runs block ``b`` of every loop at the top, one after
+    another while the block's entries are in cache: a map's rows ``b*BLOCK`` ... of it stored in
+    its array, a sum's rows added in the canonical two lanes into ``partial[s*blocks + b]``
+    (``s``: its place among :attr:`~symad.schedule.loop_nest.LoopProgram.sums`).  ``prog`` then
+    takes each sum's value from ``sums[s]`` (its blocks' sums added by the caller, as NumPy's
+    pairwise sum adds them) and computes the steps after the loops.  The same bits on any
+    number of threads, and the program's own (untiled) ones."""
+    top, blocks, count = program.top, program.blocks, len(program.outputs)
+    sums = program.sums
+    declared: dict[str, int] = {}
+    lines, names = _program_entry(program)
+    lines += [f"  %parta = getelementptr ptr, ptr %outs, i64 {count}", "  %partial = load ptr, ptr %parta",
+              f"  %nexta = getelementptr ptr, ptr %outs, i64 {count + 1}", "  %next = load ptr, ptr %nexta"]
+    after = set(top.inner)  # the loops and the steps reading one: prog's
+    for node, op, args in top.steps:
+        if node in after or any(a in after for a in args):
+            after.add(node)
+            continue
+        lines += op_lines(op, [names[a] for a in args], f"%tv{node}", f"%tt{node}", declared)
+        names[node] = f"%tv{node}"
+    lines += ["  br label %grab", "grab:", "  %b = atomicrmw add ptr %next, i64 1 monotonic",
+              f"  %bgo = icmp slt i64 %b, {blocks}", "  br i1 %bgo, label %blk, label %done", "blk:"]
+    block = ["blk"]
+    for node, _, _ in top.steps:
+        inner = top.inner.get(node)
+        if inner is None:
+            continue
+        if inner.op == "each":
+            first = f"%w{node}lo"
+            lines += [f"  %w{node}r0 = mul i64 %b, {BLOCK}", f"  {first} = add i64 %w{node}r0, {inner.low}",
+                      f"  %w{node}hi = add i64 {first}, {BLOCK - 1}"]
+            _top_each(inner, names, lines, block, f"w{node}", declared, f"%out{program.outputs.index(node)}",
+                      rows=(first, f"%w{node}hi"))
+        else:
+            value = _sum_block(inner, names, lines, block, f"u{node}", declared, "%b")
+            lines += [f"  %u{node}s = add i64 %b, {sums.index(node) * blocks}",
+                      f"  %u{node}a = getelementptr double, ptr %partial, i64 %u{node}s",
+                      f"  store double {value}, ptr %u{node}a"]
+    lines += ["  br label %grab", "done:"]
+    part = lines
+
+    lines, names = _program_entry(program)
+    lines += [f"  %sumsa = getelementptr ptr, ptr %outs, i64 {count + 2}", "  %sums = load ptr, ptr %sumsa"]
+    for node, op, args in top.steps:
+        inner = top.inner.get(node)
+        if inner is None:
+            lines += op_lines(op, [names[a] for a in args], f"%tv{node}", f"%tt{node}", declared)
+            names[node] = f"%tv{node}"
+        elif inner.op == "each":
+            names[node] = f"%out{program.outputs.index(node)}"
+        else:
+            lines += [f"  %s{node}a = getelementptr double, ptr %sums, i64 {sums.index(node)}",
+                      f"  %s{node} = load double, ptr %s{node}a"]
+            names[node] = f"%s{node}"
+    for k, (node, kind) in enumerate(zip(program.outputs, program.kinds)):
+        if kind != "each":
+            lines.append(f"  store double {names[node]}, ptr %out{k}")
+    head = "(ptr noalias %w, ptr noalias %bases, ptr noalias %outs) {\nentry:\n"
+    return ("; a program with loops run block by block, optimised whatever its size\n" + _declarations(declared)
+            + "\ndefine void @part" + head + "\n".join(part) + "\n  ret void\n}\n"
+            + "\ndefine void @prog" + head + "\n".join(lines) + "\n  ret void\n}\n"
+            + "\nattributes #0 = { nobuiltin }\n")
 
 
 def _call_entry(program: LoopProgram) -> str:
@@ -482,13 +566,9 @@ def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[
     before = block[0]
     lines += [f"  br label %K{p}h", f"K{p}h:", f"  %{p}k = phi i64 [0, %{before}], [%{p}kn, %K{p}e]",
               f"  %{p}more = icmp slt i64 %{p}k, {blocks}", f"  br i1 %{p}more, label %K{p}s, label %K{p}x",
-              f"K{p}s:", f"  %{p}r0 = mul i64 %{p}k, {BLOCK}", f"  %{p}lo = add i64 %{p}r0, {scope.low}",
-              f"  %{p}hi0 = add i64 %{p}lo, {BLOCK - 1}", f"  %{p}over = icmp sgt i64 %{p}hi0, {scope.high}",
-              f"  %{p}hi = select i1 %{p}over, i64 {scope.high}, i64 %{p}hi0"]
+              f"K{p}s:"]
     block[0] = f"K{p}s"
-    # the entries of a sum of the expression lie inside their vectors (the vectors' spans are theirs)
-    value = _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, f"%{p}lo", f"%{p}hi", clamp=False, lanes=2,
-                       hoisted=hoisted)
+    value = _sum_block(scope, names, lines, block, p, declared, f"%{p}k", hoisted)
     lines += [f"  %{p}at = getelementptr double, ptr %{p}acc, i64 %{p}k", f"  store double {value}, ptr %{p}at",
               f"  br label %K{p}e", f"K{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %K{p}h", f"K{p}x:"]
     block[0] = f"K{p}x"
@@ -508,6 +588,18 @@ def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[
         return r
 
     return _pairwise(parts, add)
+
+
+def _sum_block(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
+               declared: dict[str, int], k: str, hoisted: Hoisted | None = None) -> str:
+    """The sum of block ``k`` (an i64 IR value; past the last block, 0.0) of a top-level sum, its
+    rows in the canonical two lanes; returns its IR value."""
+    lines += [f"  %{p}r0 = mul i64 {k}, {BLOCK}", f"  %{p}lo = add i64 %{p}r0, {scope.low}",
+              f"  %{p}hi0 = add i64 %{p}lo, {BLOCK - 1}", f"  %{p}over = icmp sgt i64 %{p}hi0, {scope.high}",
+              f"  %{p}hi = select i1 %{p}over, i64 {scope.high}, i64 %{p}hi0"]
+    # the entries of a sum of the expression lie inside their vectors (the vectors' spans are theirs)
+    return _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, f"%{p}lo", f"%{p}hi", clamp=False,
+                      lanes=2, hoisted=hoisted)
 
 
 def _pairwise(values: list[str], add: Callable[[str, str], str]) -> str:
@@ -536,10 +628,11 @@ def _pairwise(values: list[str], add: Callable[[str, str], str]) -> str:
 
 
 def _top_each(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-              declared: dict[str, int], out: str, hoisted: Hoisted | None = None) -> str:
-    """A top-level each: its body at every row, stored in the output array ``out``.  The rows whose
-    entries all lie inside their vectors run unclamped (the loop LLVM vectorises), the edge rows
-    clamped."""
+              declared: dict[str, int], out: str, hoisted: Hoisted | None = None,
+              rows: tuple[str, str] | None = None) -> str:
+    """A top-level each: its body at every row (or at the indices ``rows[0]`` ... ``rows[1]``, i64 IR
+    values), stored in the output array ``out``.  The rows whose entries all lie inside their
+    vectors run unclamped (the loop LLVM vectorises), the edge rows clamped."""
     low, high = scope.low, scope.high
     inside_lo, inside_hi = low, high
     for e in scope.entries:
@@ -550,17 +643,26 @@ def _top_each(scope: Scope, names: dict[int, str], lines: list[str], block: list
         (lo, hi), = e.bounds
         inside_lo, inside_hi = max(inside_lo, lo - const), min(inside_hi, hi - const)
     if inside_lo > inside_hi:
-        _each_rows(scope, names, lines, block, f"{p}a", declared, out, low, high, True, hoisted)
-        return out
-    for k, (first, last, clamp) in enumerate(((low, inside_lo - 1, True), (inside_lo, inside_hi, False),
-                                              (inside_hi + 1, high, True))):
-        if first <= last:
-            _each_rows(scope, names, lines, block, f"{p}{k}", declared, out, first, last, clamp, hoisted)
+        parts = [(low, high, True)]
+    else:
+        parts = [(low, inside_lo - 1, True), (inside_lo, inside_hi, False), (inside_hi + 1, high, True)]
+    for k, (first, last, clamp) in enumerate(parts):
+        if first > last:
+            continue
+        q = f"{p}a" if len(parts) == 1 else f"{p}{k}"
+        at: tuple[str | int, str | int] = (first, last)
+        if rows is not None:  # the part's rows inside the given ones
+            lines += [f"  %{q}cf = icmp sgt i64 {rows[0]}, {first}",
+                      f"  %{q}cF = select i1 %{q}cf, i64 {rows[0]}, i64 {first}",
+                      f"  %{q}cl = icmp slt i64 {rows[1]}, {last}",
+                      f"  %{q}cL = select i1 %{q}cl, i64 {rows[1]}, i64 {last}"]
+            at = (f"%{q}cF", f"%{q}cL")
+        _each_rows(scope, names, lines, block, q, declared, out, *at, clamp, hoisted)
     return out
 
 
 def _each_rows(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
-               declared: dict[str, int], out: str, first: int, last: int, clamp: bool,
+               declared: dict[str, int], out: str, first: int | str, last: int | str, clamp: bool,
                hoisted: Hoisted | None = None) -> None:
     """The rows ``first`` … ``last`` (indices) of a top-level each, stored in ``out``."""
     before = block[0]

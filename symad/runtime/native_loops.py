@@ -254,26 +254,35 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
 
 
 # Up to this many rows in all its loops, a function's value and gradient run as one call of one
-# machine-code function (no thread, no call a loop: what costs most at these sizes); beyond, each
-# loop runs on its own, its blocks shared among the cores.
+# machine-code function (no thread: what costs most at these sizes); beyond, as a tiled program
+# whose blocks the cores share (each block of every loop at once, while its entries are in cache).
 WHOLE_MAX_ROWS = 400_000
 # Up to this many rows, a value and gradient over one vector go through the ``call`` entry, which
 # keeps the GIL (about 50 us of work at most); longer programs release it for other threads.
 CALL_MAX_ROWS = 1 << 16
 # ``call(x, g) -> value``: keeps the GIL, takes the array objects (:func:`symad.native.loop_ir.program_ir`)
 _CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.py_object, ctypes.py_object)
+# a tiled program's ``part(w, bases, outs)``: releases the GIL (:func:`symad.native.loop_ir.program_ir`)
+_PART = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 class WholeProgram:
-    """Every output of a program with loops in one call of machine code (:func:`symad.native.compile_program`)."""
+    """Every output of a program with loops in one call of machine code (:func:`symad.native.compile_program`);
+    ``tiled``: its loops run block by block, on every core (:meth:`_parts`)."""
 
-    def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any]):
+    def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool = False):
         self.program = loop_program(graph, roots, spans)
         _check_quick(_steps(self.program.top))
+        if tiled and not self.program.tileable:
+            raise NotCompiled("a loop reading what another loop computes")
+        self.program.tiled = tiled
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
-        self.program.call_entry = self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
+        self._blocks = [-(-(self.program.top.inner[s].high - self.program.top.inner[s].low + 1) // BLOCK)
+                        for s in self.program.sums]
+        self.program.call_entry = not tiled and self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
         self.code = native.compile_program(self.program)
+        self._part = _PART(self.code.engine.get_function_address("part")) if tiled else None
         self._lock = threading.Lock()
         self._kept = self._buffers()
         # value and gradient of one vector: the ``call`` entry, which takes the arrays themselves
@@ -282,13 +291,9 @@ class WholeProgram:
         self._vector = self.program.vectors[0] if self._call is not None else None
         self._length = self.lengths[-1]
 
-    def _buffers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, tuple[int, int, int]]:
-        w = np.zeros(max(1, len(self.program.variables)))
-        bases = np.zeros(max(1, len(self.program.vectors)), dtype=np.uintp)
-        outs = np.zeros(len(self.lengths), dtype=np.uintp)
-        numbers = np.zeros(len(self.lengths))
-        at = tuple(a.__array_interface__["data"][0] for a in (w, bases, outs))
-        return w, bases, outs, numbers, at  # type: ignore[return-value]
+    def _buffers(self) -> _WholeBuffers:
+        return _WholeBuffers(len(self.program.variables), len(self.program.vectors), len(self.lengths),
+                             len(self._blocks), self.program.blocks if self._part is not None else 0)
 
     def run(self, scalars: Mapping[int, float], vectors: Vectors) -> list[Any]:
         """The outputs: numbers, and arrays for ``each`` outputs (each array new: a later call never
@@ -297,13 +302,13 @@ class WholeProgram:
             grad = np.empty(self._length)
             return [self._call(vectors[self._vector][0], grad), grad]
         kept = self._lock.acquire(blocking=False)
-        w, bases, outs, numbers, (wp, bp, op) = self._kept if kept else self._buffers()
+        buffers = self._kept if kept else self._buffers()
         try:
+            w, bases, outs, numbers = buffers.w, buffers.bases, buffers.outs, buffers.numbers
             for k, node in enumerate(self.program.variables):
                 w[k] = scalars[node]
             for v, name in enumerate(self.program.vectors):
                 bases[v] = vectors[name][0].__array_interface__["data"][0]
-            numbers_at = numbers.__array_interface__["data"][0]
             arrays = []
             for k, length in enumerate(self.lengths):
                 if length:
@@ -312,12 +317,57 @@ class WholeProgram:
                     outs[k] = out.__array_interface__["data"][0]
                 else:
                     arrays.append(None)
-                    outs[k] = numbers_at + 8 * k
-            self.code.run(wp, bp, op)
+                    outs[k] = buffers.numbers_at + 8 * k
+            if self._part is not None:
+                self._parts(buffers)
+            self.code.run(buffers.w_at, buffers.bases_at, buffers.outs_at)
             return [a if a is not None else float(numbers[k]) for k, a in enumerate(arrays)]
         finally:
             if kept:
                 self._lock.release()
+
+    def _parts(self, buffers: _WholeBuffers) -> None:
+        """The tiled program's blocks: ``part`` on this thread and on the batch threads at once, each
+        taking the next block until none is left; then each sum's blocks added in the canonical
+        order (:func:`symad.backends.arrays.blocked_sum`'s, NumPy's pairwise sum) into ``sums``."""
+        buffers.counter[0] = 0
+        args = buffers.w_at, buffers.bases_at, buffers.outs_at
+        pool = batches.pool() if self.program.blocks >= 2 else None
+        futures = []
+        if pool is not None:
+            for _ in range(min(self.program.blocks, batches.BATCH_THREADS) - 1):
+                try:
+                    futures.append(pool.submit(self._part, *args))  # ctypes releases the GIL
+                except RuntimeError:  # no thread could be started (or the pool is shut at exit)
+                    break
+        self._part(*args)
+        for f in futures:
+            if not f.cancel():  # one not started yet has nothing left to take
+                f.result()
+        for s, count in enumerate(self._blocks):
+            row = buffers.partial[s:s + 1, :count]
+            buffers.sums[s] = row.sum(axis=1)[0] if count > 1 else row[0, 0]
+
+
+class _WholeBuffers:
+    """A whole program's small arrays for one call, and their addresses: the variables (``w``), the
+    vectors' addresses (``bases``), the outputs' (``outs``) and the numbers' slots; a tiled
+    program's ``outs`` also points at its blocks' sums (``partial``, a sum a row), its counter
+    of blocks taken (alone on its cache line) and the sums' values."""
+
+    def __init__(self, variables: int, vectors: int, outputs: int, sums: int, blocks: int):
+        self.w = np.zeros(max(1, variables))
+        self.bases = np.zeros(max(1, vectors), dtype=np.uintp)
+        self.outs = np.zeros(outputs + 3, dtype=np.uintp)
+        self.numbers = np.zeros(outputs)
+        self.partial = np.zeros((max(1, sums), max(1, blocks)))
+        self.sums = np.zeros(max(1, sums))
+        line = np.zeros(24, dtype=np.int64)
+        at = line.__array_interface__["data"][0]
+        self.counter = line[(-at % 64) // 8 + 8:][:1]  # 64 bytes clear of the array's ends
+        self.w_at, self.bases_at, self.outs_at, self.numbers_at = (
+            a.__array_interface__["data"][0] for a in (self.w, self.bases, self.outs, self.numbers))
+        self.outs[outputs:] = [a.__array_interface__["data"][0] for a in (self.partial, self.counter, self.sums)]
 
 
 def _check_quick(steps: int) -> None:
@@ -346,13 +396,12 @@ def _rows(graph: Graph, roots: list[int]) -> int:
 
 
 def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
-    """The whole program in one function where it pays and compiles (native code, loops of at most
-    :data:`WHOLE_MAX_ROWS` rows in all), else None."""
+    """The whole program in one function where it compiles (native code): one call up to
+    :data:`WHOLE_MAX_ROWS` rows in all, tiled beyond (if no loop reads what another computes);
+    else None."""
     if not native.available():
         return None
-    if _rows(graph, roots) > WHOLE_MAX_ROWS:
-        return None
     try:
-        return WholeProgram(graph, roots, spans)
+        return WholeProgram(graph, roots, spans, tiled=_rows(graph, roots) > WHOLE_MAX_ROWS)
     except (NotCompiled, SymadError, KeyError):
         return None

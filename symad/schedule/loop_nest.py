@@ -86,7 +86,9 @@ class LoopProgram:
     scopes are the loops at the top), the variables it reads (slots of ``w``), the vectors (slots of
     ``bases``), and its outputs with their kinds (``value``: a number; ``each``: an array).
     ``call_entry``: set on a program that :attr:`takes_call` (a function's value and gradient over
-    one vector), the code has a ``call(x, g)`` entry too (:func:`symad.native.loop_ir.program_ir`)."""
+    one vector), the code has a ``call(x, g)`` entry too (:func:`symad.native.loop_ir.program_ir`).
+    ``tiled``: set on a program that is :attr:`tileable`, its loops at the top run block by block
+    together, the blocks shared among threads (:func:`symad.native.loop_ir.program_ir`)."""
 
     top: Scope
     variables: list[int]
@@ -94,12 +96,36 @@ class LoopProgram:
     outputs: list[int]
     kinds: list[str]
     call_entry: bool = False
+    tiled: bool = False
 
     @functools.cached_property
     def key(self) -> str:
         """Structural: equal for equal programs whatever their graph (what compiled code is cached by)."""
         return _structural_key(self.top, {v: f"w{k}" for k, v in enumerate(self.variables)}, self.outputs,
-                               f"program {self.kinds} {self.call_entry}")
+                               f"program {self.kinds} {self.call_entry} {self.tiled}")
+
+    @property
+    def sums(self) -> list[int]:
+        """The sums at the top, in the order of their steps (a tiled program's slots of block sums)."""
+        return [node for node, _, _ in self.top.steps if node in self.top.inner and self.top.inner[node].op == "sum"]
+
+    @property
+    def blocks(self) -> int:
+        """The most blocks of :data:`BLOCK` rows of a loop at the top (a tiled program's blocks)."""
+        return max((-(-(s.high - s.low + 1) // BLOCK) for s in self.top.inner.values()), default=0)
+
+    @property
+    def tileable(self) -> bool:
+        """Whether the loops at the top can run block by block together: sums and maps, none of
+        which reads what another computes (their captures come before every loop)."""
+        after = set(self.top.inner)  # the loops, and the steps reading one
+        for node, _, args in self.top.steps:
+            looped = node in self.top.inner
+            if any(a in after for a in (args[1:] if looped else args)):
+                if looped:
+                    return False
+                after.add(node)
+        return all(s.op in ("sum", "each") for s in self.top.inner.values())
 
     @property
     def takes_call(self) -> bool:

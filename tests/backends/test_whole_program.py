@@ -52,11 +52,13 @@ def test_a_whole_program_with_loops_inside_loops(whole_always: None) -> None:
     np.testing.assert_allclose(got[1], 2 * A.T @ (A @ x - d) + 4 * x**3, rtol=1e-11, atol=1e-12)
 
 
-def test_past_the_size_limit_each_loop_runs_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_size_limit_a_program_is_tiled_or_each_loop_runs_on_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 100)
     with looping(3):
         f = IndexedFunction(parse_looped("sum(i = 1..200, x[i]^2)"))
-    assert f._whole is None and f.value_and_grad(np.ones(200))[0] == 200.0
+        reading = IndexedFunction(parse_looped("log(sum(i = 1..200, x[i]^2))"))  # the map reads the sum
+    assert f._whole is not None and f._whole.program.tiled and f.value_and_grad(np.ones(200))[0] == 200.0
+    assert reading._whole is None and reading.value_and_grad(np.ones(200))[0] == np.log(200.0)
 
 
 def test_compiled_code_is_keyed_by_structure_never_by_node_ids() -> None:

@@ -1,0 +1,139 @@
+"""A tiled whole program (a long function's loops run block by block, every loop's block at once,
+the blocks taken by the threads in any order): NumPy's bits and the one-call program's, on any
+number of threads; a loop reading another's result keeps the loops run one by one; calls from
+several threads, and from a batch thread itself, finish."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from support.loops import looping, parse_looped
+
+from symad import native
+from symad.indexed_function import IndexedFunction
+from symad.runtime import batches, native_loops
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="needs llvmlite")
+
+# two sums over different ranges (their blocks end at different rows), a variable, an entry outside
+# the loops, steps after the loops; the gradient's map has clamped edges in its first and last blocks
+TEXT = ("n = {n}; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i]/i)^2) "
+        "+ sin(y)*sum(i = 3..n-2, x[i-2]*x[i+2]) + y*x[2]")
+
+
+@pytest.fixture
+def tiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 0)
+
+
+def _threads(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    """The batch threads' pool of ``count`` threads (none on one), started afresh."""
+    monkeypatch.setattr(batches, "BATCH_THREADS", count)
+    monkeypatch.setattr(batches, "_pool", [])
+
+
+def _point(n: int) -> dict[str, object]:
+    rng = np.random.default_rng(n)
+    return {"x": rng.uniform(-1, 1, n) * 10.0 ** rng.integers(-3, 3, n), "y": 0.3}
+
+
+@pytest.mark.parametrize("n", [7, 8193, 3 * 8192 + 5, 9 * 8192, 17 * 8192 + 1])
+def test_a_tiled_program_gives_numpys_bits_and_the_one_calls(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    with looping(3):
+        numpy_only = IndexedFunction(parse_looped(TEXT.format(n=n)), backend="python")
+        monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 10**9)
+        one_call = IndexedFunction(parse_looped(TEXT.format(n=n)))
+        monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 0)
+        compiled = IndexedFunction(parse_looped(TEXT.format(n=n)))
+    assert compiled._whole is not None and compiled._whole.program.tiled
+    assert one_call._whole is not None and not one_call._whole.program.tiled
+    point = _point(n)
+    got, want, whole = compiled.value_and_grad(point), numpy_only.value_and_grad(point), one_call.value_and_grad(point)
+    assert got[0] == want[0] == whole[0]
+    assert np.array_equal(got[1], want[1]) and np.array_equal(got[1], whole[1])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_the_same_bits_on_any_number_of_threads(threads: int, tiled: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    n = 40 * 8192 + 11
+    with looping(3):
+        f = IndexedFunction(parse_looped(TEXT.format(n=n)))
+        numpy_only = IndexedFunction(parse_looped(TEXT.format(n=n)), backend="python")
+    _threads(monkeypatch, threads)
+    point = _point(n)
+    want = numpy_only.value_and_grad(point)
+    for _ in range(3):  # the threads take the blocks in another order each call
+        got = f.value_and_grad(point)
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert bool(batches._pool) == (threads > 1)
+    if batches._pool:
+        batches._pool[0].shutdown()
+
+
+def test_loops_inside_a_tiled_loop(tiled: None) -> None:
+    n = 3 * 8192 + 1
+    text = f"sum(i = 2..{n - 1}, (sum(j = -1..1, x[i+j]*x[i+j]) - x[i])^2)"
+    with looping(3):
+        f = IndexedFunction(parse_looped(text))
+        numpy_only = IndexedFunction(parse_looped(text), backend="python")
+    assert f._whole is not None and f._whole.program.tiled
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    got, want = f.value_and_grad(x), numpy_only.value_and_grad(x)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_a_loop_reading_another_loops_result_keeps_the_loops_one_by_one(tiled: None) -> None:
+    # the gradient's map reads the sum (1/sum(...)): they cannot share blocks
+    text = "log(sum(i = 1..20000, exp(x[i]/10)))"
+    with looping(3):
+        f = IndexedFunction(parse_looped(text))
+        numpy_only = IndexedFunction(parse_looped(text), backend="python")
+    assert f._whole is None
+    x = np.linspace(-1, 1, 20000)
+    got, want = f.value_and_grad(x), numpy_only.value_and_grad(x)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_calls_from_several_threads_at_once(tiled: None) -> None:
+    n = 5 * 8192
+    with looping(3):
+        f = IndexedFunction(parse_looped(TEXT.format(n=n)))
+    points = [_point(n + k)["x"][:n] for k in range(4)]
+    want = [f.value_and_grad({"x": x, "y": 0.3}) for x in points]
+    errors: list[int] = []
+
+    def work(k: int) -> None:
+        for r in range(20):
+            got = f.value_and_grad({"x": points[(k + r) % 4], "y": 0.3})
+            w = want[(k + r) % 4]
+            if got[0] != w[0] or not np.array_equal(got[1], w[1]):
+                errors.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(tiled: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the helper it asks for never starts (the pool's other thread waits): the caller takes every
+    # block and withdraws the request, rather than waiting for it
+    _threads(monkeypatch, 2)
+    n = 4 * 8192
+    with looping(3):
+        f = IndexedFunction(parse_looped(TEXT.format(n=n)))
+    point = _point(n)
+    want = f.value_and_grad(point)
+    pool, release = batches.pool(), threading.Event()
+    busy = pool.submit(release.wait, 60)
+    try:
+        got = pool.submit(f.value_and_grad, point).result(timeout=30)
+    finally:
+        release.set()
+        busy.result()
+        pool.shutdown()
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
