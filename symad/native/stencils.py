@@ -28,7 +28,6 @@ caches them.
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import itertools
 import struct
@@ -236,7 +235,21 @@ def parse(obj: bytes) -> Library:
         raise StencilError(f"unreadable stencil object: {err}") from err
 
 
+_SYMBOL = np.dtype([("name", "<u4"), ("info", "u1"), ("other", "u1"), ("shndx", "<u2"), ("value", "<u8"),
+                    ("size", "<u8")])
+_RELA = np.dtype([("offset", "<u8"), ("info", "<u8"), ("addend", "<i8")])
+_STT_FUNC = 2
+
+
+def _ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``lo[0]..hi[0]-1, lo[1]..hi[1]-1, ...`` as one array."""
+    counts = hi - lo
+    return np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+
+
 def _parse(data: memoryview) -> Library:
+    """Read with NumPy over the symbol and relocation tables (a process's first stitch pays it:
+    tens of thousands of relocations, no Python loop per relocation)."""
     if bytes(data[:4]) != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise StencilError("not a 64-bit little-endian ELF object")
     shoff, = struct.unpack_from("<Q", data, 40)
@@ -248,11 +261,12 @@ def _parse(data: memoryview) -> Library:
     if len(symtab) != 1:
         raise StencilError("no single symbol table")
     _, _, _, _, sym_off, sym_size, strtab, _, _, sym_ent = sections[symtab[0]]
-    str_off = sections[strtab][4]
+    if sym_ent != _SYMBOL.itemsize:
+        raise StencilError("unexpected symbol size")
+    strings = bytes(data[sections[strtab][4]:sections[strtab][4] + sections[strtab][5]])
 
     def name_at(offset: int) -> str:
-        start = str_off + offset
-        return bytes(data[start:start + 256]).split(b"\0", 1)[0].decode()
+        return strings[offset:strings.index(b"\0", offset)].decode()
 
     # Read-only data sections (constants LLVM placed), laid out one after another; the entries of
     # a section of constants (mergeable, of fixed size) each once, whichever stencils share them.
@@ -270,91 +284,139 @@ def _parse(data: memoryview) -> Library:
             blob += bytes(-len(blob) % align)
             data_at[k] = len(blob)
             blob += bytes(data[offset:offset + length]) if kind == _SHT_PROGBITS else bytes(length)
-    pool: dict[bytes, int] = {}
 
-    def constant(section: int, at: int, addend: int) -> int:
-        """Where the data ``at`` bytes into ``section`` goes in ``blob``, for a relative reference
-        ``at + addend`` (from the end of an instruction, 4 or more bytes past the field)."""
-        offset, size = merged[section]
-        entry = -(-(at + addend + 4) // size) * size
-        value = bytes(data[offset + entry: offset + entry + size])
+    symbols = np.frombuffer(data, _SYMBOL, sym_size // sym_ent, sym_off)
+    executable = np.array([bool(sec[2] & _SHF_EXECINSTR) for sec in sections])
+    candidates = np.flatnonzero((symbols["name"] != 0) & (symbols["shndx"] < len(sections))
+                                & ((symbols["info"] & 0xF) == _STT_FUNC))
+    candidates = candidates[executable[symbols["shndx"][candidates]]]
+    functions: dict[str, int] = {}  # "<op>_<variant>": its symbol
+    for k in candidates.tolist():
+        name = name_at(int(symbols["name"][k]))
+        if name.startswith(PREFIX):
+            functions[name[len(PREFIX):]] = k
+    fsym = np.fromiter(functions.values(), dtype=np.int64, count=len(functions))
+    fsec = symbols["shndx"][fsym].astype(np.int64)
+    fvalue = symbols["value"][fsym].astype(np.int64)
+    fsize = symbols["size"][fsym].astype(np.int64)
+
+    # Every relocation of the stencils' sections: rows (offset in its section, type, symbol,
+    # addend), each stencil's rows found by bisection on the offsets.
+    n_f = len(fsym)
+    lo, hi = np.zeros(n_f, dtype=np.int64), np.zeros(n_f, dtype=np.int64)
+    tables = []
+    total = 0
+    for sec in sorted(set(fsec.tolist())):
+        rows = [np.frombuffer(data, _RELA, length // entsize, offset)
+                for _, kind, _, _, offset, length, _, target, _, entsize in sections
+                if kind == _SHT_RELA and target == sec]
+        table = np.concatenate(rows) if rows else np.zeros(0, dtype=_RELA)
+        table = table[np.argsort(table["offset"], kind="stable")]
+        mine = fsec == sec
+        offsets = table["offset"].astype(np.int64)
+        lo[mine] = np.searchsorted(offsets, fvalue[mine]) + total
+        hi[mine] = np.searchsorted(offsets, fvalue[mine] + fsize[mine]) + total
+        tables.append(table)
+        total += len(table)
+    every = np.concatenate(tables) if tables else np.zeros(0, dtype=_RELA)
+    rows = _ranges(lo, hi)
+    counts = hi - lo
+    owner = np.repeat(np.arange(n_f), counts)
+    r_off = every["offset"][rows].astype(np.int64) - fvalue[owner]
+    r_type = (every["info"][rows] & 0xFFFFFFFF).astype(np.int64)
+    r_sym = (every["info"][rows] >> np.uint64(32)).astype(np.int64)
+    r_addend = every["addend"][rows].astype(np.int64)
+    if len(r_sym) and r_sym.max() >= len(symbols):
+        raise StencilError("a relocation against no symbol")
+
+    # Each symbol a relocation names: a hole, the next stencil, a C function, or data.
+    holes = {name: k for k, name in enumerate(HOLES)}
+    r_shndx = symbols["shndx"][r_sym].astype(np.int64)
+    undefined = r_shndx == _SHN_UNDEF
+    names = {k: name_at(int(symbols["name"][k])) for k in set(r_sym[undefined].tolist())}
+    r_kind = np.full(len(rows), -1, dtype=np.int64)
+    r_arg = np.zeros(len(rows), dtype=np.int64)
+    hole_of = np.array([holes.get(names.get(k, ""), -1) for k in r_sym[undefined].tolist()], dtype=np.int64)
+    absolute = (r_type == _R_X86_64_32S) | (r_type == _R_X86_64_32)
+    relative = (r_type == _R_X86_64_PC32) | (r_type == _R_X86_64_PLT32)
+    is_hole = np.zeros(len(rows), dtype=bool)
+    is_hole[undefined] = hole_of >= 0
+    is_hole &= absolute
+    r_kind[is_hole] = HOLE
+    r_arg[np.flatnonzero(undefined)[hole_of >= 0]] = hole_of[hole_of >= 0]
+    bad = ~is_hole & ~relative
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise StencilError(f"stencil {list(functions)[owner[k]]}: relocation type {r_type[k]} against "
+                           f"{names.get(int(r_sym[k])) or 'a section'}")
+    called: dict[str, int] = {}  # each C function, numbered in the order first called
+    call_rows = np.flatnonzero(relative & undefined)
+    for k, sym in zip(call_rows.tolist(), r_sym[call_rows].tolist()):
+        name = names[sym]
+        if name == NEXT:
+            r_kind[k] = PC_NEXT
+            continue
+        r_kind[k], r_arg[k] = PC_CALL, called.setdefault(name, len(called))
+    calls = list(called)
+    defined = relative & ~undefined
+    for sec, at in data_at.items():
+        here = defined & (r_shndx == sec)
+        r_kind[here] = PC_DATA
+        r_arg[here] = at + symbols["value"][r_sym[here]].astype(np.int64)
+    # Constants: the entry a reference reads (``at + addend`` from the end of an instruction, 4
+    # or more bytes past the field), each value once in the blob, in the order first read.
+    firsts = []
+    past_entry = np.zeros(len(rows), dtype=np.int64)
+    for sec, (offset, size) in merged.items():
+        here = np.flatnonzero(defined & (r_shndx == sec))
+        at = symbols["value"][r_sym[here]].astype(np.int64)
+        entry = -(-(at + r_addend[here] + 4) // size) * size
+        values = np.frombuffer(data, f"V{size}", sections[sec][5] // size, offset)[entry // size]
+        unique, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+        by_value = np.argsort(inverse.reshape(-1), kind="stable")
+        bounds = np.searchsorted(inverse.reshape(-1)[by_value], np.arange(len(unique) + 1))
+        firsts += [(int(here[f]), bytes(u), sec, by_value[bounds[j]:bounds[j + 1]])
+                   for j, (u, f) in enumerate(zip(unique, first))]
+        past_entry[here] = at - entry
+    pool: dict[bytes, int] = {}
+    for _, value, sec, group in sorted(firsts, key=lambda f: f[0]):
         if value not in pool:
-            blob.extend(bytes(-len(blob) % size))
+            blob.extend(bytes(-len(blob) % merged[sec][1]))
             pool[value] = len(blob)
             blob.extend(value)
-        return pool[value] + at - entry
+        where = np.flatnonzero(defined & (r_shndx == sec))[group]
+        r_kind[where] = PC_DATA
+        r_arg[where] = pool[value] + past_entry[where]
+    if (r_kind < 0).any():
+        k = int(np.flatnonzero(r_kind < 0)[0])
+        raise StencilError(f"stencil {list(functions)[owner[k]]}: a relocation against section {r_shndx[k]}")
 
-    symbols = []  # (name, section, value, size)
-    for k in range(sym_size // sym_ent):
-        st_name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", data, sym_off + sym_ent * k)
-        symbols.append((name_at(st_name) if st_name else "", shndx, value, size))
-    functions = {name[len(PREFIX):]: (sec, value, size) for name, sec, value, size in symbols
-                 if name.startswith(PREFIX)}  # "<op>_<variant>"
-    text_sections = {sec for sec, _, _ in functions.values()}
+    # The final `jmp _HOLE_NEXT` goes: the next stencil is placed where it would jump.
+    last = hi - lo - 1 + np.cumsum(counts) - counts  # each stencil's last row
+    has = counts > 0
+    text = np.frombuffer(data, np.uint8)
+    starts_in_file = np.array([sections[s][4] for s in fsec.tolist()], dtype=np.int64) + fvalue
+    lastrow = np.where(has, last, 0)
+    drop = (has & (fsize >= 5) & (r_kind[lastrow] == PC_NEXT) & (r_off[lastrow] == fsize - 4)
+            & (text[np.maximum(starts_in_file + fsize - 5, 0)] == _JMP_REL32))
+    keep_rows = np.ones(len(rows), dtype=bool)
+    keep_rows[lastrow[drop]] = False
+    lengths = fsize - 5 * drop
+    counts = counts - drop
+    code = text[_ranges(starts_in_file, starts_in_file + lengths)]
+    starts = np.cumsum(lengths) - lengths
+    rel_starts = np.cumsum(counts) - counts
 
-    relocs: dict[int, list[tuple[int, int, int, int]]] = {sec: [] for sec in text_sections}
-    for _, kind, _, _, offset, length, _, target, _, entsize in sections:
-        if kind != _SHT_RELA or target not in relocs:
-            continue
-        for r in range(length // entsize):
-            r_offset, r_info, addend = struct.unpack_from("<QQq", data, offset + entsize * r)
-            relocs[target].append((r_offset, r_info & 0xFFFFFFFF, r_info >> 32, addend))
-
-    for table_of_section in relocs.values():
-        table_of_section.sort()
-    holes = {name: k for k, name in enumerate(HOLES)}
-    calls: list[str] = []
-    ops = {}
-    code = bytearray()
-    starts, lengths, rel_starts, rel_counts = [], [], [], []
+    ops: dict[str, int] = {}
     variants: list[list[int]] = []
-    rows: list[tuple[int, int, int, int]] = []
-    for stencil, (sec, value, size) in functions.items():
+    for k, stencil in enumerate(functions):
         op, number = stencil.rsplit("_", 1)
-        body = bytes(data[sections[sec][4] + value: sections[sec][4] + value + size])
-        in_section = relocs[sec]
-        lo = bisect.bisect_left(in_section, (value,))
-        hi = bisect.bisect_left(in_section, (value + size,))
-        mine = [(off - value, rtype, sym, addend) for off, rtype, sym, addend in in_section[lo:hi]]
-        table = []
-        for off, rtype, sym, addend in mine:
-            name, shndx, sym_value, _ = symbols[sym]
-            if name in holes and rtype in (_R_X86_64_32S, _R_X86_64_32):
-                table.append((off, HOLE, holes[name], addend))
-            elif rtype not in (_R_X86_64_PC32, _R_X86_64_PLT32):
-                raise StencilError(f"stencil {op}: relocation type {rtype} against {name or 'a section'}")
-            elif name == NEXT:
-                table.append((off, PC_NEXT, 0, addend))
-            elif shndx == _SHN_UNDEF:
-                if name not in calls:
-                    calls.append(name)
-                table.append((off, PC_CALL, calls.index(name), addend))
-            elif shndx in data_at:
-                table.append((off, PC_DATA, data_at[shndx] + sym_value, addend))
-            elif shndx in merged:
-                table.append((off, PC_DATA, constant(shndx, sym_value, addend), addend))
-            else:
-                raise StencilError(f"stencil {op}: a relocation against section {shndx}")
-        # The final `jmp _HOLE_NEXT` goes: the next stencil is placed where it would jump.
-        if (table and table[-1][1] == PC_NEXT and table[-1][0] == len(body) - 4
-                and len(body) >= 5 and body[-5] == _JMP_REL32):
-            table.pop()
-            body = body[:-5]
         if op not in ops:
             ops[op] = len(ops)
             variants.append([-1] * VARIANTS)
-        variants[ops[op]][int(number)] = len(starts)
-        starts.append(len(code))
-        lengths.append(len(body))
-        code += body
-        rel_starts.append(len(rows))
-        rel_counts.append(len(table))
-        rows += table
-    if set(holes) - {symbols[s][0] for s in range(len(symbols))} == set(HOLES):
+        variants[ops[op]][int(number)] = k
+    if not is_hole.any():
         raise StencilError("no stencil reads a hole")
-    rel = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    return Library(ops, np.array(variants, dtype=np.int64).reshape(-1, VARIANTS),
-                   np.frombuffer(bytes(code), dtype=np.uint8), np.array(starts, dtype=np.int64),
-                   np.array(lengths, dtype=np.int64), np.array(rel_starts, dtype=np.int64),
-                   np.array(rel_counts, dtype=np.int64), rel[:, 0].copy(), rel[:, 1].copy(), rel[:, 2].copy(),
-                   rel[:, 3].copy(), bytes(blob), calls)
+    return Library(ops, np.array(variants, dtype=np.int64).reshape(-1, VARIANTS), code.copy(), starts, lengths,
+                   rel_starts, counts, r_off[keep_rows], r_kind[keep_rows], r_arg[keep_rows],
+                   r_addend[keep_rows], bytes(blob), calls)

@@ -77,7 +77,7 @@ def layout(schedule: Schedule, library: Library,
     stencil = library.variants[op_ids, number]
     # The outputs' slots one after another, in order, where each is a step of its own: the entries
     # then copy them out in one block (gathering a thousand partials one by one costs more).
-    if block_outputs and len(outs) and (outs >= base).all() and len(np.unique(outs)) == len(outs):
+    if block_outputs and len(outs) and (outs >= base).all() and len(set(outs.tolist())) == len(outs):
         order = np.full(base + n, -1, dtype=np.int64)
         order[:base] = np.arange(base)
         order[outs] = base + np.arange(len(outs))
@@ -179,7 +179,7 @@ def _body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.nda
         target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
         target[kind == PC_CALL] = tramp_at + _TRAMPOLINE * arg[kind == PC_CALL]
         value[relative] += target[relative] - where[relative]
-        for k in np.unique(arg[kind == PC_CALL]).tolist():
+        for k in set(arg[kind == PC_CALL].tolist()):
             if addresses[k] is None:
                 raise OSError(f"the C library function {library.calls[k]} is not in this process")
         buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)

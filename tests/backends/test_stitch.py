@@ -300,3 +300,20 @@ def test_a_call_is_a_builtin_function_that_leaks_no_reference():
     (value,) = values
     assert type(value) is float and sys.getrefcount(value) == 3  # the set, the name, the argument
     assert _same(np.array([value, *rest]), _all_entries(program, x)[1])
+
+
+def test_a_relocation_of_a_kind_the_stitcher_cannot_patch_is_refused():
+    """The tables are read with NumPy, not relocation by relocation: a relocation of another type
+    (a 64-bit absolute address, R_X86_64_64) still makes the object refused, by its stencil's name."""
+    import struct
+
+    obj = bytearray(jit.stencil_objects(compile_missing=True)[0])
+    assert stencils.parse(bytes(obj)).rel_kind.size  # as compiled: read
+    shoff, = struct.unpack_from("<Q", obj, 40)
+    shnum, = struct.unpack_from("<H", obj, 60)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + 64 * k) for k in range(shnum)]
+    rela = next(h for h in headers if h[1] == 4 and headers[h[7]][2] & 0x4)  # relocations of code
+    info, = struct.unpack_from("<Q", obj, rela[4] + 8)
+    struct.pack_into("<Q", obj, rela[4] + 8, (info >> 32) << 32 | 1)
+    with pytest.raises(stencils.StencilError, match="relocation type 1"):
+        stencils.parse(bytes(obj))
