@@ -31,7 +31,7 @@ from benchmarks.statistics.report import render  # noqa: E402
 
 FOLDER = Path(__file__).resolve().parent
 WORKER = FOLDER / "worker.py"
-PEERS = ["symad", "jax"]
+PEERS = ["symad", "jax", "jax-closed"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """One measurement of the statistics suite in a fresh process, run by :mod:`benchmarks.statistics.suite`.
 
-``--peer symad`` or ``jax``, ``--n`` rows: the negative binomial regression's negative
-log-likelihood (mean exp(b0 + b1·x1 + b2·x2), size exp(a)) and its gradient over the rows, from
+``--peer symad``, ``jax`` (the data passed as arguments) or ``jax-closed`` (closed over), ``--n``
+rows: the negative binomial regression's negative log-likelihood (mean exp(b0 + b1·x1 + b2·x2),
+size exp(a)) and its gradient over the rows, from
 this script's first line (imports, the data's generation excluded) to the first value and
 gradient, a check against NumPy and scipy.special by hand, and the median time of a warm call.
 Prints one JSON object per line as each phase ends (:func:`benchmarks.harness.emit`).
@@ -62,14 +63,15 @@ def build_symad(d: dict[str, Any]) -> Any:
     return obj.value_and_grad
 
 
-def build_jax(d: dict[str, Any]) -> Any:
+def build_jax(d: dict[str, Any], closed: bool = False) -> Any:
+    """JAX's value and gradient, the data passed as arguments (``closed``: closed over, constants
+    of the compiled code, which XLA may fold ``gammaln(y + 1)`` into)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp
     from jax.scipy.special import gammaln
 
-    # the data are arguments, as symad's are (closed over, XLA would fold gammaln(y + 1) into the code)
     x1, x2, y = (jnp.asarray(d[k]) for k in ("x1", "x2", "y"))
 
     def nll(w: Any, x1: Any, x2: Any, y: Any) -> Any:
@@ -78,19 +80,26 @@ def build_jax(d: dict[str, Any]) -> Any:
         ll = gammaln(y + r) - gammaln(r) - gammaln(y + 1) + r * w[3] + y * eta - (r + y) * jnp.logaddexp(w[3], eta)
         return -jnp.sum(ll)
 
-    fn = jax.jit(jax.value_and_grad(nll))
+    if closed:
+        fn = jax.jit(jax.value_and_grad(lambda w: nll(w, x1, x2, y)))
+        args: tuple = ()
+    else:
+        fn, args = jax.jit(jax.value_and_grad(nll)), (x1, x2, y)
 
     def call(w: Any) -> Any:
-        v, g = fn(jnp.asarray(w), x1, x2, y)
+        v, g = fn(jnp.asarray(w), *args)
         g.block_until_ready()
         return float(v), g
 
     return call
 
 
+BUILDERS = {"symad": build_symad, "jax": build_jax, "jax-closed": lambda d: build_jax(d, closed=True)}
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--peer", choices=["symad", "jax"], required=True)
+    p.add_argument("--peer", choices=list(BUILDERS), required=True)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--min-time", type=float, default=0.5)
     p.add_argument("--repeats", type=int, default=5)
@@ -100,7 +109,7 @@ def main() -> int:
         t_data = time.perf_counter()
         d = data(args.n)
         skipped = time.perf_counter() - t_data  # the data's generation is not the peer's cost
-        call = (build_symad if args.peer == "symad" else build_jax)(d)
+        call = BUILDERS[args.peer](d)
         import numpy as np
 
         value, grad = call(np.array(POINT))
