@@ -42,6 +42,11 @@ class ScipyFunctions:
         self.function = self.problem.fn
         self.variables = list(self.problem.names)
         self._args = self.problem.args  # the parameters' values, passed at every call
+        if not self._args:
+            # scipy calls ``fun`` at every evaluation: without parameters to pass, straight to the
+            # function's own (it reads scipy's float arrays in place and converts anything else)
+            self.fun = self.function.value_and_grad  # type: ignore[method-assign]
+            self.value = self.function.value  # type: ignore[method-assign]
 
     def fun(self, x: Any) -> tuple[float, np.ndarray]:
         return self.function.value_and_grad(np.asarray(x, dtype=float), *self._args)

@@ -201,6 +201,21 @@ def test_separate_value_and_gradient() -> None:
     assert s.value([-1.2, 1]) == value and np.array_equal(s.jac([-1.2, 1]), grad)
 
 
+@pytest.mark.parametrize("point", [np.array([-1.2, 1.0]), [-1.2, 1], (-1.2, 1.0), np.array([-1, 1]),
+                                   np.array([[-1.2, 1.0], [0.5, 0.25]])])
+def test_scipy_calls_go_straight_to_the_function_and_give_the_same_numbers(point) -> None:
+    """Without parameters ``fun`` and ``value`` are the compiled function's own (no wrapper a call
+    of scipy's); lists, integers and batches are converted as before; with parameters they are passed."""
+    s = scipy_functions(ROSENBROCK)
+    assert s.fun == s.function.value_and_grad and s.value == s.function.value
+    want = parse(ROSENBROCK).compile(backend="python").value_and_grad(np.asarray(point, dtype=float))
+    value, grad = s.fun(point)
+    assert np.array_equal(value, want[0]) and np.array_equal(grad, want[1])
+    assert np.array_equal(s.value(point), want[0])
+    p = scipy_functions("100*(y-x^2)^2+(a-x)^2", params={"a": 1.0})
+    assert np.array_equal(p.fun(point)[1], grad) and np.array_equal(p.value(point), want[0])
+
+
 # ---------------------------------------------------------------- CLI
 def test_cli_minimize_json() -> None:
     p = symad("minimize", ROSENBROCK, "--from", "x=-1.2,y=1", "--json")
