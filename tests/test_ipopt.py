@@ -45,6 +45,7 @@ def test_multipliers_and_the_kkt_residual_in_symad_sign() -> None:
     r = minimize(HS071["fun"], HS071["x0"], method="ipopt", constraints=HS071["constraints"],
                  bounds=HS071["bounds"])
     assert r.method == "ipopt" and r.hessian == "sparse" and r.success
+    assert 0 < r.evaluation_time < r.time  # symad's callbacks: a part of the solve
     # ∇f = Σ λ_i ∇c_i + (bounds' share): the active bound x1 = 1 carries the rest
     lower, upper = r.bound_multipliers
     grad_c = np.array([[r.x[1] * r.x[2] * r.x[3], r.x[0] * r.x[2] * r.x[3], r.x[0] * r.x[1] * r.x[3],

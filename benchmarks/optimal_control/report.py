@@ -28,19 +28,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def render(data: dict[str, Any]) -> str:
-    meta, results = data["meta"], data["results"]
-    out = ["# Optimal control: symad + IPOPT beside CasADi + IPOPT\n\n",
-           f"`{meta['command']}` on {meta['machine']}, Python {meta['python']}, revision {meta['revision']}, "
-           f"{meta['date']}; load average {meta['load_before']} before, {meta.get('load_after')} after; "
-           f"{meta['repeats']} fresh processes per figure (medians), taken in turn; {meta.get('minutes')} minutes.\n\n",
-           "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".\n\n",
-           "Each process goes from its first line to the optimum in hand: the imports, building the problem "
-           "(symad: parsing the texts, compiling the loops and the sparse derivatives; CasADi: SX expressions "
-           "built in Python and `nlpsol`'s set-up), IPOPT's solve with its default options (tol 1e-8, MUMPS). "
-           "The two peers use different builds of IPOPT: symad the system's through cyipopt, CasADi the one it "
-           "bundles; the iteration counts show they take the same path. **total** is the whole process "
-           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner.\n\n"]
+def _times_table(results: dict[str, Any]) -> str:
     rows = []
     for case, peers in results.items():
         s, c = peers.get("symad", {}), peers.get("casadi", {})
@@ -51,14 +39,74 @@ def render(data: dict[str, Any]) -> str:
                        for k in ("import_s", "build_s", "solve_s", "total_s")),
                      fmt_ratio(_ratio(s.get("total_s"), c.get("total_s"))),
                      fmt_ratio(_ratio(_sum(s, "build_s", "solve_s"), _sum(c, "build_s", "solve_s")))])
-    out.append(table(["problem", "variables", "symad import", "symad build", "symad solve", "symad total",
-                      "CasADi import", "CasADi build", "CasADi solve", "CasADi total", "total: symad / CasADi",
-                      "build + solve: symad / CasADi"], rows))
-    out.append("\nsymad's import includes cyipopt's, which imports `scipy.optimize` whether it is used or not; "
-               "**build + solve** leaves the imports out. symad's solve includes its calls of the derivatives "
-               "(the Jacobian and Hessian values, from compiled loops) inside IPOPT's iterations.\n")
-    out.append("\n**The optima** (each peer's first process; the suite stops if they differ beyond 1e-6 in f, "
-               "relative, or 1e-4 in the control at five times):\n\n")
+    return table(["problem", "variables", "symad import", "symad build", "symad solve", "symad total",
+                  "CasADi import", "CasADi build", "CasADi solve", "CasADi total", "total: symad / CasADi",
+                  "build + solve: symad / CasADi"], rows)
+
+
+def _own(m: dict[str, Any]) -> float | None:
+    """IPOPT's own part of a solve: the solve less the time in the problem's functions."""
+    if m.get("solve_s") is None or m.get("eval_s") is None:
+        return None
+    return m["solve_s"] - m["eval_s"]
+
+
+def _inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
+    rows = []
+    for label, results in configs:
+        for case, peers in results.items():
+            s, c = peers.get("symad", {}), peers.get("casadi", {})
+            rows.append([_case(case), label, fmt_time(s.get("eval_s")), fmt_time(_own(s)),
+                         fmt_time(c.get("eval_s")), fmt_time(_own(c)), fmt_ratio(_ratio(_own(s), _own(c)))])
+    return table(["problem", "IPOPT options", "symad: evaluations", "symad: IPOPT's own", "CasADi: evaluations",
+                  "CasADi: IPOPT's own", "IPOPT's own: symad / CasADi"], rows)
+
+
+def _slower(results: dict[str, Any]) -> str:
+    slower = [f"{_case(case)} ({fmt_ratio(r)}×)" for case, peers in results.items()
+              if (r := _ratio(peers.get("symad", {}).get("total_s"), peers.get("casadi", {}).get("total_s")))
+              and r > 1.0]
+    return "; ".join(slower) if slower else "nowhere in this run"
+
+
+def render(data: dict[str, Any]) -> str:
+    meta, results = data["meta"], data["results"]
+    same = data.get("same_options")
+    options = ", ".join(f"`{k} {v}`" for k, v in (same or {}).get("options", {}).items())
+    out = ["# Optimal control: symad + IPOPT beside CasADi + IPOPT\n\n",
+           f"`{meta['command']}` on {meta['machine']}, Python {meta['python']}, revision {meta['revision']}, "
+           f"{meta['date']}; load average {meta['load_before']} before, {meta.get('load_after')} after; "
+           f"{meta['repeats']} fresh processes per figure (medians), taken in turn; {meta.get('minutes')} minutes.\n\n",
+           "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".\n\n",
+           "Each process goes from its first line to the optimum in hand: the imports (symad's: "
+           "`symad.optimize` and cyipopt's compiled wrapper, which `minimize(method=\"ipopt\")` loads without "
+           "cyipopt's scipy interface), building the problem "
+           "(symad: parsing the texts, compiling the loops and the sparse derivatives; CasADi: SX expressions "
+           "built in Python and `nlpsol`'s set-up), IPOPT's solve (tol 1e-8, MUMPS). "
+           "The two peers use different builds of IPOPT: symad the system's through cyipopt, CasADi the one it "
+           "bundles; the iteration counts show they take the same path. **total** is the whole process "
+           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner.\n\n",
+           "## With IPOPT's default options\n\n", _times_table(results),
+           "\n**build + solve** leaves the imports out. symad's solve includes its calls of the derivatives "
+           "(the Jacobian and Hessian values, from compiled loops) inside IPOPT's iterations.\n\n"
+           f"**Where symad is slower**: {_slower(results)}.\n"]
+    if same:
+        out += [f"\n## With the same option set for both: {options}\n\n",
+                "MUMPS's permuting scaling off (ICNTL(6) = 0) for both peers, everything else IPOPT's defaults: "
+                "the system's MUMPS spends most of each of IPOPT's iterations in it, the MUMPS CasADi bundles "
+                "little (the table below). The same optimum, the same iterations.\n\n",
+                _times_table(same["results"]),
+                f"\n**Where symad is slower**: {_slower(same['results'])}.\n"]
+    configs = [("defaults", results)] + ([(options, same["results"])] if same else [])
+    if any(p.get("eval_s") is not None for _, r in configs for peers in r.values() for p in peers.values()):
+        out += ["\n## Inside the solve\n\n",
+                "**evaluations**: the time in the problem's functions and derivatives during the solve "
+                "(symad: its callbacks, `evaluation_time`; CasADi: its `t_wall_nlp_*` statistics); "
+                "**IPOPT's own**: the rest of the solve, IPOPT's linear algebra (MUMPS) above all.\n\n",
+                _inside_table(configs)]
+    out.append("\n## The optima\n\n(each peer's first process with IPOPT's defaults; the suite stops if they "
+               "differ beyond 1e-6 in f, relative, or 1e-4 in the control at five times, with either option "
+               "set):\n\n")
     rows = []
     for case, peers in results.items():
         s, c = peers.get("symad", {}), peers.get("casadi", {})
@@ -68,10 +116,17 @@ def render(data: dict[str, Any]) -> str:
                      str(c.get("nit", "—")), "—" if diff is None else f"{diff:.1e}"])
     out.append(table(["problem", "f symad", "f CasADi", "iterations symad", "iterations CasADi",
                       "largest difference in u"], rows))
-    slower = [f"{_case(case)} ({fmt_ratio(r)}×)" for case, peers in results.items()
-              if (r := _ratio(peers.get("symad", {}).get("total_s"), peers.get("casadi", {}).get("total_s")))
-              and r > 1.0]
-    out.append("\n**Where symad is slower**: " + ("; ".join(slower) if slower else "nowhere in this run") + ".\n")
+    timing = data.get("ipopt_timing")
+    if timing:
+        problem, n = timing["case"]
+        out.append(f"\n## IPOPT's own timing statistics\n\n{_case(f'{problem} {n}')}, one more process per "
+                   "peer and option set with `print_timing_statistics yes` (CPU seconds, and wall in brackets: "
+                   "the machine is shared); IPOPT's banner names its version and linear solver:\n")
+        for config, peers in timing["lines"].items():
+            label = "IPOPT's defaults" if config == "defaults" else options
+            for peer, lines in peers.items():
+                out.append(f"\n{'symad' if peer == 'symad' else 'CasADi'}, {label}:\n\n```\n"
+                           + "\n".join(lines) + "\n```\n")
     return "".join(out)
 
 

@@ -11,6 +11,10 @@ as text with sums and ``each`` families and solves with ``minimize(..., method="
 processes (``worker.py``, through :func:`benchmarks.harness.run_worker`), the configurations taken
 in turn; the two peers' optima are compared (their values to 1e-6, relative, and the control at
 five times to 1e-4): a difference stops the suite (exit 1, nothing written).
+
+Each case runs twice: with IPOPT's default options, and with :data:`SAME_OPTIONS` set for both
+peers (MUMPS without its permuting scaling, ICNTL(6) = 0: the system's MUMPS 5.5 spends most of
+each iteration in it, the MUMPS CasADi bundles little; see the page).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ PEERS = ("symad", "casadi")
 NEEDS = {"symad": "cyipopt", "casadi": "casadi"}
 TIMEOUT_S = 600.0
 FUN_RTOL, CONTROL_ATOL = 1e-6, 1e-4
+SAME_OPTIONS = {"mumps_permuting_scaling": 0}
+CONFIGS = {"defaults": {}, "same_options": SAME_OPTIONS}
 
 
 def missing(peer: str) -> str | None:
@@ -76,7 +82,7 @@ def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> di
     return {name: summarise(s) for name, s in samples.items()}
 
 
-SUMMED = ("import_s", "build_s", "solve_s", "total_s", "wall_s")
+SUMMED = ("import_s", "build_s", "solve_s", "total_s", "eval_s", "wall_s")
 
 
 def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -91,6 +97,29 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
         if key in ok[0]:
             out[key] = ok[0][key]
     out["status"], out["processes"] = "ok", len(ok)
+    return out
+
+
+TIMING_CASE = ("van_der_pol", 2000)
+TIMING_LINES = ("This is Ipopt", "Number of Iterations", "OverallAlgorithm", "ComputeSearchDirection",
+                "LinearSystemSymbolicFactorization", "LinearSystemBackSolve", "Function Evaluations")
+
+
+def ipopt_timing(env: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """IPOPT's own account of one solve (its version and linear solver, ``print_timing_statistics``:
+    CPU and wall seconds by task) for each peer and option set, from one more process each."""
+    problem, n = TIMING_CASE
+    out: dict[str, dict[str, list[str]]] = {}
+    for config, options in CONFIGS.items():
+        flags = [f for k, v in {**options, "print_timing_statistics": "yes", "print_level": 5}.items()
+                 for f in ("--option", f"{k}={v}")]
+        for peer in PEERS:
+            if missing(peer):
+                continue
+            run = subprocess.run([sys.executable, str(WORKER), "--peer", peer, "--problem", problem, "--n", str(n),
+                                  *flags], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=TIMEOUT_S)
+            said = [ln.rstrip() for ln in run.stdout.splitlines() if ln.strip().startswith(TIMING_LINES)]
+            out.setdefault(config, {})[peer] = said or [f"(no statistics: exit {run.returncode}) {run.stderr[-300:]}"]
     return out
 
 
@@ -127,23 +156,29 @@ def main(argv: list[str] | None = None) -> int:
             "repeats": repeats, "versions": versions()}
     started = time.perf_counter()
     runs, skipped = {}, {}
-    for problem in PROBLEMS:
-        for n in QUICK_SIZES if args.quick else SIZES:
-            for peer in PEERS:
-                name = f"{problem} {n} {peer}"
-                why = missing(peer)
-                if why:
-                    skipped[name] = {"status": "skipped", "error": why}
-                else:
-                    runs[name] = ["--peer", peer, "--problem", problem, "--n", str(n)]
+    for config, options in CONFIGS.items():
+        flags = [f for k, v in options.items() for f in ("--option", f"{k}={v}")]
+        for problem in PROBLEMS:
+            for n in QUICK_SIZES if args.quick else SIZES:
+                for peer in PEERS:
+                    name = f"{problem} {n} {peer} {config}"
+                    why = missing(peer)
+                    if why:
+                        skipped[name] = {"status": "skipped", "error": why}
+                    else:
+                        runs[name] = ["--peer", peer, "--problem", problem, "--n", str(n), *flags]
     measured = {**measure(runs, repeats, env), **skipped}
-    results: dict[str, dict[str, Any]] = {}
+    grouped: dict[str, dict[str, dict[str, Any]]] = {config: {} for config in CONFIGS}
     for name, m in measured.items():
-        problem, n, peer = name.split()
-        results.setdefault(f"{problem} {n}", {})[peer] = m
+        problem, n, peer, config = name.split()
+        grouped[config].setdefault(f"{problem} {n}", {})[peer] = m
+    results = grouped["defaults"]
+    timing = ipopt_timing(env)
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
-    data = {"meta": meta, "results": results}
-    wrong = disagreements(results)
+    data = {"meta": meta, "results": results,
+            "same_options": {"options": SAME_OPTIONS, "results": grouped["same_options"]},
+            "ipopt_timing": {"case": list(TIMING_CASE), "lines": timing}}
+    wrong = disagreements(results) + [f"({SAME_OPTIONS}) {w}" for w in disagreements(grouped["same_options"])]
     if wrong:
         print("symad's optimum differs from CasADi's:\n  " + "\n  ".join(wrong), file=sys.stderr)
         return 1

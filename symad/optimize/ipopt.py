@@ -117,12 +117,21 @@ class _DeferredPackage(types.ModuleType):
 
 class _Callbacks:
     """The problem in cyipopt's calling conventions (``objective``, ``gradient``, ``constraints``,
-    ``jacobian``, ``hessian`` and their structures, ``intermediate``)."""
+    ``jacobian``, ``hessian`` and their structures, ``intermediate``); ``evaluation_time`` adds
+    up the seconds spent in them (IPOPT's own work is the rest of its solve)."""
 
     def __init__(self, nlp: NLP, intermediate: Callable[..., bool]):
         self.nlp, self.intermediate = nlp, intermediate
         self._fg_at: tuple[bytes, float, np.ndarray] | None = None
         self.last_x: np.ndarray | None = None
+        self.evaluation_time = 0.0
+
+    def _timed(self, call: Callable[..., Any], *args: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            self.evaluation_time += time.perf_counter() - t
 
     def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         """Value and gradient from one call, kept for the point (IPOPT asks for each in turn)."""
@@ -134,25 +143,26 @@ class _Callbacks:
         return self._fg_at[1], self._fg_at[2]
 
     def objective(self, x: np.ndarray) -> float:
-        return self.fg(x)[0]
+        return self._timed(self.fg, x)[0]
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
-        return self.fg(x)[1]
+        return self._timed(self.fg, x)[1]
 
     def constraints(self, x: np.ndarray) -> np.ndarray:
-        return self.nlp.values(x)
+        return self._timed(self.nlp.values, x)
 
     def jacobianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self.nlp.jacobian
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
-        return self.nlp.jacobian_values(x)
+        return self._timed(self.nlp.jacobian_values, x)
 
     def hessianstructure(self) -> tuple[np.ndarray, np.ndarray]:
         return self.nlp.union.rows, self.nlp.union.cols
 
     def hessian(self, x: np.ndarray, mu: np.ndarray, sigma: float) -> np.ndarray:
-        return self.nlp.hessian_values(x, sigma, mu)  # IPOPT's multipliers μ: its Lagrangian f + Σ μ_i c_i
+        # IPOPT's multipliers μ: its Lagrangian f + Σ μ_i c_i
+        return self._timed(self.nlp.hessian_values, x, sigma, mu)
 
 
 @contextmanager
@@ -240,6 +250,7 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
     problem = cyipopt.Problem(n=len(x), m=m, problem_obj=calls, lb=nlp.lower, ub=nlp.upper, cl=np.zeros(m),
                               cu=upper)
     _set_options(problem, {"print_level": 0, "sb": "yes", "tol": tol, "max_iter": max_iter, **(options or {})})
+    calls.evaluation_time = 0.0
     t1 = time.perf_counter()
     if first:
         status, x_out = -13, x
@@ -273,7 +284,7 @@ def minimize_ipopt(fun: Any, x0: Any, constraints: Any, *, variables: Sequence[s
         "variables": list(nlp.names), "point": nlp.point(x), "method": "ipopt", "hessian": "sparse",
         "constraints": {"kinds": list(nlp.kinds), "values": values, "violation": worst},
         "bound_multipliers": (np.asarray(info["mult_x_L"], dtype=float), np.asarray(info["mult_x_U"], dtype=float)),
-        "time": time.perf_counter() - t1, "setup_time": setup,
+        "time": time.perf_counter() - t1, "setup_time": setup, "evaluation_time": calls.evaluation_time,
     }
     if m:
         multipliers = -np.asarray(info["mult_g"], dtype=float)
