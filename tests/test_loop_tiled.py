@@ -119,14 +119,16 @@ def test_calls_from_several_threads_at_once(tiled: None) -> None:
     assert not errors
 
 
-def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(tiled: None, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("text", [TEXT, "n = {n}; log(sum(i = 1..n, exp(x[i]/10)))"], ids=["tiled", "one by one"])
+def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(text: str, tiled: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     # the helper it asks for never starts (the pool's other thread waits): the caller takes every
     # block and withdraws the request, rather than waiting for it
     _threads(monkeypatch, 2)
     n = 4 * 8192
     with looping(3):
-        f = IndexedFunction(parse_looped(TEXT.format(n=n)))
-    point = _point(n)
+        f = IndexedFunction(parse_looped(text.format(n=n)))
+    point = _point(n) if "y" in text else _point(n)["x"]
     want = f.value_and_grad(point)
     pool, release = batches.pool(), threading.Event()
     busy = pool.submit(release.wait, 60)

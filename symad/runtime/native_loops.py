@@ -191,8 +191,15 @@ def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
 
     futures = [pool.submit(work) for _ in range(min(blocks, batches.BATCH_THREADS) - 1)]
     work()
+    _settle(futures)
+
+
+def _settle(futures: list[Any]) -> None:
+    """Wait for the helpers that started; withdraw the others, which would find nothing left (and
+    might never start: a call from a batch thread while the other batch threads wait)."""
     for f in futures:
-        f.result()
+        if not f.cancel():
+            f.result()
 
 
 class _Nest:
@@ -341,9 +348,7 @@ class WholeProgram:
                 except RuntimeError:  # no thread could be started (or the pool is shut at exit)
                     break
         self._part(*args)
-        for f in futures:
-            if not f.cancel():  # one not started yet has nothing left to take
-                f.result()
+        _settle(futures)
         for s, count in enumerate(self._blocks):
             row = buffers.partial[s:s + 1, :count]
             buffers.sums[s] = row.sum(axis=1)[0] if count > 1 else row[0, 0]
