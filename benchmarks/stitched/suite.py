@@ -17,7 +17,9 @@ of ``--repeats`` processes:
 * ``hotloop``: the first 0.3 s of a loop of ``value_and_grad`` after ``compile()``
   (Rosenbrock n = 1000 written out), against SymEngine's LLVM code after its build;
 * ``solve``: text to the L-BFGS-B optimum, Rosenbrock n = 1000 written out, symad against
-  CasADi (the first-call suite's worker, :mod:`benchmarks.first_call.worker`).
+  CasADi (the first-call suite's worker, :mod:`benchmarks.first_call.worker`);
+* ``solveparts``: the same solve timed by parts: the first evaluation, the peer's function over
+  the others, and scipy's own work (its wrapper and L-BFGS-B).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def percall(quick: bool, repeats: int) -> list[dict[str, Any]]:
                    for _ in range(n)]
         row: dict[str, Any] = {"workload": name, "size": size, "samples": samples}
         for key in ("ops", "stencils_load_s", "stitch_build_s", "o2_compile_s", "o0_compile_s", "stitched_call_s",
-                    "o2_call_s", "o0_call_s", "vm_call_s"):
+                    "o2_call_s", "o0_call_s", "vm_call_s", "stitched_alone_s", "o2_alone_s"):
             row[key] = _median(samples, key)
         rows.append(row)
         print(f"percall {name} {size}: {row}", file=sys.stderr)
@@ -118,6 +120,22 @@ def solve(quick: bool, repeats: int) -> list[dict[str, Any]]:
     return out
 
 
+def solveparts(quick: bool, repeats: int) -> list[dict[str, Any]]:
+    peers = ["symad"] + (["casadi"] if importlib.util.find_spec("casadi") else [])
+    rows = {p: [] for p in peers}
+    for _ in range(repeats):
+        for peer in peers:
+            rows[peer].append(_run(["--task", "solveparts", "--peer", peer, "--workload", "rosenbrock",
+                                    "--size", str(SOLVE_N[quick])], 600, last="solveparts"))
+    out = []
+    for peer, samples in rows.items():
+        out.append({"peer": peer, "n": SOLVE_N[quick], "samples": samples,
+                    **{k: _median(samples, k) for k in ("solve_s", "first_eval_s", "in_fun_s", "scipy_s", "nfev",
+                                                        "per_eval_fun_s", "per_eval_scipy_s")}})
+        print(f"solveparts {peer}: {out[-1]}", file=sys.stderr)
+    return out
+
+
 def versions() -> dict[str, str]:
     found = {}
     for name in ("llvmlite", "numpy", "scipy", "symengine", "casadi"):
@@ -133,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes, one process each (writes only with --out-dir)")
     ap.add_argument("--repeats", type=int, default=3, help="fresh processes per figure, median shown (3)")
-    ap.add_argument("--only", help="comma-separated sections: codegen,percall,hotloop,solve")
+    ap.add_argument("--only", help="comma-separated sections: codegen,percall,hotloop,solve,solveparts")
     ap.add_argument("--out-dir", type=Path, help="where stitched.md/.json go (default: this folder; none with --quick)")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
-    sections = args.only.split(",") if args.only else ["codegen", "percall", "hotloop", "solve"]
+    sections = args.only.split(",") if args.only else ["codegen", "percall", "hotloop", "solve", "solveparts"]
     meta = {"command": harness.command_line("python -m benchmarks.stitched", sys.argv[1:] if argv is None else argv),
             "date": harness.now(), "machine": harness.machine(), "python": platform.python_version(),
             "revision": harness.revision(), "load_before": harness.load(), "quick": args.quick,
@@ -145,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     data: dict[str, Any] = {"meta": meta}
     for section in sections:
-        data[section] = {"codegen": codegen, "percall": percall, "hotloop": hotloop, "solve": solve}[section](
-            args.quick, repeats)
+        data[section] = {"codegen": codegen, "percall": percall, "hotloop": hotloop, "solve": solve,
+                         "solveparts": solveparts}[section](args.quick, repeats)
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
     page = report.render(data)
     print(page)

@@ -13,6 +13,8 @@ Tasks (``--task``), each printing one JSON object per phase (:func:`benchmarks.h
   from its first call (``compile()`` and that call, which builds the gradient and the code,
   are timed apart), a peer's after its build and a warm-up (its steady state): the calls
   made, their median in the window and in its last third;
+* ``solveparts``: a solve (text to the L-BFGS-B optimum) timed by parts: the first evaluation,
+  the time inside the peer's function over the others, and scipy's own (the rest).
 """
 
 from __future__ import annotations
@@ -136,8 +138,53 @@ def percall(args: argparse.Namespace) -> None:
             for _ in range(reps):
                 call(x, rest)
             times[name].append((time.perf_counter() - t) / reps)
+    # The code alone: a batch of points through each native tier's batch entry (no Python call a
+    # point: the stitched call's entry is a METH_FASTCALL builtin, -O2's and the VM's go through ctypes)
+    rows = rng.uniform(-1, 1, (max(4, int(2e5 / max(1, schedule.size))), len(schedule.inputs)))
+    out = np.empty((len(rows), len(schedule.outputs)))
+    alone: dict[str, list[float]] = {"stitched": [], "o2": []}
+    for _ in range(args.repeats):
+        for name, program in (("stitched", stitched), ("o2", o2)):
+            t = time.perf_counter()
+            program.batch(rows.ctypes.data, out.ctypes.data, len(rows))
+            alone[name].append((time.perf_counter() - t) / len(rows))
     emit(phase="percall", **{f"{name}_call_s": statistics.median(v) for name, v in times.items()},
-         **{f"{name}_best_s": min(v) for name, v in times.items()})
+         **{f"{name}_best_s": min(v) for name, v in times.items()},
+         **{f"{name}_alone_s": min(v) for name, v in alone.items()})
+
+
+def solveparts(args: argparse.Namespace) -> None:
+    """Where a solve's time goes (Rosenbrock written out, scipy's L-BFGS-B, the first-call suite's
+    options): the first evaluation (symad builds its gradient and code in it), the time inside the
+    peer's function over the other evaluations, and the rest: scipy's own (its wrapper and L-BFGS-B)."""
+    import numpy as np
+    from scipy.optimize import minimize
+
+    from benchmarks.first_call.worker import SOLVE_OPTIONS
+    from benchmarks.peers import adapters, workloads
+
+    w = workloads.make(args.workload, args.size)
+    x0 = workloads.start(w)
+    t = time.perf_counter()
+    impl = adapters.BUILDERS[args.peer](w, "", False)
+    build_s = time.perf_counter() - t
+    vg = impl.vg
+    inside: list[float] = []
+
+    def fun(x: Any) -> Any:
+        t = time.perf_counter()
+        r = vg(x)
+        inside.append(time.perf_counter() - t)
+        return r
+
+    t = time.perf_counter()
+    r = minimize(fun, x0, jac=True, method="L-BFGS-B", options=SOLVE_OPTIONS)
+    solve_s = time.perf_counter() - t
+    rest = float(np.sum(inside[1:]))
+    emit(phase="solveparts", build_s=build_s, solve_s=solve_s, first_eval_s=inside[0], in_fun_s=rest,
+         nfev=len(inside), scipy_s=solve_s - inside[0] - rest,
+         per_eval_fun_s=rest / max(1, len(inside) - 1), per_eval_scipy_s=(solve_s - inside[0] - rest) / len(inside),
+         success=bool(r.success))
 
 
 def hotloop(args: argparse.Namespace) -> None:
@@ -179,7 +226,7 @@ def hotloop(args: argparse.Namespace) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--task", required=True, choices=["codegen", "percall", "hotloop"])
+    ap.add_argument("--task", required=True, choices=["codegen", "percall", "hotloop", "solveparts"])
     ap.add_argument("--workload", default="rosenbrock")
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--peer", default="symad")
@@ -188,7 +235,7 @@ def main() -> int:
     ap.add_argument("--max-compile", type=int, default=100_000)
     args = ap.parse_args()
     emit(phase="import")
-    {"codegen": codegen, "percall": percall, "hotloop": hotloop}[args.task](args)
+    {"codegen": codegen, "percall": percall, "hotloop": hotloop, "solveparts": solveparts}[args.task](args)
     return 0
 
 
