@@ -88,16 +88,24 @@ def _reflect(m: Any, x: Any) -> tuple[Any, Any]:
     return m.where(odd, -s, s), m.where(odd, -c, c)
 
 
+def _steps_down(m: Any, w: Any) -> tuple[Any, Any]:
+    """How many steps of 1 take w in [2.5, 10) down into [1.5, 2.5) (0 elsewhere, and for nan), and
+    the argument there.  Each w − k is exact; every step's ``k <= n`` is known at once, so the
+    recurrences' steps (at most 8) are no chain of comparisons."""
+    mid = m.both(m.ge(w, 2.5), m.lt(w, _BIG))
+    n = m.where(mid, m.floor(w - 1.5), 0.0)
+    return n, w - n
+
+
 def _log_gamma_positive(m: Any, w: Any) -> Any:
     """lgamma(w), w > −2^−30.  Regions: w < ¾: lgamma(w + 1) − log|w|; [¾, 2.5): the core polynomial;
     [2.5, 10): down to [1.5, 2.5) by lgamma(y + 1) = lgamma(y) + log y (terms of one sign);
     from 10: Stirling.  One log serves every region."""
     small, big = m.lt(w, 0.75), m.ge(w, _BIG)  # (w may be a tiny negative number)
-    y, p = w, 1.0
-    for _ in range(8):
-        go = m.both(m.ge(y, 2.5), m.lt(y, _BIG))
-        y = m.where(go, y - 1.0, y)
-        p = m.where(go, p * y, p)
+    n, y = _steps_down(m, w)
+    p = 1.0
+    for k in range(1, 9):  # p = (w − 1)(w − 2)…(w − n), in that order
+        p = m.where(m.le(float(k), n), p * (w - float(k)), p)
     y = m.where(small, w + 1.0, y)
     core = ((y - 1.0) * (y - 2.0)) * _horner2(y - 1.625, fitted.LGAMMA_CORE)
     logged = m.log(m.where(m.either(small, big), m.fabs(w), p))
@@ -121,12 +129,12 @@ def _digamma_positive(m: Any, w: Any) -> Any:
     """ψ(w), w > −2^−30: w < 1: ψ(w + 1) − 1/w; [1, 2.5): (w − x0)·Q(w); [2.5, 10): down to [1.5, 2.5)
     adding 1/y (one fraction, one division); from 10: the asymptotic series."""
     small, big = m.lt(w, 1.0), m.ge(w, _BIG)
-    y, num, den = w, 0.0, 1.0
-    for _ in range(8):
-        go = m.both(m.ge(y, 2.5), m.lt(y, _BIG))
-        y = m.where(go, y - 1.0, y)
-        num = m.where(go, num * y + den, num)
-        den = m.where(go, den * y, den)
+    n, y = _steps_down(m, w)
+    num, den = 0.0, 1.0
+    for k in range(1, 9):  # num/den = Σ 1/(w − k), k = 1…n, as one fraction
+        go, yk = m.le(float(k), n), w - float(k)
+        num = m.where(go, num * yk + den, num)
+        den = m.where(go, den * yk, den)
     y = m.where(small, w + 1.0, y)
     core = ((y - fitted.DIGAMMA_ROOT_HI) - fitted.DIGAMMA_ROOT_LO) * _horner2(y - 1.75, fitted.DIGAMMA_CORE)
     ends = m.either(small, big)
