@@ -62,10 +62,10 @@ MEMORY, ACC, KEEP = 0, 1, 2  # where a stencil reads an operand: the frame, or o
 
 def variant(sources: tuple[int, ...], keep: bool, store: bool) -> int:
     """The number of a stencil's variant: ``sources[k]``, where operand ``k`` is read
-    (:data:`MEMORY`, the frame; :data:`ACC`, the register holding the previous stencil's result;
-    :data:`KEEP`, the register holding the result of the last stencil that kept its own); ``keep``,
-    whether the result is kept (in ``KEEP`` too); ``store``, whether it is also stored in the frame
-    (not when no later stencil reads it from there)."""
+    (:data:`MEMORY`, the frame; :data:`ACC`, the register holding the result of the last stencil
+    that did not keep its own; :data:`KEEP`, the register holding the result of the last stencil
+    that kept its own); ``keep``, whether the result is kept (in ``KEEP``, in place of ``ACC``);
+    ``store``, whether it is also stored in the frame (not when no later stencil reads it from there)."""
     number = sum(source << 2 * k for k, source in enumerate(sources))
     return number | (64 if keep else 0) | (128 if store else 0)
 
@@ -73,7 +73,7 @@ def variant(sources: tuple[int, ...], keep: bool, store: bool) -> int:
 VARIANTS = 256
 
 
-FORMAT = "stencils-3"  # the stencils' generator and calling convention: changed with them
+FORMAT = "stencils-4"  # the stencils' generator and calling convention: changed with them
 
 
 def library_digest() -> str:
@@ -88,10 +88,11 @@ def library_ir() -> str:
     """LLVM IR of the stencils of every primitive op of the table (``stencil_<op>_<variant>``).
 
     A stencil is ``void (ptr frame, double acc, double keep)`` (``acc`` and ``keep`` in ``xmm0``
-    and ``xmm1``): ``acc`` is the previous stencil's result, ``keep`` the last kept result; it
-    passes on its own result as ``acc``, and as ``keep`` too if it keeps it, else ``keep``
-    unchanged.  Each variant (:func:`variant`) reads its operands from the frame or from those
-    registers, and may leave the store out.
+    and ``xmm1``): ``acc`` is the last result not kept, ``keep`` the last kept result; it passes
+    on its own result as ``keep`` if it keeps it (``acc`` unchanged: the result is computed in
+    ``xmm1``, no copy between the registers), else as ``acc`` (``keep`` unchanged).  Each variant
+    (:func:`variant`) reads its operands from the frame or from those registers, and may leave the
+    store out.
     """
     declared: dict[str, int] = {}
     parts = [f"@{h} = external dso_local global [0 x i8], align 1\n" for h in HOLES]
@@ -113,7 +114,8 @@ def library_ir() -> str:
                     if store:
                         lines += [f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
                                   "  store double %r, ptr %po"]
-                    lines += [f"  musttail call void @{NEXT}(ptr %f, double %r, double {'%r' if keep else '%keep'})",
+                    passed = "double %acc, double %r" if keep else "double %r, double %keep"
+                    lines += [f"  musttail call void @{NEXT}(ptr %f, {passed})",
                               "  ret void"]
                     name = f"{PREFIX}{op}_{variant(sources, keep, store)}"
                     parts.append(f"define void @{name}(ptr noalias %f, double %acc, double %keep) {{\nentry:\n"

@@ -91,12 +91,12 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     """Where each step reads its operands (:data:`~symad.native.stencils.MEMORY`, ``ACC``, ``KEEP``;
     a row of three, unused ones ``MEMORY``), and which steps keep their result in ``KEEP``.
 
-    ``ACC`` holds the previous step's result.  ``KEEP`` serves chains: a step whose result is next
-    read two or more steps later, by a step whose own result is read so too (a running sum
-    ``s = s + term``: the sum waits in ``KEEP`` while the term is computed), keeps it, chosen
-    greedily by the end of the wait (most waits, none overlapping); a chain's links then pass in
-    a register, not through a store and a load, which would lengthen every link by the store's
-    forwarding latency."""
+    ``ACC`` holds the last result not kept (most often the previous step's).  ``KEEP`` serves
+    chains: a step whose result is next read two or more steps later, by a step whose own result
+    is read so too (a running sum ``s = s + term``: the sum waits in ``KEEP`` while the term is
+    computed), keeps it, chosen greedily by the end of the wait (most waits, none overlapping); a
+    chain's links then pass in a register, not through a store and a load, which would lengthen
+    every link by the store's forwarding latency."""
     n = len(operands)
     present = np.arange(3) < arity[:, None]
     step = np.repeat(np.arange(n), 3).reshape(n, 3)
@@ -115,15 +115,22 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
         if j >= last:
             keep[j] = True
             last = e
-    # The result in KEEP before each step: the last kept one before it.
-    kept_at = np.where(keep, np.arange(n), -1)
-    holder = np.concatenate([[-1], np.maximum.accumulate(kept_at)[:-1]]) if n else kept_at
-    holder_slot = np.where(holder >= 0, holder + base, -1)
-    previous = np.concatenate([[-1], operands[:-1, 3]]) if n else np.zeros(0, dtype=np.int64)
+    # The results in the registers before each step: in KEEP the last kept one before it, in ACC
+    # the last one not kept (a kept result leaves ACC as it was).
+    kept_slot = _last_before(keep, base)
+    acc_slot = _last_before(~keep, base)
     slots = operands[:, :3]
-    sources = np.where(present & (slots == previous[:, None]), ACC,
-                       np.where(present & (slots == holder_slot[:, None]), KEEP, MEMORY))
+    sources = np.where(present & (slots == kept_slot[:, None]), KEEP,
+                       np.where(present & (slots == acc_slot[:, None]), ACC, MEMORY))
     return sources, keep
+
+
+def _last_before(which: np.ndarray, base: int) -> np.ndarray:
+    """For each step, the frame slot of the result of the last step before it where ``which`` holds
+    (-1: none)."""
+    at = np.where(which, np.arange(len(which)), -1)
+    last = np.concatenate([[-1], np.maximum.accumulate(at)[:-1]]) if len(which) else at
+    return np.where(last >= 0, last + base, -1)
 
 
 def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: bytes = b"") -> np.ndarray:
