@@ -60,7 +60,9 @@ _POSITIVE = np.concatenate([np.ldexp(_RNG.uniform(1, 2, 91), np.arange(-1070, 10
                             1 + np.ldexp(_RNG.uniform(-1, 1, 30), -np.arange(1, 60, 2)),
                             2 + np.ldexp(_RNG.uniform(-1, 1, 30), -np.arange(1, 60, 2)),
                             1.4616321449683622 + np.ldexp(_RNG.uniform(-1, 1, 26), -np.arange(1, 53, 2)),
-                            [0.75, 2.5, 10.0, 9.999999999999998, 12.0, 1e300, 170.5]])
+                            [0.75, 2.5, 10.0, 9.999999999999998, 12.0, 1e300, 170.5],
+                            # where the recurrences down to [1.5, 2.5) take one step more
+                            np.arange(2.5, 10), np.nextafter(np.arange(2.5, 10), 0)])
 _NEGATIVE = -np.concatenate([_RNG.uniform(0, 30, 60), np.ldexp(_RNG.uniform(1, 2, 40), -np.arange(1, 80, 2))])
 _NEGATIVE = _NEGATIVE[_NEGATIVE != np.round(_NEGATIVE)]
 POINTS = {
