@@ -34,7 +34,8 @@ from symad import native
 from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core import forksafe
 from symad.core.dag import BINDERS, Graph
-from symad.core.ops.table import OPS, Call, Inline
+from symad.core.ops.straight import instructions
+from symad.core.semantics import small_power
 from symad.runtime import background
 from symad.runtime.program import Program
 from symad.schedule.schedule import Schedule
@@ -65,25 +66,18 @@ forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's th
 
 
 # What computing a subexpression apart must save per row to beat reading its value from memory:
-# about a few instructions' worth.  A library call (log, exp) counts LIBRARY_CALL instructions.
+# about a few instructions' worth (a C library call counts many: straight.LIBRARY_CALL).
 HOIST_COST = 8
-LIBRARY_CALL = 20
-_ONE_INSTRUCTION_CALLS = frozenset({"llvm.fabs.f64", "llvm.sqrt.f64", "llvm.floor.f64", "llvm.ceil.f64",
-                                    "llvm.round.f64"})
 
 
 def _op_cost(graph: Graph, node: int) -> int:
-    """About how many instructions a row spends on ``node``'s op (from its lowering in the op table)."""
-    name = graph.op[node]
-    if name == "pow" and graph.op[graph.args[node][1]] == "const":
-        return 2  # a small whole power is products; another one, pow's call (counted as two: a guess)
-    lowering = OPS[name].llvm if name in OPS else None
-    if isinstance(lowering, Call):
-        return 1 if lowering.symbol in _ONE_INSTRUCTION_CALLS else LIBRARY_CALL
-    if isinstance(lowering, Inline):
-        calls = sum(LIBRARY_CALL for fn, _ in lowering.calls if fn not in _ONE_INSTRUCTION_CALLS)
-        return lowering.template.count("\n") + 1 + calls
-    return 1
+    """About how many instructions a row spends on ``node``'s op."""
+    name, args = graph.op[node], graph.args[node]
+    if name == "pow" and graph.op[args[1]] == "const":
+        k = small_power(graph.data[args[1]])
+        if k is not None:  # computed as products
+            return abs(k)
+    return instructions(name)
 
 
 def row_parts(graph: Graph, outputs: Sequence[int], point: Sequence[int],

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from symad.core import semantics as sem
+from symad.core.ops.table import OPS, Call, Inline
 
 
 # ===================================================================== Python floats
@@ -272,3 +273,20 @@ def on_arrays(kernel: Callable[..., Any]) -> Callable[..., Any]:
 
     np_fn.__name__ = kernel.__name__
     return np_fn
+
+
+# ===================================================================== cost
+LIBRARY_CALL = 20  # instructions a call of the C library (log, exp) counts as: a guess
+_ONE_INSTRUCTION = frozenset({"llvm.fabs.f64", "llvm.sqrt.f64", "llvm.floor.f64", "llvm.ceil.f64", "llvm.round.f64"})
+
+
+def instructions(name: str) -> int:
+    """About how many instructions op ``name``'s LLVM lowering runs (a C library call counting
+    :data:`LIBRARY_CALL`): what evaluating it once costs, for callers weighing work."""
+    lowering = OPS[name].llvm if name in OPS else None
+    if isinstance(lowering, Call):
+        return 1 if lowering.symbol in _ONE_INSTRUCTION else LIBRARY_CALL
+    if isinstance(lowering, Inline):
+        calls = sum(LIBRARY_CALL for fn, _ in lowering.calls if fn not in _ONE_INSTRUCTION)
+        return lowering.template.count("\n") + 1 + calls
+    return 1
