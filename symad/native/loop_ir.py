@@ -185,13 +185,16 @@ def _index_nodes(scope: Scope) -> list[tuple[int, str | None]]:
 
 def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str], block: list[str],
                p: str, declared: dict[str, int], first: str | None = None, last_index: str | None = None,
-               clamp: bool = True, lanes: int = INNER_LANES, hoisted: Hoisted | None = None) -> str:
+               clamp: bool = True, lanes: int = INNER_LANES, hoisted: Hoisted | None = None,
+               start: list[str] | None = None, kept: list[str] | None = None) -> str:
     """A sum as a loop in the canonical order (``lanes`` lanes from 0.0, lane ``l`` adding the terms
     at offsets ``l``, ``l + lanes``, ... from ``first``; then the lanes added as a tree of adjacent
     pairs); returns its IR value.  The index runs from ``first`` to ``last_index`` (IR values; by
     default the scope's whole range).  The loop takes ``lanes`` terms a step, the body written once a
     lane (independent additions, which the SLP vectoriser packs into vector registers), then the
-    last terms one at a time, each to its lane."""
+    last terms one at a time, each to its lane.  A sum taken in parts: the lanes start from
+    ``start`` (IR values) and, with ``kept``, are appended to it, not added (every part but the
+    last a multiple of ``lanes`` terms long)."""
     first = str(scope.low) if first is None else first
     last_index = str(scope.high) if last_index is None else last_index
     before = block[0]
@@ -213,7 +216,7 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     last = block[0]
     body += [f"  {q}Jn = add i64 {j}, {lanes}", f"  br label %L{p}H"]
     lines += [f"L{p}H:", f"  {j} = phi i64 [{first}, %{before}], [{q}Jn, %{last}]"]
-    lines += [f"  {s} = phi double [0.0, %{before}], [{s}n, %{last}]" for s in sums]
+    lines += [f"  {s} = phi double [{a}, %{before}], [{s}n, %{last}]" for s, a in zip(sums, start or ["0.0"] * lanes)]
     lines += [f"  {q}go = icmp slt i64 {j}, {q}E", f"  br i1 {q}go, label %L{p}B, label %L{p}T", *body]
     # the last terms (fewer than the lanes), one a step, each to its lane
     k = f"{q}K"
@@ -231,6 +234,9 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     lines += [f"  {q}Kgo = icmp sle i64 {k}, {last_index}", f"  br i1 {q}Kgo, label %L{p}U, label %L{p}X", *tail,
               f"L{p}X:"]
     block[0] = f"L{p}X"
+    if kept is not None:
+        kept += [f"{q}Q{lane}" for lane in range(lanes)]
+        return kept[-lanes]
     return lanes_added(lines, [f"{q}Q{lane}" for lane in range(lanes)], f"{q}P")
 
 
@@ -316,10 +322,11 @@ def _tiled_ir(program: LoopProgram) -> str:
     block's counter (an i64) and the sums' array.
 
     ``part`` takes blocks by an atomic increment of the counter until none is left (every thread
-    calls it; whoever is slow takes fewer) and runs block ``b`` of every loop at the top, one after
-    another while the block's entries are in cache: a map's rows ``b*BLOCK`` ... of it stored in
-    its array, a sum's rows added in the canonical two lanes into ``partial[s*blocks + b]``
-    (``s``: its place among :attr:`~symad.schedule.loop_nest.LoopProgram.sums`).  ``prog`` then
+    calls it; whoever is slow takes fewer) and runs block ``b`` of every loop at the top together,
+    in tiles of :data:`TILE_ROWS` rows, every loop's tile in turn while its entries are in cache: a
+    map's rows ``b*BLOCK`` ... of it stored in its array, a sum's rows added in the canonical two
+    lanes (carried from tile to tile) into ``partial[s*blocks + b]`` (``s``: its place among
+    :attr:`~symad.schedule.loop_nest.LoopProgram.sums`).  ``prog`` then
     takes each sum's value from ``sums[s]`` (its blocks' sums added by the caller, as NumPy's
     pairwise sum adds them) and computes the steps after the loops.  The same bits on any
     number of threads, and the program's own (untiled) ones."""
@@ -338,22 +345,40 @@ def _tiled_ir(program: LoopProgram) -> str:
         names[node] = f"%tv{node}"
     lines += ["  br label %grab", "grab:", "  %b = atomicrmw add ptr %next, i64 1 monotonic",
               f"  %bgo = icmp slt i64 %b, {blocks}", "  br i1 %bgo, label %blk, label %done", "blk:"]
-    block = ["blk"]
-    for node, _, _ in top.steps:
-        inner = top.inner.get(node)
-        if inner is None:
-            continue
+    loops = [(node, top.inner[node]) for node, _, _ in top.steps if node in top.inner]
+    for node, inner in loops:  # the block's rows of each loop: index lo .. hi
+        k = f"%k{node}"
+        lines += [f"  {k}r = mul i64 %b, {BLOCK}", f"  {k}lo = add i64 {k}r, {inner.low}",
+                  f"  {k}h = add i64 {k}lo, {BLOCK - 1}", f"  {k}o = icmp sgt i64 {k}h, {inner.high}",
+                  f"  {k}hi = select i1 {k}o, i64 {inner.high}, i64 {k}h"]
+    # the block in tiles of TILE_ROWS rows, every loop's tile in turn: a sum's chain of additions (its
+    # lanes carried from tile to tile) and a map's vector work overlap in the processor
+    body: list[str] = ["tile:"]
+    block = ["tile"]
+    lanes: dict[int, list[str]] = {}
+    for node, inner in loops:
+        lines_at = f"%k{node}t"
+        body += [f"  {lines_at} = add i64 %k{node}lo, %c", f"  {lines_at}e0 = add i64 {lines_at}, {TILE_ROWS - 1}",
+                 f"  {lines_at}o = icmp sgt i64 {lines_at}e0, %k{node}hi",
+                 f"  {lines_at}e = select i1 {lines_at}o, i64 %k{node}hi, i64 {lines_at}e0"]
         if inner.op == "each":
-            first = f"%w{node}lo"
-            lines += [f"  %w{node}r0 = mul i64 %b, {BLOCK}", f"  {first} = add i64 %w{node}r0, {inner.low}",
-                      f"  %w{node}hi = add i64 {first}, {BLOCK - 1}"]
-            _top_each(inner, names, lines, block, f"w{node}", declared, f"%out{program.outputs.index(node)}",
-                      rows=(first, f"%w{node}hi"))
+            _top_each(inner, names, body, block, f"w{node}", declared, f"%out{program.outputs.index(node)}",
+                      rows=(lines_at, f"{lines_at}e"))
         else:
-            value = _sum_block(inner, names, lines, block, f"u{node}", declared, "%b")
-            lines += [f"  %u{node}s = add i64 %b, {sums.index(node) * blocks}",
-                      f"  %u{node}a = getelementptr double, ptr %partial, i64 %u{node}s",
-                      f"  store double {value}, ptr %u{node}a"]
+            lanes[node] = []
+            _inner_sum(inner, {}, names, body, block, f"u{node}i", declared, lines_at, f"{lines_at}e", clamp=False,
+                       lanes=2, start=[f"%u{node}a", f"%u{node}b"], kept=lanes[node])
+    body += ["  %cn = add i64 %c, " + str(TILE_ROWS), "  br label %tiles"]
+    lines += ["  br label %tiles", "tiles:", f"  %c = phi i64 [0, %blk], [%cn, %{block[0]}]"]
+    for node, (a, b) in lanes.items():
+        lines += [f"  %u{node}a = phi double [0.0, %blk], [{a}, %{block[0]}]",
+                  f"  %u{node}b = phi double [0.0, %blk], [{b}, %{block[0]}]"]
+    lines += [f"  %cgo = icmp slt i64 %c, {BLOCK}", "  br i1 %cgo, label %tile, label %tiled", *body, "tiled:"]
+    for node in lanes:
+        lines += [f"  %u{node}v = fadd double %u{node}a, %u{node}b",
+                  f"  %u{node}s = add i64 %b, {sums.index(node) * blocks}",
+                  f"  %u{node}p = getelementptr double, ptr %partial, i64 %u{node}s",
+                  f"  store double %u{node}v, ptr %u{node}p"]
     lines += ["  br label %grab", "done:"]
     part = lines
 
@@ -409,6 +434,8 @@ def array_data_offset() -> int | None:
     return None
 
 
+# A tiled program runs a block's rows in tiles of this many (even: a sum's two lanes keep their rows)
+TILE_ROWS = 128
 # A top-level loop of up to this many rows has its sums inside (those reading nothing of its body
 # but its index) computed for all its rows before it (:func:`_hoist`): stack arrays of 8 bytes a
 # row, eight of them where the sum runs across the rows, at most HOIST_STACK_BYTES in a program
