@@ -1,8 +1,11 @@
 """Sums and maps kept as loops, run as machine code, whatever their range.
 
 Up to :data:`WHOLE_MAX_ROWS` rows in all, a function's outputs are one call of one function
-(:class:`WholeProgram`, :func:`symad.native.compile_program`).  Beyond, each top-level loop runs
-on its own: its body is scheduled once over its inputs (each entry ``x[i + c]`` a column, ``x``
+(:class:`WholeProgram`, :func:`symad.native.compile_program`).  Beyond, the same program runs
+tiled: block ``b`` of every loop at once (x read once, the gradient written once), the blocks
+taken by the batch threads in any order, unless a loop reads what another computes.  Then, and
+for the other programs over loops (Hessian-vector products...), each top-level loop runs on its
+own: its body is scheduled once over its inputs (each entry ``x[i + c]`` a column, ``x``
 read in place; its captures and, where the body reads it, its first index, the same in every
 row).  A ``sum`` runs the row-sum loop (:func:`symad.native.compile_rows`) over blocks of
 :data:`BLOCK` rows shared among the threads; an ``each`` runs the vectorised map loop
