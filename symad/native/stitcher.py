@@ -137,16 +137,6 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: by
     """The machine code of the stencils ``stencil`` on frame slots ``operands`` (see :func:`layout`),
     with the stencils' data and trampolines after it, as bytes (position-independent); the
     trampolines' addresses are this process's.  ``prefix`` (a multiple of 16 bytes) goes first."""
-    code = _body(library, stencil, operands)
-    if not prefix:
-        return code
-    out = np.empty(len(prefix) + len(code), dtype=np.uint8)
-    out[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    out[len(prefix):] = code
-    return out
-
-
-def _body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:
     n = len(stencil)
     lengths = library.length[stencil]
     starts = np.zeros(n + 1, dtype=np.int64)
@@ -155,12 +145,14 @@ def _body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.nda
     data_at = -(-code_end // 16) * 16
     tramp_at = -(-(data_at + len(library.data)) // 16) * 16
     size = tramp_at + _TRAMPOLINE * len(library.calls)
-    buf = np.zeros(size, dtype=np.uint8)
+    whole = np.zeros(len(prefix) + size, dtype=np.uint8)
+    whole[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    buf = whole[len(prefix):]  # (every address below is relative: the same bytes at any offset)
     # All copies in one gather: byte j of step i is library byte start[op] + j.
     total = int(starts[-1])
     if total:
         source = np.repeat(library.start[stencil] - starts[:-1], lengths) + np.arange(total)
-        buf[:total] = library.blob[source]
+        np.take(library.blob, source, out=buf[:total])
     buf[total] = _RET
     buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
     addresses = _call_addresses(library)
@@ -190,7 +182,7 @@ def _body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.nda
             if addresses[k] is None:
                 raise OSError(f"the C library function {library.calls[k]} is not in this process")
         buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
-    return buf
+    return whole
 
 
 def _call_addresses(library: Library) -> list[int | None]:
