@@ -38,7 +38,7 @@ class Graph:
     (expressions hold their graph); nodes are never removed from a live graph.
     """
 
-    __slots__ = ("op", "args", "data", "scoped", "_index", "_imports", "_digests", "__weakref__")
+    __slots__ = ("op", "args", "data", "scoped", "_index", "_imports", "_digests", "_variables", "__weakref__")
 
     def __init__(self) -> None:
         self.op: list[str] = []
@@ -48,6 +48,7 @@ class Graph:
         # Nodes copied in from other graphs: {source graph: {its node: our node}}
         self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
         self._digests: dict[int, int] = {}  # structural hashes, computed on demand
+        self._variables: dict[int, list[str]] = {}  # one root's variables, sorted on demand (nodes never change)
         self.scoped = False  # whether any node of an indexed expression (a loop, a vector) was built
 
     def __len__(self) -> int:
@@ -186,8 +187,14 @@ class Graph:
 
     def variables(self, roots: Iterable[int]) -> list[str]:
         """Names of the variables the roots depend on, in natural order (x2 before x10)."""
+        roots = list(roots)
+        if len(roots) == 1 and roots[0] in self._variables:
+            return list(self._variables[roots[0]])
         names = [self.data[n] for n in self.reachable(roots) if self.op[n] == "var"]
-        return sorted(names, key=natural_key)  # type: ignore[arg-type]
+        ordered = sorted(names, key=natural_key)  # type: ignore[arg-type]
+        if len(roots) == 1:
+            self._variables[roots[0]] = ordered
+        return list(ordered)
 
     def depth(self, root: int) -> int:
         """Length of the longest path from ``root`` down to a leaf (a leaf has depth 0)."""

@@ -115,7 +115,10 @@ def name_list(names: list[str] | tuple[str, ...], most: int = 8) -> str:
 def check_variables(expected: tuple[str, ...], given: Mapping[str, Any]) -> None:
     """Raise VariableError if ``given`` misses or adds variables."""
     missing = [v for v in expected if v not in given]
-    extra = [v for v in given if v not in expected]
+    known = set(expected)
+    extra = [v for v in given if v not in known]
+    if not (missing or extra):
+        return
     uses = name_list(expected) if expected else "no variables"
     if missing:
         raise VariableError(f"missing value for variable {name_list(missing)} (the expression uses {uses})")

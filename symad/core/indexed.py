@@ -82,9 +82,10 @@ def expand_point(expected: Sequence[str], given: Mapping[str, Any]) -> dict[str,
     by_base = groups(expected)
     if not by_base:
         return dict(given)
+    known = set(expected)  # (a list's `in` made a point of n entries cost n^2)
     out: dict[str, Any] = {}
     for name, value in given.items():
-        members = by_base.get(name) if name not in expected else None
+        members = by_base.get(name) if name not in known else None
         if members is None:
             out[normal(name) if isinstance(name, str) else name] = value
             continue
