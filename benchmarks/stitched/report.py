@@ -87,7 +87,12 @@ def render(data: dict[str, Any]) -> str:
                         "function of CPython's fast calling convention on a stub of its own; -O2 and -O0 code's "
                         "and the instructions' go through ctypes, which costs a few hundred nanoseconds more a "
                         "call.  So the code alone is timed too: a batch of points through each tier's batch "
-                        "entry, no Python call a point (fastest of seven batches, median over the processes).\n\n"
+                        "entry, no Python call a point (fastest of seven batches, median over the processes); the "
+                        "processor overlaps a point's last dependent operations (a written-out sum is a chain of "
+                        "additions, each waiting for the one before) with the next point's first ones, so this is "
+                        "the code's throughput, not one call's latency.  The random program calls the C library "
+                        "(sin, cos, exp, tanh, cosh) about once every fifteen operations, the same calls in every "
+                        "tier, which bounds how much faster than the instructions any native code of it can be.\n\n"
                         + table(["workload", "operations", "stitched", "-O2", "-O0", "instructions",
                                  "stitched / -O2", "instructions / stitched", "stitched code alone",
                                  "-O2 code alone", "alone: stitched / -O2", "stitch", "-O0 compile",
