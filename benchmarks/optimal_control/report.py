@@ -85,7 +85,10 @@ def render(data: dict[str, Any]) -> str:
            "built in Python and `nlpsol`'s set-up), IPOPT's solve (tol 1e-8, MUMPS). "
            "The two peers use different builds of IPOPT: symad the system's through cyipopt, CasADi the one it "
            "bundles; the iteration counts show they take the same path. **total** is the whole process "
-           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner.\n\n",
+           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner. symad runs "
+           "as installed, its code cache as by default (no program kept across processes: each compiles its "
+           "loops anew; the stencils that this machine's programs share were built once, at symad's first "
+           "run on it).\n\n",
            "## With IPOPT's default options\n\n", _times_table(results),
            "\n**build + solve** leaves the imports out. symad's solve includes its calls of the derivatives "
            "(the Jacobian and Hessian values, from compiled loops) inside IPOPT's iterations.\n\n"
@@ -102,7 +105,10 @@ def render(data: dict[str, Any]) -> str:
         out += ["\n## Inside the solve\n\n",
                 "**evaluations**: the time in the problem's functions and derivatives during the solve "
                 "(symad: its callbacks, `evaluation_time`; CasADi: its `t_wall_nlp_*` statistics); "
-                "**IPOPT's own**: the rest of the solve, IPOPT's linear algebra (MUMPS) above all.\n\n",
+                "**IPOPT's own**: the rest of the solve, IPOPT's linear algebra (MUMPS) above all; for symad it "
+                "also holds cyipopt's copy of each callback's values into IPOPT's arrays (an element at a time "
+                "through Python objects, in cyipopt 1.7), which IPOPT's statistics below count among its "
+                "function evaluations.\n\n",
                 _inside_table(configs)]
     out.append("\n## The optima\n\n(each peer's first process with IPOPT's defaults; the suite stops if they "
                "differ beyond 1e-6 in f, relative, or 1e-4 in the control at five times, with either option "

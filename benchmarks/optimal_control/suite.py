@@ -23,6 +23,7 @@ import argparse
 import importlib.util
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -64,6 +65,14 @@ def versions() -> dict[str, str]:
     try:
         out["ipopt (system, for cyipopt)"] = subprocess.run(["pkg-config", "--modversion", "ipopt"],
                                                             capture_output=True, text=True).stdout.strip()
+        spec = importlib.util.find_spec("cyipopt")
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        wrappers = [p for f in folders for p in Path(f).glob("ipopt_wrapper*.so")]
+        if wrappers:  # the MUMPS it links (IPOPT 3.11's banner does not say)
+            linked = subprocess.run(["ldd", str(wrappers[0])], capture_output=True, text=True).stdout
+            found = re.search(r"libdmumps\S*-(\d+(?:\.\d+)*)\.so", linked)
+            if found:
+                out["mumps (system, for cyipopt)"] = found[1]
     except OSError:
         pass
     return out
