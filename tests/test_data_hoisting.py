@@ -11,6 +11,7 @@ import symad
 from symad.native import jit
 from symad.objectives import over_data, row_sums
 from symad.objectives.row_sums import row_parts
+from symad.schedule.schedule import Schedule
 
 NEGATIVE_BINOMIAL = ("eta = b0 + b1*x1; r = exp(a); "
                      "-(lgamma(y + r) - lgamma(r) - lgamma(y + 1) + r*a + y*eta - (r + y)*logaddexp(a, eta))")
@@ -19,6 +20,12 @@ LOGISTIC = "log(1 + exp(-y*(b0 + b1*x1)))"
 CASES = [(NEGATIVE_BINOMIAL, ["b0", "b1", "a"], None), (GAMMA_GLM, ["b0", "b1"], {"k": 2.5}),
          ("lgamma(a) + (x1 - b0)^2*exp(b1) + digamma(y + 2)*b0", ["b0", "b1", "a"], None)]
 BACKENDS = ["python"] + (["native", "auto"] if jit.available() else [])
+
+
+def parts(obj: symad.Objective) -> tuple[list[int], list[int]]:
+    """The row's parts of the point alone and of the data alone computed apart, in its value and gradient."""
+    g, point = obj.expr.graph, obj._w + obj._p
+    return row_parts(g, Schedule.build(g, [obj.expr.id, *obj._gradient()], point + obj._d), point, obj._d)
 
 
 def data(n: int = 3001) -> dict[str, np.ndarray]:
@@ -40,7 +47,7 @@ def everything(obj: symad.Objective, w: np.ndarray, params: dict | None) -> np.n
 def test_the_parts_computed_apart_are_the_costly_ones_of_the_point_or_of_the_data_alone():
     obj = symad.objective(NEGATIVE_BINOMIAL, data(), wrt=["b0", "b1", "a"])
     g = obj.expr.graph
-    per_call, per_data = row_parts(g, [obj.expr.id, *obj._gradient()], obj._w + obj._p, obj._d)
+    per_call, per_data = parts(obj)
     text = [symad.Expr(g, n).to_text() for n in per_call + per_data]
     # the largest subexpressions of the point alone that the rest of the row reads
     assert {"exp(a)", "lgamma(exp(a))", "digamma(exp(a)) - a"} <= set(text)
@@ -48,7 +55,10 @@ def test_the_parts_computed_apart_are_the_costly_ones_of_the_point_or_of_the_dat
     assert not any("x1" in t or "b0" in t for t in text[:len(per_call)])
     # nothing costly of one side alone: everything stays in the loop
     plain = symad.objective(LOGISTIC, data(), wrt=["b0", "b1"])
-    assert row_parts(plain.expr.graph, [plain.expr.id, *plain._gradient()], plain._w, plain._d) == ([], [])
+    assert parts(plain) == ([], [])
+    # a whole power is products (stays), another one a call of pow (computed once)
+    powers = symad.objective("(a*x1^2 + b - y)^2 + y^0.5*a", data(), wrt=["a", "b"])
+    assert [symad.Expr(powers.expr.graph, n).to_text() for n in parts(powers)[1]] == ["y^0.5"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

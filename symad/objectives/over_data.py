@@ -231,7 +231,7 @@ class Objective:
         at each call, and those of the data alone read from derived columns computed once
         (:func:`~symad.objectives.row_sums.row_parts`)."""
         g = self.expr.graph
-        per_call, per_data = row_parts(g, outputs, point, self._d)
+        per_call, per_data = row_parts(g, Schedule.build(g, outputs, point + self._d), point, self._d)
         missing = [n for n in per_data if n not in self._derived]
         if missing:
             self._derived.update(zip(missing, derived_columns(g, missing, self._d, self.columns, self.backend,

@@ -33,9 +33,8 @@ import numpy as np
 from symad import native
 from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core import forksafe
-from symad.core.dag import BINDERS, Graph
+from symad.core.dag import Graph
 from symad.core.ops.straight import instructions
-from symad.core.semantics import small_power
 from symad.runtime import background
 from symad.runtime.program import Program
 from symad.schedule.schedule import Schedule
@@ -70,54 +69,32 @@ forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's th
 HOIST_COST = 8
 
 
-def _op_cost(graph: Graph, node: int) -> int:
-    """About how many instructions a row spends on ``node``'s op."""
-    name, args = graph.op[node], graph.args[node]
-    if name == "pow" and graph.op[args[1]] == "const":
-        k = small_power(graph.data[args[1]])
-        if k is not None:  # computed as products
-            return abs(k)
-    return instructions(name)
-
-
-def row_parts(graph: Graph, outputs: Sequence[int], point: Sequence[int],
+def row_parts(graph: Graph, schedule: Schedule, point: Sequence[int],
               data: Sequence[int]) -> tuple[list[int], list[int]]:
-    """The subexpressions of a row's outputs worth computing apart: ``(per_call, per_data)``, the
-    largest ones of the ``point`` variables alone (and constants), and of the ``data`` variables
-    alone, that the rest of the row (or an output) reads, each costing at least
-    :data:`HOIST_COST` instructions a row (cheaper ones stay in the loop: reading a value back
-    would cost as much).  Empty for a row with loops (sums over an index)."""
-    order = graph.reachable(outputs)
-    op, args = graph.op, graph.args
-    if any(op[n] in BINDERS for n in order):
-        return [], []
-    on_point, on_data = set(point), set(data)
-    mask: dict[int, int] = {}  # 1: the point's alone, 2: the data's alone, 3: both, 0: constants
-    cost: dict[int, int] = {}  # a subexpression's instructions (shared parts counted each time), capped
-    for n in order:
-        if n in on_point:
-            mask[n], cost[n] = 1, 0
-        elif n in on_data:
-            mask[n], cost[n] = 2, 0
-        elif op[n] == "var":  # neither: Schedule.build refuses it
-            mask[n], cost[n] = 3, 0
-        elif op[n] == "const":
-            mask[n], cost[n] = 0, 0
-        else:
-            m, c = 0, _op_cost(graph, n)
-            for a in args[n]:
-                m |= mask[a]
-                c += cost[a]
-            mask[n], cost[n] = m, min(c, HOIST_COST)
-    read = {a for n in order if mask[n] == 3 for a in args[n]}
-    read.update(outputs)
+    """The subexpressions of a row's ``schedule`` (its inputs ``point`` then ``data``) worth
+    computing apart: ``(per_call, per_data)``, the largest ones of the ``point`` variables alone
+    (and constants), and of the ``data`` variables alone, that the rest of the row (or an output)
+    reads, each costing at least :data:`HOIST_COST` instructions a row (cheaper ones stay in the
+    loop: reading a value back would cost as much).  Nodes of ``graph``, in the schedule's order."""
+    mask: dict[int, int] = dict.fromkeys(schedule.consts, 0)  # 1: the point's alone, 2: the data's, 3: both
+    mask.update(dict.fromkeys(point, 1))
+    mask.update(dict.fromkeys(data, 2))
+    cost: dict[int, int] = dict.fromkeys(mask, 0)  # instructions (shared parts counted each time), capped
+    read = set(schedule.outputs)
+    for node, op, args in schedule.steps:
+        m, c = 0, instructions(op)
+        for a in args:
+            m |= mask[a]
+            c += cost[a]
+        mask[node], cost[node] = m, min(c, HOIST_COST)
+        if m == 3:
+            read.update(args)
     per_call: list[int] = []
     per_data: list[int] = []
-    for n in sorted(read):
-        if mask[n] not in (1, 2) or op[n] in ("var", "const"):
-            continue
-        if cost[n] >= HOIST_COST:
-            (per_call if mask[n] == 1 else per_data).append(n)
+    known = len(graph.op)  # (the lowering's own nodes are numbered past the graph's: never inputs)
+    for node, _, _ in schedule.steps:
+        if node in read and node < known and mask[node] in (1, 2) and cost[node] >= HOIST_COST:
+            (per_call if mask[node] == 1 else per_data).append(node)
     return per_call, per_data
 
 
