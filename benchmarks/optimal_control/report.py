@@ -38,10 +38,11 @@ def _times_table(results: dict[str, Any]) -> str:
                      *(fmt_time(c.get(k)) if c.get("status") == "ok" else c.get("status", "—")
                        for k in ("import_s", "build_s", "solve_s", "total_s")),
                      fmt_ratio(_ratio(s.get("total_s"), c.get("total_s"))),
-                     fmt_ratio(_ratio(_sum(s, "build_s", "solve_s"), _sum(c, "build_s", "solve_s")))])
+                     fmt_ratio(_ratio(_sum(s, "build_s", "solve_s"), _sum(c, "build_s", "solve_s"))),
+                     fmt_ratio(_ratio(s.get("cpu_s"), c.get("cpu_s")))])
     return table(["problem", "variables", "symad import", "symad build", "symad solve", "symad total",
                   "CasADi import", "CasADi build", "CasADi solve", "CasADi total", "total: symad / CasADi",
-                  "build + solve: symad / CasADi"], rows)
+                  "build + solve: symad / CasADi", "CPU: symad / CasADi"], rows)
 
 
 def _own(m: dict[str, Any]) -> float | None:
@@ -85,7 +86,9 @@ def render(data: dict[str, Any]) -> str:
            "built in Python and `nlpsol`'s set-up), IPOPT's solve (tol 1e-8, MUMPS). "
            "The two peers use different builds of IPOPT: symad the system's through cyipopt, CasADi the one it "
            "bundles; the iteration counts show they take the same path. **total** is the whole process "
-           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner. symad runs "
+           "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner. **CPU** is "
+           "the process's CPU time over the same span, every thread's (less noisy than wall time on a shared "
+           "machine; symad's loops may run on two threads). symad runs "
            "as installed, its code cache as by default (no program kept across processes: each compiles its "
            "loops anew; the stencils that this machine's programs share were built once, at symad's first "
            "run on it).\n\n",

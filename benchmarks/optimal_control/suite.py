@@ -91,7 +91,7 @@ def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> di
     return {name: summarise(s) for name, s in samples.items()}
 
 
-SUMMED = ("import_s", "build_s", "solve_s", "total_s", "eval_s", "wall_s")
+SUMMED = ("import_s", "build_s", "solve_s", "total_s", "eval_s", "cpu_s", "wall_s")
 
 
 def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:

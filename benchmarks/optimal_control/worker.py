@@ -7,8 +7,9 @@ code generation), the solve.  Prints one JSON line per phase (:func:`benchmarks.
 ``import_s``, ``build_s`` (the problem ready: for symad, minimize's ``setup_time``), ``solve_s``,
 ``total_s`` (from the first line to the solution in hand), ``eval_s`` (the part of the solve spent
 in the problem's functions and derivatives, IPOPT's own work being the rest: symad's
-``evaluation_time``, CasADi's ``t_wall_nlp_*`` statistics), ``fun``, ``nit``, ``success``, and the
-solution's control at a few times (``u_at``), which the suite compares between peers.
+``evaluation_time``, CasADi's ``t_wall_nlp_*`` statistics), ``cpu_s`` (the process's CPU seconds over
+the same span as ``total_s``, every thread's: on a shared machine, less noisy than wall time), ``fun``,
+``nit``, ``success``, and the solution's control at a few times (``u_at``), which the suite compares between peers.
 ``--option NAME=VALUE`` (repeatable) sets an IPOPT option for either peer.
 """
 
@@ -28,6 +29,7 @@ from benchmarks.harness import emit  # noqa: E402
 from benchmarks.optimal_control.problems import casadi_problem, symad_problem  # noqa: E402
 
 T_START = time.perf_counter()  # the benchmark's own machinery is loaded: every later import is a peer's cost
+CPU_START = time.process_time()
 SAMPLES = 5  # the control at this many evenly spaced steps, for the comparison of solutions
 
 
@@ -49,6 +51,7 @@ def run_symad(problem: str, n: int, options: dict[str, Any]) -> None:
                  options=options or None)
     done = time.perf_counter()
     emit(phase="solve", build_s=r.setup_time, solve_s=r.time, total_s=done - T_START, eval_s=r.evaluation_time,
+         cpu_s=time.process_time() - CPU_START,
          fun=r.fun, nit=r.nit,
          success=bool(r.success), message=r.message, n_variables=len(r.x), violation=r.constraints["violation"],
          u_at=controls(list(r.point["u"])))
@@ -69,6 +72,7 @@ def run_casadi(problem: str, n: int, options: dict[str, Any]) -> None:
     x = out["x"].full().ravel()
     evaluations = sum(v for k, v in stats.items() if k.startswith("t_wall_nlp_"))
     emit(phase="solve", build_s=t_build - t_import, solve_s=done - t_build, total_s=done - T_START, eval_s=evaluations,
+         cpu_s=time.process_time() - CPU_START,
          fun=float(out["f"]), nit=int(stats["iter_count"]), success=bool(stats["success"]),
          message=str(stats["return_status"]), n_variables=len(x), u_at=controls(list(x[-n:])))
 
