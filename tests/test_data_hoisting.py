@@ -4,6 +4,8 @@ bits of the loop computing everything itself."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,19 @@ def test_computing_parts_apart_gives_the_bits_of_the_loop_computing_them(text, w
     assert not whole._derived
     np.testing.assert_array_equal(got, want)
     assert apart.operations() == whole.operations()  # the row's operations, wherever they run
+
+
+def test_derived_columns_are_at_most_as_many_as_the_data_columns():
+    d = data()
+    many = symad.objective("b0*log(y) + b1*lgamma(y) + exp(y)*b0 + log(x1^2 + 1)*b1", d, wrt=["b0", "b1"])
+    texts = [symad.Expr(many.expr.graph, n).to_text() for n in parts(many)[1]]
+    assert len(texts) == 2 and "lgamma(y)" in texts  # the costliest kept
+    w = [0.1, 0.2]
+    got = many.value_and_grad(w)
+    assert len(many._derived) == 2
+    want = np.sum(0.1 * np.log(d["y"]) + 0.2 * np.vectorize(math.lgamma)(d["y"]) + np.exp(d["y"]) * 0.1
+                  + np.log(d["x1"] ** 2 + 1) * 0.2)
+    assert got[0] == pytest.approx(want, rel=1e-13)
 
 
 def test_derived_columns_are_computed_once_for_every_program_and_call(monkeypatch):

@@ -67,6 +67,7 @@ forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's th
 # What computing a subexpression apart must save per row to beat reading its value from memory:
 # about a few instructions' worth (a C library call counts many: straight.LIBRARY_CALL).
 HOIST_COST = 8
+_COST_CAP = 1 << 30  # (a DAG's shared parts are counted once per use: the sums may grow fast)
 
 
 def row_parts(graph: Graph, schedule: Schedule, point: Sequence[int],
@@ -75,7 +76,8 @@ def row_parts(graph: Graph, schedule: Schedule, point: Sequence[int],
     computing apart: ``(per_call, per_data)``, the largest ones of the ``point`` variables alone
     (and constants), and of the ``data`` variables alone, that the rest of the row (or an output)
     reads, each costing at least :data:`HOIST_COST` instructions a row (cheaper ones stay in the
-    loop: reading a value back would cost as much).  Nodes of ``graph``, in the schedule's order."""
+    loop: reading a value back would cost as much), and at most as many of the data's as ``data``
+    has columns (the costliest).  Nodes of ``graph``, in the schedule's order."""
     mask: dict[int, int] = dict.fromkeys(schedule.consts, 0)  # 1: the point's alone, 2: the data's, 3: both
     mask.update(dict.fromkeys(point, 1))
     mask.update(dict.fromkeys(data, 2))
@@ -86,7 +88,7 @@ def row_parts(graph: Graph, schedule: Schedule, point: Sequence[int],
         for a in args:
             m |= mask[a]
             c += cost[a]
-        mask[node], cost[node] = m, min(c, HOIST_COST)
+        mask[node], cost[node] = m, min(c, _COST_CAP)
         if m == 3:
             read.update(args)
     per_call: list[int] = []
@@ -95,7 +97,9 @@ def row_parts(graph: Graph, schedule: Schedule, point: Sequence[int],
     for node, _, _ in schedule.steps:
         if node in read and node < known and mask[node] in (1, 2) and cost[node] >= HOIST_COST:
             (per_call if mask[node] == 1 else per_data).append(node)
-    return per_call, per_data
+    # at most as many derived columns as data columns (the memory at most doubles): the costliest
+    kept = set(sorted(per_data, key=lambda n: -cost[n])[:len(data)])
+    return per_call, [n for n in per_data if n in kept]
 
 
 def evaluator(graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backend: str) -> Any:
