@@ -17,6 +17,7 @@ from symad.core.dag import SCOPED, Graph, natural_key
 from symad.core.errors import SymadError, VariableError
 from symad.core.latex import latex_block, to_latex
 from symad.core.name_rule import checked, checked_all
+from symad.core.names import compact, expand_names
 from symad.core.ops import OPS
 from symad.core.printing import SHARED_MIN_TREE, SHARED_RATIO
 from symad.core.term import Term, as_node
@@ -124,7 +125,8 @@ class Expr(Term):
         self._bound("a derivative")
         if g.scoped and binders.has_scoped(g, [self.id]):
             return self._indexed_grad(wrt)
-        names = list(self.variables) if wrt is None else checked_all(wrt, "wrt")
+        # a base name stands for every entry x[1], x[2], ... the expression uses (see core.names)
+        names = list(self.variables) if wrt is None else expand_names(checked_all(wrt, "wrt"), self.variables)
         nodes = [g.var(str(n)) for n in names]
         partials = gradient(g, self.id, nodes)
         return {n: Expr(g, partials[v]) for n, v in zip(names, nodes)}
@@ -144,7 +146,12 @@ class Expr(Term):
     def diff(self, var: str) -> Expr:
         """The partial derivative with respect to one variable."""
         name = checked(var, "diff")
-        return self.grad([name])[name]
+        partials = self.grad([name])
+        if name not in partials:
+            entries = ", ".join(compact(list(partials)))
+            raise VariableError(f"{name} stands for {len(partials)} entries here ({entries}): diff takes one variable, "
+                                f"such as {next(iter(partials))}; grad([{name!r}]) gives them all", (name,))
+        return partials[name]
 
     def jvp(self, direction: Mapping[str, Any]) -> Expr:
         """Forward mode: the derivative along ``direction`` (``{name: number or Expr}``)."""

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 
 from symad.cli.common import emit
-from symad.core import binders
+from symad.core import binders, name_rule
 from symad.core.errors import SymadError, VariableError
 from symad.core.latex import latex_block, latex_name
 from symad.core.printing import to_texts
 from symad.expr import Expr
 
+_LISTED = re.compile(r",(?![^\[]*\])")  # --wrt x,y,A[1,2]: the commas outside brackets
 ALIGN_MAX = 40  # labels longer than this are not padded (nor pad the others)
 
 EPILOG_NOTE = """\
@@ -26,7 +28,8 @@ beside "diff": {variable: text}.
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``symad diff``."""
     parser.add_argument("--wrt", action="append", default=[], metavar="x[,y]",
-                        help="the variable(s), comma-separated or repeated; default: all")
+                        help="the variable(s), comma-separated or repeated (a vector's name: each of its "
+                             "entries x[1], x[2], ...); default: all")
     parser.add_argument("--latex", action="store_true",
                         help="print the partials as LaTeX (an aligned block; shared parts named t_{k})")
     parser.epilog = EPILOG_NOTE + "\n" + (parser.epilog or "")
@@ -34,23 +37,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """Print the partial derivatives."""
-    wrt = [w.strip() for spec in args.wrt for w in spec.split(",") if w.strip()]
+    wrt = [w.strip() for spec in args.wrt for w in _LISTED.split(spec) if w.strip()]
     for w in wrt:
-        if not w.isidentifier():
-            raise VariableError(f"--wrt: {w!r} is not a variable name")
-    wrt = list(dict.fromkeys(wrt))  # repeated names: one partial each
+        if name_rule.problem(w) is not None:
+            raise VariableError(f"--wrt: {w!r} is not a variable name (such as x, theta_2 or x[3])")
+    wrt = list(dict.fromkeys(name_rule.checked(w, "--wrt") for w in wrt))  # repeated names: one partial each
     if binders.has_scoped(expr.graph, [expr.id]):
         _indexed(args, text, expr, wrt)
         return
-    partials = expr.grad(wrt or None)
+    partials = expr.grad(wrt or None)  # a vector's name stands for its entries x[1], x[2], ...
+    absent = [w for w in wrt if w in partials and w not in expr.variables]
+    warnings = [f"{w} does not appear in the expression: its derivative is 0" for w in absent]
     if args.latex:
         labels = [rf"\frac{{\partial f}}{{\partial {latex_name(w)}}}" for w in partials]
         block = latex_block(expr.graph, [d.id for d in partials.values()], labels)
-        emit(args, {"expr": text.strip(), "latex": block}, [block], [])
+        emit(args, {"expr": text.strip(), "latex": block}, [block], warnings)
         return
-    if len(wrt) == 1:
-        (d,) = partials.values()
-        emit(args, {"expr": text.strip(), "diff": {wrt[0]: str(d)}}, [str(d)], [])
+    if len(partials) == 1:
+        ((name, d),) = partials.items()
+        emit(args, {"expr": text.strip(), "diff": {name: str(d)}}, [str(d)], warnings)
         return
     definitions, texts = to_texts(expr.graph, [d.id for d in partials.values()])
     obj = {"expr": text.strip(), "diff": dict(zip(partials, texts))}
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     width = max((len(k) for k in labels if len(k) <= ALIGN_MAX), default=0)
     lines = [f"{name} = {body};" for name, body in definitions]
     lines += [f"{k.ljust(width)} = {t}" for k, t in zip(labels, texts)]
-    emit(args, obj, lines, [])
+    emit(args, obj, lines, warnings)
 
 
 def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) -> None:

@@ -131,3 +131,14 @@ def test_one_backward_sweep_gives_every_partial():
     expected[:-1] += xs[1:]
     expected[1:] += xs[:-1]
     assert np.array_equal(grad, expected)
+
+
+def test_a_vector_name_stands_for_its_written_out_entries():
+    e = parse("sum(i = 1..3, x[i]^2) + y")  # short: written out into x[1], x[2], x[3]
+    grads = e.grad(["x", "y"])
+    assert list(grads) == ["x[1]", "x[2]", "x[3]", "y"]
+    assert [str(grads[f"x[{k}]"]) for k in (1, 2, 3)] == ["2*x[1]", "2*x[2]", "2*x[3]"]
+    assert str(e.diff("x[2]")) == "2*x[2]"
+    with pytest.raises(Exception, match=r"x stands for 3 entries here \(x\[1\.\.3\]\)"):
+        e.diff("x")
+    assert str(e.grad(["z"])["z"]) == "0"  # a variable the expression does not use: its derivative is 0

@@ -379,3 +379,16 @@ def test_ctrl_c_during_a_native_compile_exits_130(tmp_path, disk_cache):
             assert (status, err) == (130, ""), err[-2000:]
             assert seconds < 5
     assert interrupted
+
+
+def test_diff_wrt_a_vector_gives_each_entry_and_warns_of_an_absent_variable():
+    r = run("diff", "sum(i = 1..3, x[i]^2)*y", "--wrt", "x,y")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:2] == ["df/dx[1] = y*(2*x[1])", "df/dx[2] = y*(2*x[2])"]
+    r = run("diff", "sum(i = 1..3, x[i]^2)", "--wrt", "x[2]")
+    assert (r.returncode, r.stdout.strip()) == (0, "2*x[2]")
+    r = run("diff", "x^2 + y", "--wrt", "z")
+    assert (r.returncode, r.stdout.strip()) == (0, "0")
+    assert "z does not appear in the expression: its derivative is 0" in r.stderr
+    r = run("diff", "x^2", "--wrt", "1x")
+    assert r.returncode == 2 and "is not a variable name" in r.stderr and "Traceback" not in r.stderr
