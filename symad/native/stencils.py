@@ -140,9 +140,9 @@ def entries_ir(data_offset: int | None) -> str:
       caller keeps the GIL), if ``data_offset`` is known;
     * ``fast(self, args, nargs, rec)``: the same as a ``METH_FASTCALL`` function of CPython
       (``args`` the two arrays), output 0 returned as a new float object made by the record's
-      ``box`` (``PyFloat_FromDouble``); a program's own stub puts its record in the fourth
-      argument's register and jumps here (:mod:`symad.native.stitcher`), so a call from Python
-      pays no ctypes conversion.
+      ``box`` (``PyFloat_FromDouble``; called with other than two arguments, NULL: CPython raises
+      SystemError); a program's own stub puts its record in the fourth argument's register and
+      jumps here (:mod:`symad.native.stitcher`), so a call from Python pays no ctypes conversion.
     """
     fields = "".join(f"  %{name}a = getelementptr i64, ptr %rec, i64 {k}\n" for k, name in enumerate(RECORD_FIELDS))
     loads = ("  %body = load ptr, ptr %bodya\n  %n_in = load i64, ptr %n_ina\n"
@@ -192,6 +192,9 @@ def entries_ir(data_offset: int | None) -> str:
                 "  call void @run(ptr %rec, ptr %frame, ptr %x, ptr %v, ptr %r)\n"
                 "  %value = load double, ptr %v\n  ret double %value\n}\n"
                 "\ndefine ptr @fast(ptr %self, ptr %args, i64 %nargs, ptr %rec) {\nentry:\n"
+                "  %two = icmp eq i64 %nargs, 2\n  br i1 %two, label %run, label %wrong\n"
+                "wrong:\n  ret ptr null\n"
+                "run:\n"
                 "  %xo = load ptr, ptr %args\n  %roa = getelementptr ptr, ptr %args, i64 1\n"
                 "  %ro = load ptr, ptr %roa\n  %y = call double @call(ptr %rec, ptr %xo, ptr %ro)\n"
                 "  %ba = getelementptr i64, ptr %rec, i64 6\n  %box = load ptr, ptr %ba\n"

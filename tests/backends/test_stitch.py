@@ -300,6 +300,8 @@ def test_a_call_is_a_builtin_function_that_leaks_no_reference():
     (value,) = values
     assert type(value) is float and sys.getrefcount(value) == 3  # the set, the name, the argument
     assert _same(np.array([value, *rest]), _all_entries(program, x)[1])
+    with pytest.raises(SystemError):  # a wrong call is refused, not run on what lies past the arguments
+        program.call(x)
 
 
 def test_a_relocation_of_a_kind_the_stitcher_cannot_patch_is_refused():
