@@ -208,11 +208,11 @@ class _MethodDef(ctypes.Structure):
 def _fast_function(address: int, owner: Any) -> Any:
     """A builtin function (``METH_FASTCALL``) running the machine code at ``address``, which keeps
     ``owner`` alive (its ``self``); None where CPython's API is not at hand."""
-    try:
-        new = ctypes.pythonapi.PyCFunction_NewEx
+    try:  # a prototype of our own: ctypes.pythonapi's shared function objects keep their settings
+        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
+            ("PyCFunction_NewEx", ctypes.pythonapi))
     except AttributeError:
         return None
-    new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
     definition = _MethodDef(b"call", address, _METH_FASTCALL, None)
     owner.keep += (definition,)
     return new(ctypes.addressof(definition), owner, None)
