@@ -139,3 +139,33 @@ def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(text: str, til
         busy.result()
         pool.shutdown()
     assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("text", ["sum(i = 1..{n}, d[i]*(x[i] - x[i+2])^2)",
+                                  "sum(i = 1..{n}, y*x[i]^3) + sum(i = 5..{n}, cos(x[i-4] + y))"])
+def test_data_and_variables_tiled(text: str, tiled: None) -> None:
+    n = 2 * 8192 + 3
+    wrt = ["x"] if "d[" in text else None
+    with looping(3):
+        f = IndexedFunction(parse_looped(text.format(n=n)), wrt=wrt)
+        numpy_only = IndexedFunction(parse_looped(text.format(n=n)), wrt=wrt, backend="python")
+    assert f._whole is not None and f._whole.program.tiled
+    rng = np.random.default_rng(7)
+    point = ({"x": rng.uniform(-1, 1, n + 2), "d": rng.uniform(0, 1, n)} if wrt
+             else {"x": rng.uniform(-1, 1, n), "y": 0.7})
+    got, want = f.value_and_grad(point), numpy_only.value_and_grad(point)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+
+
+def test_a_tiled_programs_code_does_not_grow_with_n(tiled: None) -> None:
+    from symad.native.loop_ir import program_ir
+    from symad.schedule.loop_nest import loop_program
+
+    sizes = []
+    for n in (10**5, 10**7):
+        with looping(3):
+            f = IndexedFunction(parse_looped(TEXT.format(n=n)))
+        program = loop_program(f.graph, f._outputs, f.spans)
+        program.tiled = True
+        sizes.append(len(program_ir(program).splitlines()))
+    assert sizes[0] == sizes[1]
