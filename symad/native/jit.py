@@ -278,7 +278,9 @@ def _rows_folder(schedule: Schedule) -> Path | None:
 def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str,
                   remote_ok: bool = False) -> RowsProgram:
     started = time.perf_counter()
-    engine, loaded = _engine(_rows_ir(schedule, sources), opt, schedule.size, remote_ok,
+    # however short its body, a loop over rows runs LLVM's passes, as _loop_code's loops do: the body
+    # runs once a row, and an inlined special function is one step of the schedule but ~200 instructions
+    engine, loaded = _engine(_rows_ir(schedule, sources), opt, max(schedule.size, ir.QUICK_OPS + 1), remote_ok,
                              folder=_rows_folder(schedule))
     program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
     _remember(key, program, loaded, started)
