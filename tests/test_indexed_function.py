@@ -118,7 +118,13 @@ def test_rosenbrock_with_a_million_variables_matches_numpy() -> None:
     assert np.max(np.abs(grad - want_grad) / np.maximum(np.abs(want_grad), 1)) < 1e-12
 
 
-def test_stride_two_values_and_a_clear_gradient_error() -> None:
-    expr = symad.parse(f"sum(i = 1..{N}, x[2*i]^2)", Graph())
+def test_stride_two_values_and_gradient_and_a_clear_error_where_strides_clash() -> None:
+    f = IndexedFunction(symad.parse(f"sum(i = 1..{N}, x[2*i]^2)", Graph()))
+    x = np.linspace(-1, 1, 2 * N - 1)  # x[2..2N]: the odd entries between are read by no term
+    value, grad = f.value_and_grad({"x": x})
+    assert value == pytest.approx(float(np.sum(x[::2] ** 2)), rel=1e-14)
+    want = np.zeros_like(x)
+    want[::2] = 2 * x[::2]
+    np.testing.assert_array_equal(grad, want)
     with pytest.raises(SymadError, match="stride"):
-        IndexedFunction(expr)
+        IndexedFunction(symad.parse(f"sum(i = 1..{N}, x[2*i]*x[i])", Graph()))

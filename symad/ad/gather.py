@@ -98,8 +98,7 @@ def _entry_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, int,
     coef, shift = binders.affine(graph, at)  # type: ignore[misc]
     solvable = [lvl for lvl in coef if abs(coef[lvl]) == 1]
     if not solvable:
-        raise SymadError(f"the gradient through {graph.data[vector]}[...] at a stride other than 1 "
-                         "is not supported yet")
+        return _strided_term(graph, item, term, chain)
     solved_level = max(solvable)
     rest = [(lvl, lo, hi) for lvl, lo, hi in chain if lvl != solved_level]
     k = graph.index(0)
@@ -128,6 +127,56 @@ def _entry_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, int,
         _, lo, hi = rest[m]
         term = binders.reduce(graph, "sum", m + 1, lo, hi, term)
     return domain[0], domain[1], term
+
+
+def _strided_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, int, int], ...]
+                  ) -> tuple[int, int, int]:
+    """``_entry_term`` for an entry ``x[a*i + shift]`` of one index, ``|a| > 1``: iteration
+    ``i = (k - shift)/a`` contributes to ``x[k]`` where ``a`` divides ``k - shift``.  The term's
+    entries of ``i`` are written in k (``y[b*i + c]`` is ``y[(b/a)*(k - shift) + c]``, whole
+    coefficients: ``a`` must divide ``b``), its other uses of ``i`` read ``(k - shift)/a``; at the
+    other k the term is left out (a ``where``), its entries still within the vectors' spans."""
+    vector, at = graph.args[item]
+    coef, shift = binders.affine(graph, at)  # type: ignore[misc]
+    name = graph.data[vector]
+    if len(coef) != 1:
+        raise SymadError(f"the gradient through an entry of {name} whose index mixes several sums' indices, none "
+                         "of them at a stride of 1, is not supported yet")
+    ((level, a),) = coef.items()
+    k = graph.index(0)
+    rest = [(lvl, lo, hi) for lvl, lo, hi in chain if lvl != level]
+    mapping = {graph.index(lvl): graph.index(m + 1) for m, (lvl, _, _) in enumerate(rest)}
+    offset = graph.make("sub", k, graph.const(float(shift)))  # a*i at the k it reaches
+    quotient = graph.make("div", offset, graph.const(float(a)))  # i there (whole where a divides k - shift)
+    mapping[graph.index(level)] = quotient
+    for it in graph.reachable([term]):
+        if graph.op[it] != "item":
+            continue
+        indices = []
+        for index in graph.args[it][1:]:
+            form = binders.affine(graph, index)
+            if form is None or level not in form[0]:
+                indices.append(None)
+                continue
+            c, const = form
+            if len(c) != 1 or c[level] % a:
+                other = f"a stride of {abs(c[level])}" if len(c) == 1 else "an index mixing several sums' indices"
+                raise SymadError(f"the gradient through {name}[{a}*i{f'{shift:+d}' if shift else ''}] (a stride of "
+                                 f"{abs(a)}) needs the other entries of i in its term at strides that {abs(a)} "
+                                 f"divides: {graph.data[graph.args[it][0]]}[...] is at {other} (not supported yet)")
+            indices.append(graph.make("add", graph.make("mul", graph.const(float(c[level] // a)), offset),
+                                      graph.const(float(const))))
+        if any(i is not None for i in indices):
+            mapping[it] = binders.item(graph, graph.args[it][0], *(new if new is not None else old
+                                                                     for new, old in zip(indices, graph.args[it][1:])))
+    term = binders.substitute(graph, term, mapping)
+    whole = graph.make("eq", graph.make("mul", graph.make("floor", quotient), graph.const(float(a))), offset)
+    term = graph.make("where", whole, term, graph.const(0.0))
+    for m in range(len(rest) - 1, -1, -1):
+        term = binders.reduce(graph, "sum", m + 1, rest[m][1], rest[m][2], term)
+    (_, low, high), = [c for c in chain if c[0] == level]
+    lo, hi = sorted((a * low + shift, a * high + shift))
+    return lo, hi, term
 
 
 def _guarded(graph: Graph, k: int, low: int, high: int, terms: Sequence[tuple[int, int, int]]) -> int:

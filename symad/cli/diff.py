@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
         block = latex_block(expr.graph, [d.id for d in partials.values()], labels)
         emit(args, {"expr": text.strip(), "latex": block}, [block], warnings)
         return
-    if len(partials) == 1:
+    if len(wrt) == 1 and len(partials) == 1:  # one variable asked for: its partial alone
         ((name, d),) = partials.items()
         emit(args, {"expr": text.strip(), "diff": {name: str(d)}}, [str(d)], warnings)
         return

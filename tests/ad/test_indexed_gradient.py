@@ -21,6 +21,7 @@ from symad.ad.gather import indexed_gradient
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
+from symad.indexed_function import IndexedFunction
 
 LOW, HIGH = 3, 42  # 40 terms: a loop under the lowered limit, written out under the default one
 SPAN = (1, 46)  # every entry the bodies below reach: i-2 .. i+2, and 48-i .. (x[k] for k in SPAN)
@@ -175,7 +176,49 @@ def test_a_gradient_node_does_not_grow_with_the_range() -> None:
     assert sizes[0] == sizes[1] < 200
 
 
-def test_a_stride_other_than_one_is_refused_by_the_gradient() -> None:
-    expr = parse_looped("sum(i = 1..40, x[2*i]^2)")
-    with pytest.raises(SymadError, match="stride other than 1"):
+# Entries at a stride: iteration i reaches x[k] where a divides k - c (the extended Rosenbrock
+# function reads its pairs x[2i-1], x[2i]); 40 terms at strides up to 3 reach x[1..122].
+STRIDED: dict[str, Callable[[str], str]] = {
+    "extended rosenbrock": lambda i: f"100*(x[2*{i}] - x[2*{i}-1]^2)^2 + (1 - x[2*{i}-1])^2",
+    "three interleaved": lambda i: f"x[3*{i}]*x[3*{i}-1] - x[3*{i}-2]^2*({i}/10) + sin(y*x[3*{i}+1])",
+    "finer and coarser": lambda i: f"exp(x[2*{i}+1]/4 - x[4*{i}]/8)",  # x[4i]'s term reads x[2i+1]: refused
+    "reversed": lambda i: f"x[122-2*{i}]^2*x[121-2*{i}]",
+    "beside a unit stride": lambda i: f"x[2*{i}]^2 + (x[{i}+1] - x[{i}])^2",
+}
+
+
+@pytest.mark.parametrize("name", [n for n in STRIDED if n != "finer and coarser"])
+def test_entries_at_a_stride_gather_where_the_stride_divides(name: str) -> None:
+    rng = np.random.default_rng(7)
+    point = {"x": (rng.uniform(-1.5, 1.5, 170), 1), "y": 0.7}
+    text = f"sum(i = {LOW}..{HIGH}, {STRIDED[name]('i')})"
+    value_scale, grad_scale = term_scales(STRIDED[name], LOW, HIGH, point)
+    if "y" in STRIDED[name]("i"):
+        grad_scale["y"] = grad_scale.get("y", 0.0) + value_scale
+    assert_loop_matches_unrolled(text, point, value_scale, grad_scale)
+
+
+def test_a_strided_gradient_is_one_indexed_line_and_its_hessian_is_banded() -> None:
+    expr = parse_looped("sum(i = 1..40, 100*(x[2*i] - x[2*i-1]^2)^2 + (1 - x[2*i-1])^2)")
+    _, vectors = indexed_gradient(expr.graph, expr.id)
+    assert (vectors["x"].low, vectors["x"].high) == (1, 80)
+    f = IndexedFunction(expr)
+    ((label, body, span),) = f.gradient_text()
+    assert (label, span) == ("x[k]", (1, 80)) and "floor" in body
+    rows, cols = f.hessian_pattern()
+    assert rows.size == 80 + 40  # the diagonal and each pair's x[2i-1], x[2i]: no entry across pairs
+    x = np.linspace(-1, 1, 80)
+    dense = f.hessian({"x": x})
+    odd, even = x[0::2], x[1::2]  # x[2i-1], x[2i]
+    want = np.zeros((80, 80))
+    want[0::2, 0::2][np.diag_indices(40)] = 1200 * odd**2 - 400 * even + 2
+    want[1::2, 1::2][np.diag_indices(40)] = 200
+    want[np.arange(0, 80, 2), np.arange(1, 80, 2)] = want[np.arange(1, 80, 2), np.arange(0, 80, 2)] = -400 * odd
+    np.testing.assert_allclose(dense, want, rtol=1e-13, atol=1e-12)
+
+
+def test_a_stride_the_others_do_not_share_is_refused_with_the_reason() -> None:
+    expr = parse_looped(f"sum(i = 1..40, {STRIDED['finer and coarser']('i')})")
+    with pytest.raises(SymadError, match=r"x\[4\*i\] \(a stride of 4\) needs the other entries of i in its term at "
+                                         r"strides that 4 divides: x\[\.\.\.\] is at a stride of 2"):
         indexed_gradient(expr.graph, expr.id)
