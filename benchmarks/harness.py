@@ -292,6 +292,7 @@ def fmt_time(s: float | None) -> str:
     """Seconds with a unit, three significant digits."""
     if s is None or not math.isfinite(s):
         return "—"
+    s = float(f"{s:.3g}")  # rounded first: 999.7 µs is 1 ms, not "1e+03 µs"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if s >= scale or unit == "ns":
             v = s / scale
