@@ -82,3 +82,19 @@ def test_what_explain_does_not_show_over_loops_says_so() -> None:
     nested = symad.parse("n = 2000; sum(i = 1..n, x[i]*sum(j = 1..n, A[i,j]*x[j]))", Graph())
     with pytest.raises(SymadError, match="one level of loops"):
         symad.explain(nested, {"x": 1.0, "A": np.eye(2000)})
+
+
+@pytest.mark.parametrize("k", [1, 4, 799, 800])
+def test_explain_gathers_entries_at_a_stride(k: int) -> None:
+    """x[2*i] and x[2*i - 1]: an iteration reaches x[k] where 2 divides k - c; the gathered
+    partials are the compiled gradient's."""
+    e = symad.parse("n = 400; sum(i = 1..n, 100*(x[2*i] - x[2*i-1]^2)^2 + (1 - x[2*i-1])^2)", Graph())
+    x = np.linspace(-1, 1, 800)
+    out = symad.explain(e, {"x": x}, iteration=k)
+    want = symad.compile(e).grad(x)
+    assert out.gradient[f"x[{k}]"] == want[k - 1]
+    reached = [t for t in out.gathers[f"x[{k}]"] if t.iteration is not None]
+    assert [t.iteration for t in reached] == [(k + 1) // 2]
+    assert math.fsum(t.value for t in out.gathers[f"x[{k}]"]) == pytest.approx(want[k - 1], rel=1e-14, abs=1e-14)
+    text = out.to_text()
+    assert "adjoint at i = (k - c)/a" in text and f"2 does not divide {k if k % 2 else k + 1}" in text

@@ -49,8 +49,9 @@ class LoopStep:
 class GatherTerm:
     loop: str  # the loop's z name, or "" for an entry outside any loop
     entry: str  # the body's entry, such as x[i + 1]
-    iteration: int | None  # where it reads x[k] (None: outside the range, no contribution)
+    iteration: int | None  # where it reads x[k] (None: no iteration does, no contribution)
     value: float
+    missed: str = "outside the range"  # why no iteration reads x[k]
 
 
 @dataclass
@@ -64,6 +65,7 @@ class LoopExplanation:
     gathers: dict[str, list[GatherTerm]]  # entry x[k] -> its contributions
     gradient: dict[str, float]  # the partials shown: the gathered entries' and the scalars'
     loop_names: dict[str, str] = field(default_factory=dict)  # the top level's stand-in variable -> z name
+    strided: bool = False  # whether an entry reads x[a*i + c] with |a| > 1
 
     def to_text(self) -> str:
         """The tables for a terminal."""
@@ -86,11 +88,13 @@ class LoopExplanation:
             body = step.body.to_text().splitlines()
             sweep = body[body.index("") + 2:]
             lines += sweep[:sweep.index("")]
-        if self.gathers:
+        if self.gathers and self.strided:
+            lines += ["", "gather: df/dx[k] adds each entry x[a*i + c]'s adjoint at i = (k - c)/a"]
+        elif self.gathers:
             lines += ["", "gather: df/dx[k] adds each entry x[i + c]'s adjoint at i = k - c"]
         for entry, terms in self.gathers.items():
             parts = [f"{t.entry} at i = {t.iteration}" if t.iteration is not None
-                     else f"{t.entry} (outside the range)" if t.loop else t.entry for t in terms]
+                     else f"{t.entry} ({t.missed})" if t.loop else t.entry for t in terms]
             numbers = [factor_text(t.value) for t in terms]
             lines.append(f"  df/d{entry} = {' + '.join(parts) or '0'} = {' + '.join(numbers) or '0'} "
                          f"= {number_text(self.gradient[entry])}")
@@ -219,6 +223,7 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
         at += f.spans[name][0][1] - f.spans[name][0][0] + 1 if name in f.spans else 1
     gathers: dict[str, list[GatherTerm]] = {}
     gradient: dict[str, float] = {}
+    strided = False
     for name in f.wrt:
         if name not in f.spans:
             gradient[name] = float(grad[offsets[name]])
@@ -238,10 +243,12 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
                     continue
                 coef, const = binders.affine(graph, index[0])  # type: ignore[misc]
                 a = coef.get(0, 0)
+                strided = strided or abs(a) > 1
                 text = to_infix(graph, it, index_names=["i"])
                 i = (k - const) // a if a and (k - const) % a == 0 else None
                 if i is None or not low <= i <= high:
-                    terms.append(GatherTerm(zname, text, None, 0.0))
+                    missed = "outside the range" if i is not None or not a else f"{a} does not divide {k - const}"
+                    terms.append(GatherTerm(zname, text, None, 0.0, missed))
                     continue
                 sub, _ = body_at(loop, i)
                 terms.append(GatherTerm(zname, text, i, top.result[stand_in[loop]] * sub.result.get(entry, 0.0)))
@@ -250,7 +257,7 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
         gathers[entry] = terms
         gradient[entry] = float(grad[offsets[name] + k - lo])
     summary = {name: (f"[{vectors[name].size:,} numbers]" if name in vectors else given[name]) for name in given}
-    out = LoopExplanation(str(expr), summary, top, steps, gathers, gradient, shown)
+    out = LoopExplanation(str(expr), summary, top, steps, gathers, gradient, shown, strided)
     out.top.point = top_point
     return out
 
