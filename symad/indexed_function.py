@@ -17,7 +17,7 @@ a point gives it as one array.  The gradient is built once, symbolically and sti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
-from symad.runtime.native_loops import compiled_loops, whole_program
+from symad.runtime.native_loops import WholeProgram, compiled_loops, whole_program
 
 
 class IndexedInputs:
@@ -68,9 +68,22 @@ class IndexedInputs:
         """The loops' program of ``roots`` (their loops as machine code unless the backend is Python)."""
         program = ArrayProgram(self.graph, roots)
         if self.backend != "python":
-            spans = {**self.spans, **{name + "'": dims for name, dims in self.spans.items()}}  # and tangents'
-            program.runners = compiled_loops(self.graph, program, spans)
+            program.runners = compiled_loops(self.graph, program, self._spans_and_tangents())
         return program
+
+    def program(self, roots: list[int]) -> WholeProgram | ArrayProgram | Repeated:
+        """``roots``' values in one call of one machine-code function where they compile as a whole
+        program (one compile, one call, whatever the number of loops), else :meth:`compiled`'s
+        program: either runs as ``run(scalars, vectors)``, with the same bits."""
+        if self.backend != "python":
+            distinct = list(dict.fromkeys(roots))  # a whole program writes one output a node
+            whole = whole_program(self.graph, distinct, self._spans_and_tangents())
+            if whole is not None:
+                return whole if len(distinct) == len(roots) else Repeated(whole, [distinct.index(r) for r in roots])
+        return self.compiled(roots)
+
+    def _spans_and_tangents(self) -> dict[str, Any]:
+        return {**self.spans, **{name + "'": dims for name, dims in self.spans.items()}}
 
     def tangents(self) -> dict[int, int]:
         """Each variable's node and its tangent's (``x'``): the directions of forward mode."""
@@ -161,11 +174,29 @@ class IndexedInputs:
         return given
 
 
+class Repeated:
+    """A program of distinct roots run for a list of roots with repeats (two partials that are one
+    node): ``run`` gives each position its root's value, a repeated array as a copy of its own."""
+
+    def __init__(self, program: WholeProgram, at: list[int]):
+        self.program, self.at = program, at
+
+    def run(self, scalars: Mapping[int, float], vectors: Mapping[str, Any]) -> list[Any]:
+        parts = self.program.run(scalars, vectors)
+        out, seen = [], set()
+        for k in self.at:
+            part = parts[k]
+            out.append(part.copy() if k in seen and isinstance(part, np.ndarray) else part)
+            seen.add(k)
+        return out
+
+
 class IndexedFunction(IndexedInputs):
     """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
     (default: every variable and vector); the others are data, given by name at each call."""
 
-    def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto"):
+    def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto", *,
+                 prepare: bool = True):
         self.expr = expr
         super().__init__(expr.graph, [expr.id], wrt, backend)
         graph, (root,) = self.graph, self.roots
@@ -178,18 +209,28 @@ class IndexedFunction(IndexedInputs):
         for name in self.wrt:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._outputs = outputs
-        self._program = self.compiled(outputs)
-        # small enough: value and gradient in one call of one machine-code function
-        self._whole = whole_program(graph, outputs, self.spans) if backend != "python" else None
-        self._run = self._whole.run if self._whole is not None else self._program.run
+        self._whole: WholeProgram | None = None  # value and gradient in one call of machine code, where it compiles
+        self._run: Callable[..., list[Any]] | None = None
+        if prepare:  # (else compiled at the first call: a Lagrangian only asked for its Hessian never is)
+            self._prepare()
         self._hvp: ArrayProgram | None = None  # Hessian-vector products, built on first use
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None  # the Hessian's, on first use
         self._compression: Compression | None = None
         self._bands: EntryPlaces | None = None
         self._csr: CsrShape | None = None
-        self._band_program: ArrayProgram | None = None
+        self._band_program: WholeProgram | ArrayProgram | Repeated | None = None
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
+
+    def _prepare(self) -> Callable[..., list[Any]]:
+        """The value and gradient's program: one machine-code function where it compiles (the
+        loops' program only where it does not)."""
+        if self._run is None:
+            program = self.program(self._outputs)
+            self._whole = program.program if isinstance(program, Repeated) else \
+                program if isinstance(program, WholeProgram) else None
+            self._run = program.run
+        return self._run
 
     def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
         """The Hessian times ``direction`` (flat, in :attr:`variables` order) at ``point``: forward
@@ -229,7 +270,7 @@ class IndexedFunction(IndexedInputs):
                                        self._scalar_nodes)
             self._bands = band_places(self.graph, bands, self.layout(), *self.hessian_pattern())
             if self._bands.covers:
-                self._band_program = self.compiled(self._bands.nodes) if self._bands.nodes else None
+                self._band_program = self.program(self._bands.nodes) if self._bands.nodes else None
         if self._bands.covers:
             if self._band_program is None:
                 return np.zeros(self._bands.count)
@@ -284,13 +325,14 @@ class IndexedFunction(IndexedInputs):
     def value_and_grad(self, point: Any = None, data: Mapping[str, Any] | None = None, /,
                        **kwargs: Any) -> tuple[float, np.ndarray]:
         """``(value, gradient)``: the gradient flat, each vector's partials in index order."""
+        run = self._run or self._prepare()
         if (self._one_vector is not None and data is None and not kwargs and type(point) is np.ndarray
                 and point.dtype == np.float64 and point.shape == (self.size,) and point.flags.c_contiguous):
             # what an optimizer passes, a flat float64 array over one vector: read as it is
-            value, *partials = self._run({}, {self._one_vector: (point, self._one_first)})
+            value, *partials = run({}, {self._one_vector: (point, self._one_first)})
         else:
             scalars, vectors = self.program_inputs(self.named(point, data, kwargs))
-            value, *partials = self._run(scalars, vectors)
+            value, *partials = run(scalars, vectors)
         if len(partials) == 1 and isinstance(partials[0], np.ndarray):  # one vector: its array, not a copy
             return float(value), partials[0]
         return float(value), np.concatenate([np.reshape(p, -1) for p in partials]) if partials else np.empty(0)

@@ -38,7 +38,8 @@ from symad.core import binders
 from symad.core.errors import PointError, SymadError
 from symad.core.indexed import as_floats
 from symad.expr import Expr
-from symad.indexed_function import IndexedFunction, IndexedInputs
+from symad.indexed_function import IndexedFunction, IndexedInputs, Repeated
+from symad.runtime.native_loops import WholeProgram
 
 
 class IndexedVectorFunction(IndexedInputs):
@@ -71,14 +72,14 @@ class IndexedVectorFunction(IndexedInputs):
             self.rows.append((at, count))
             at += count
         self.m = at
-        self._program: ArrayProgram | None = None  # the values', built on first use
+        self._program: WholeProgram | ArrayProgram | Repeated | None = None  # the values', built on first use
         self._jvp: ArrayProgram | None = None
         self._vjp: IndexedFunction | None = None
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None
         self._compression: Compression | None = None
         self._csr: CsrShape | None = None
         self._entries: EntryPlaces | None = None
-        self._entry_program: ArrayProgram | None = None
+        self._entry_program: WholeProgram | ArrayProgram | Repeated | None = None
 
     def __len__(self) -> int:
         return self.m
@@ -95,7 +96,7 @@ class IndexedVectorFunction(IndexedInputs):
         """The outputs at ``point`` (a flat array in :attr:`variables` order, or a mapping by name),
         as one vector of :func:`len` numbers."""
         if self._program is None:
-            self._program = self.compiled(list(self.roots))
+            self._program = self.program(list(self.roots))
         return self._flat(self._program.run(*self.program_inputs(self.named(point, data, kwargs))))
 
     __call__ = value
@@ -149,7 +150,7 @@ class IndexedVectorFunction(IndexedInputs):
         if self._entries is None:
             self._entries = self._entry_places()
             if self._entries.covers and self._entries.nodes:
-                self._entry_program = self.compiled(self._entries.nodes)
+                self._entry_program = self.program(self._entries.nodes)
         if self._entries.covers:
             if self._entry_program is None:
                 return np.zeros(self._entries.count)

@@ -212,7 +212,8 @@ class Family:
         self.labels = list(self.fn.variables)
         weight = binders.item(g, g.vector(MULTIPLIERS), g.index(level))
         lagrangian = binders.reduce(g, "sum", level, lo, hi, g.make("mul", weight, body))
-        self.lagrangian = IndexedFunction(Expr(g, lagrangian), wrt=list(self.fn.wrt))
+        # (only its Hessian is asked for: its value and gradient compile if ever called)
+        self.lagrangian = IndexedFunction(Expr(g, lagrangian), wrt=list(self.fn.wrt), prepare=False)
 
     def place(self, layout: Layout, row: int) -> None:
         """Where the family's variables sit in the problem's vector, its rows from ``row`` on."""
