@@ -11,20 +11,22 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from symad.ad.sparsity import csr
 from symad.core.errors import SymadError
 from symad.expr import Expr
-from symad.objectives import Objective
 from symad.optimize.constraints import Constraints
 from symad.optimize.loops import LoopProblem
 from symad.optimize.nlp import FEASIBLE, constrained_problem, jacobian_t, refuse_held, violation, with_loops
 from symad.optimize.problem import Problem
 from symad.optimize.sparse import SparseHessian, symmetric_csr
 from symad.second_order import SecondOrder
+
+if TYPE_CHECKING:
+    from symad.objectives import Objective
 
 SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
 # trust-constr gets the objective's Hessian as a sparse matrix while it has at most this many

@@ -27,22 +27,24 @@ import math
 import numbers
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
-from symad.objectives import Objective
 from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
 from symad.optimize.ipopt import minimize_ipopt
 from symad.optimize.loops import LoopObjective, has_loops
 from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
 from symad.optimize.nlp import refuse_held
-from symad.optimize.problem import DataProblem, Problem
+from symad.optimize.problem import DataProblem, Problem, is_objective
 from symad.optimize.result import OptimizeResult
 from symad.second_order import SecondOrder
+
+if TYPE_CHECKING:
+    from symad.objectives import Objective
 
 # Unbounded below: f at or under -UNBOUNDED_F, or f still falling at |x| ≥ EXPLODED_X (there a
 # product of two coordinates is near overflow, so no finite minimum is in reach).
@@ -266,7 +268,7 @@ STOCHASTIC = ("momentum", "nesterov", "adam")  # one gradient a step: a mini-bat
 def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapping[str, float] | None,
              bounds: Any, background: bool, params: Mapping[str, float] | None, batch_size: int | None,
              seed: int) -> Problem:
-    if not isinstance(fun, Objective):
+    if not is_objective(fun):
         if batch_size is not None:
             raise SymadError("batch_size is for an objective over data (symad.objective(...)), not an expression")
         if isinstance(fun, (str, Expr)):

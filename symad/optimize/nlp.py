@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
-from symad.objectives import Objective
 from symad.optimize.constraints import Constraints, read_constraints
 from symad.optimize.loops import LoopProblem, has_loops
-from symad.optimize.problem import DataProblem, Problem
+from symad.optimize.problem import DataProblem, Problem, is_objective
 from symad.optimize.sparse import SparseHessian, Union
 from symad.second_order import SecondOrder
+
+if TYPE_CHECKING:
+    from symad.objectives import Objective
 
 FEASIBLE = 1e-6  # success also needs every constraint and bound met to this (absolute) tolerance
 
@@ -98,9 +100,9 @@ def constrained_problem(fun: Expr | str | SecondOrder | Objective, constraints: 
                         background: bool, params: Mapping[str, float] | None) -> tuple[Problem, Constraints | None]:
     """The objective over the free variables and its constraints (None without), compiled."""
     expr = parse(fun, Graph()) if isinstance(fun, str) else fun
-    graph = (expr.expr if isinstance(expr, (SecondOrder, Objective)) else expr).graph
+    graph = (expr.expr if (isinstance(expr, SecondOrder) or is_objective(expr)) else expr).graph
     pairs = read_constraints(constraints, graph) if constraints is not None else []
-    if isinstance(expr, Objective):  # over its wrt: a constraint may use those and its parameters
+    if is_objective(expr):  # over its wrt: a constraint may use those and its parameters
         if variables:
             raise SymadError("an objective's wrt and data name its variables: it takes no variables")
         problem: Problem = DataProblem(expr, bounds, fixed=fixed, params=params)
@@ -136,7 +138,7 @@ def refuse_held(variables: Any, fixed: Any, params: Any) -> None:
 def with_loops(fun: Any, constraints: Any) -> tuple[Expr, list[tuple[Any, Expr]]] | None:
     """The objective and the constraints, each text parsed into a graph of its own, if one of them
     keeps a loop; else None (and the written-out path reads them again, into one graph)."""
-    if isinstance(fun, Objective) or not isinstance(fun, (str, Expr)):
+    if is_objective(fun) or not isinstance(fun, (str, Expr)):
         return None
     specs = [] if constraints is None else [constraints] if isinstance(constraints, (tuple, Mapping)) else constraints
     pairs: list[tuple[Any, Any]] = []

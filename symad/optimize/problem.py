@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,9 +13,19 @@ from symad.core import binders, indexed
 from symad.core.dag import Graph
 from symad.core.errors import PointError, VariableError, check_variables
 from symad.expr import Expr, parse
-from symad.objectives import Objective
 from symad.optimize.conditions import check_objective
 from symad.second_order import SecondOrder
+
+if TYPE_CHECKING:
+    from symad.objectives import Objective
+
+
+def is_objective(value: Any) -> bool:
+    """Whether ``value`` is an :class:`~symad.objectives.Objective`, without importing objectives
+    (and their data machinery) for problems that have none: no objective exists before its
+    module is imported."""
+    module = sys.modules.get("symad.objectives.over_data")
+    return module is not None and isinstance(value, module.Objective)
 
 # Newton forms the Hessian while n × (operations of value and gradient) is at most this: its
 # rows are n reverse sweeps through the gradient, so its DAG and code can be n times the

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from symad.core.errors import SymadError
 from symad.expr import Expr
-from symad.objectives import Objective
 from symad.optimize.constraints import Constraints
-from symad.optimize.problem import DataProblem, Problem, box
+from symad.optimize.problem import DataProblem, Problem, box, is_objective
 from symad.second_order import SecondOrder
+
+if TYPE_CHECKING:
+    from symad.objectives import Objective
 
 
 class ScipyFunctions:
@@ -33,7 +35,7 @@ class ScipyFunctions:
 
     def __init__(self, expr: Expr | str | SecondOrder | Objective, variables: Sequence[str] | None = None,
                  fixed: Mapping[str, float] | None = None, params: Mapping[str, float] | None = None):
-        if isinstance(expr, Objective):  # over its wrt but the fixed ones, every row at each call
+        if is_objective(expr):  # over its wrt but the fixed ones, every row at each call
             if variables:
                 raise SymadError("an objective's wrt and data name its variables: it takes no variables")
             self.problem: Problem = DataProblem(expr, fixed=fixed, params=params)

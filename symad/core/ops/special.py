@@ -17,6 +17,7 @@ largest term near the negative zeros).  Coefficients: :mod:`.special_fit`.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -159,8 +160,11 @@ def digamma(m: Any, x: Any) -> Any:
 
 
 _ZETA_FROM = 12.0  # ζ(s, z) by Euler–Maclaurin from z = 12 on: below 2^-58 within 30 terms for s ≤ 11
-# B_2j/(2j)!, j = 1..30: the tail's coefficients before the rising factorials (s)_(2j−1)
-_ZETA_TAIL = tuple(float(_bernoulli(2 * j) / math.factorial(2 * j)) for j in range(1, 31))
+@functools.cache
+def _zeta_tail() -> tuple[float, ...]:
+    """B_2j/(2j)!, j = 1..30: the tail's coefficients before the rising factorials (s)_(2j−1)
+    (computed at first use: B_60 exactly takes milliseconds)."""
+    return tuple(float(_bernoulli(2 * j) / math.factorial(2 * j)) for j in range(1, 31))
 
 
 def polygamma(m: Any, n: Any, x: Any) -> Any:
@@ -186,7 +190,7 @@ def polygamma(m: Any, n: Any, x: Any) -> Any:
     u = m.div(1.0, z)
     u2 = u * u
     rising, coefficients = s, []
-    for j, c in enumerate(_ZETA_TAIL, 1):  # c·(s)_(2j−1), (s)_(2j+1) = (s)_(2j−1)·(s + 2j − 1)(s + 2j)
+    for j, c in enumerate(_zeta_tail(), 1):  # c·(s)_(2j−1), (s)_(2j+1) = (s)_(2j−1)·(s + 2j − 1)(s + 2j)
         coefficients.append(c * rising)
         rising = rising * ((s + float(2 * j - 1)) * (s + float(2 * j)))
     tail = coefficients[-1]
@@ -387,8 +391,8 @@ def digamma_diff(m: Any, a: Any, b: Any) -> Any:
 
 # ===================================================================== the table's entries
 def _define(name: str, kernel: Any, arity: int, partials: tuple, **facts: Any) -> None:
-    template, calls = inline_template(kernel, arity)
-    define(name, arity, on_floats(kernel), on_arrays(kernel), partials, llvm=Inline(template, calls), **facts)
+    define(name, arity, on_floats(kernel), on_arrays(kernel), partials,
+           llvm=Inline(trace=lambda: inline_template(kernel, arity)), **facts)
 
 
 _digamma, _lgamma, _ndtr, _log_ndtr = map(op_call, ["digamma", "lgamma", "ndtr", "log_ndtr"])

@@ -22,14 +22,45 @@ PREC_SUM, PREC_PRODUCT, PREC_UNARY, PREC_POWER, PREC_ATOM = 1, 2, 3, 4, 5
 LatexForm = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
 class Inline:
     """LLVM IR lines computing the op in place: ``{0}``, ``{1}`` the arguments, ``{r}`` the
     result, ``{t}`` a prefix for temporaries; ``calls``: the functions on doubles the lines
-    call, as ``(symbol, number of arguments)``."""
+    call, as ``(symbol, number of arguments)``.  ``Inline(trace=f)`` has them from ``f()``,
+    ``(template, calls)``, at their first use (a kernel traced into IR costs milliseconds at
+    import, for ops most programs never lower)."""
 
-    template: str
-    calls: tuple[tuple[str, int], ...] = ()
+    __slots__ = ("_template", "_calls", "_trace")
+
+    def __init__(self, template: str | None = None, calls: tuple[tuple[str, int], ...] = (), *,
+                 trace: Callable[[], tuple[str, tuple[tuple[str, int], ...]]] | None = None):
+        if (template is None) == (trace is None):
+            raise TypeError("Inline takes a template or a trace, one of them")
+        self._template, self._calls, self._trace = template, calls, trace
+
+    def _traced(self) -> None:
+        if self._template is None:  # (two threads tracing at once get the same lines)
+            template, calls = self._trace()  # type: ignore[misc]
+            self._calls = calls
+            self._template = template  # last: a thread that sees the template sees its calls
+
+    @property
+    def template(self) -> str:
+        self._traced()
+        return self._template  # type: ignore[return-value]
+
+    @property
+    def calls(self) -> tuple[tuple[str, int], ...]:
+        self._traced()
+        return self._calls
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Inline) and (self.template, self.calls) == (other.template, other.calls)
+
+    def __hash__(self) -> int:
+        return hash((self.template, self.calls))
+
+    def __repr__(self) -> str:
+        return f"Inline(template={self.template!r}, calls={self.calls!r})"
 
 
 @dataclass(frozen=True)
