@@ -37,7 +37,7 @@ def as_constraint(kind: str, expr: Expr) -> tuple[str, Expr]:
     """``(kind, expr)`` as scipy reads it: a comparison rewritten to what it says (``a <= b``
     is ``("ineq", b - a)``, ``a >= b`` ``("ineq", a - b)``, ``a == b`` ``("eq", a - b)``), any
     other expression as it is; a SymadError saying how to write one that cannot mean what it says."""
-    g, op, text = expr.graph, expr.op, expr.to_text()
+    g, op = expr.graph, expr.op
     if op in RELATIONS:
         said, minuend = RELATIONS[op]
         a, b = g.args[expr.id]
@@ -46,22 +46,22 @@ def as_constraint(kind: str, expr: Expr) -> tuple[str, Expr]:
                 instead = "write the inequality with <= or >="
             else:
                 instead = f"write the equality with == ({Expr(g, g.make('eq', a, b)).to_text()})"
-            raise SymadError(f"{text} is {'an equality' if said == 'eq' else 'an inequality'}, given as an {kind} "
-                             f"constraint: give it as an {said} constraint (--{said} on the command line), or "
-                             f"{instead}")
+            raise SymadError(f"{expr.to_text()} is {'an equality' if said == 'eq' else 'an inequality'}, given "
+                             f"as an {kind} constraint: give it as an {said} constraint (--{said} on the command "
+                             f"line), or {instead}")
         first, second = (a, b) if minuend == 0 else (b, a)
         return kind, Expr(g, g.make("sub", first, second))
     if op in STRICT:
         closed = Expr(g, g.make(STRICT[op], *g.args[expr.id])).to_text()
-        raise SymadError(f"{text} is a strict inequality, which no optimiser can hold (its set is open): "
+        raise SymadError(f"{expr.to_text()} is a strict inequality, which no optimiser can hold (its set is open): "
                          f"write {closed}")
     if op == "ne":
-        raise SymadError(f"{text} cannot be a constraint: the points where a != b are no set an optimiser "
+        raise SymadError(f"{expr.to_text()} cannot be a constraint: the points where a != b are no set an optimiser "
                          f"can hold; write an equality (==) or an inequality (<=, >=)")
     what = condition(expr)
     if what is not None:
-        raise SymadError(f"{text} is a condition (built with {what}), whose value is 1 or 0, not a constraint: "
-                         f"give each comparison as a constraint of its own (0 <= x <= 1 is two: x >= 0 and "
+        raise SymadError(f"{expr.to_text()} is a condition (built with {what}), whose value is 1 or 0, not a "
+                         f"constraint: give each comparison as a constraint of its own (0 <= x <= 1 is two: x >= 0 and "
                          f"x <= 1)")
     return kind, expr
 
