@@ -63,6 +63,13 @@ class IndexedInputs:
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
         self.backend = backend
         self.size = sum(self.length(n) for n in self.wrt)
+        # what each call reads, worked out once: a vector's shape and first indices, a flat point's runs
+        self._shapes = {name: (tuple(high - low + 1 for low, high in dims), tuple(low for low, _ in dims))
+                        for name, dims in self.spans.items()}
+        self._runs, at = [], 0
+        for name in self.wrt:
+            self._runs.append((name, at, at + self.length(name), name in self.spans))
+            at += self.length(name)
 
     def compiled(self, roots: list[int]) -> ArrayProgram:
         """The loops' program of ``roots`` (their loops as machine code unless the backend is Python)."""
@@ -145,12 +152,12 @@ class IndexedInputs:
                 raise PointError(f"the point has no value for {name}")
             value = given[name]
             if name in self.spans:
-                dims = self.spans[name]
+                shape, first = self._shapes[name]
                 array = as_floats(value, name)
-                shape = tuple(high - low + 1 for low, high in dims)
                 if array.shape != shape:
-                    raise PointError(f"{name} has {_described(name, dims)}, not an array of shape {array.shape}")
-                vectors[name] = (np.ascontiguousarray(array), tuple(low for low, _ in dims))
+                    raise PointError(f"{name} has {_described(name, self.spans[name])}, not an array of shape "
+                                     f"{array.shape}")
+                vectors[name] = (array if array.flags.c_contiguous else np.ascontiguousarray(array), first)
             else:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
         return scalars, vectors
@@ -166,11 +173,8 @@ class IndexedInputs:
             if flat.shape != (self.size,):
                 raise PointError(f"the point has {flat.size:,} numbers; {', '.join(self.variables)} "
                                  f"need {self.size:,}")
-            at = 0
-            for name in self.wrt:
-                n = self.length(name)
-                given[name] = flat[at:at + n] if name in self.spans else flat[at]
-                at += n
+            for name, start, end, vector in self._runs:
+                given[name] = flat[start:end] if vector else flat[start]
         return given
 
 
