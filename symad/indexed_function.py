@@ -214,6 +214,7 @@ class IndexedFunction(IndexedInputs):
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._outputs = outputs
         self._whole: WholeProgram | None = None  # value and gradient in one call of machine code, where it compiles
+        self._loops: ArrayProgram | None = None  # the same, each loop on its own: where no whole program compiles
         self._run: Callable[..., list[Any]] | None = None
         if prepare:  # (else compiled at the first call: a Lagrangian only asked for its Hessian never is)
             self._prepare()
@@ -233,8 +234,18 @@ class IndexedFunction(IndexedInputs):
             program = self.program(self._outputs)
             self._whole = program.program if isinstance(program, Repeated) else \
                 program if isinstance(program, WholeProgram) else None
+            if isinstance(program, ArrayProgram):
+                self._loops = program
             self._run = program.run
         return self._run
+
+    @property
+    def _program(self) -> ArrayProgram:
+        """The value and gradient's loops' program (each loop compiled on its own), built on first use:
+        it runs only where no whole program compiles."""
+        if self._loops is None:
+            self._loops = self.compiled(self._outputs)
+        return self._loops
 
     def hessp(self, point: Any, direction: Any, data: Mapping[str, Any] | None = None) -> np.ndarray:
         """The Hessian times ``direction`` (flat, in :attr:`variables` order) at ``point``: forward
