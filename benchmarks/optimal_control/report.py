@@ -63,6 +63,26 @@ def _inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
                   "CasADi: IPOPT's own", "IPOPT's own: symad / CasADi"], rows)
 
 
+def _with_casadi(cold: dict[str, Any], results: dict[str, Any]) -> dict[str, Any]:
+    """The cold runs beside CasADi's (which has no code cache) of the same case."""
+    return {case: {"symad": peers.get("symad", {}), "casadi": results.get(case, {}).get("casadi", {})}
+            for case, peers in cold.items()}
+
+
+def _cold_table(cold: dict[str, Any], results: dict[str, Any]) -> str:
+    rows = []
+    for case, peers in _with_casadi(cold, results).items():
+        s, c = peers["symad"], peers["casadi"]
+        ok = s.get("status") == "ok"
+        rows.append([_case(case), *(fmt_time(s.get(k)) if ok else s.get("status", "—")
+                                    for k in ("import_s", "build_s", "solve_s", "total_s")),
+                     fmt_time(c.get("total_s")) if c.get("status") == "ok" else c.get("status", "—"),
+                     fmt_ratio(_ratio(s.get("total_s"), c.get("total_s"))),
+                     fmt_ratio(_ratio(s.get("cpu_s"), c.get("cpu_s")))])
+    return table(["problem", "symad import", "symad build", "symad solve", "symad total", "CasADi total",
+                  "total: symad / CasADi", "CPU: symad / CasADi"], rows)
+
+
 def _slower(results: dict[str, Any]) -> str:
     slower = [f"{_case(case)} ({fmt_ratio(r)}×)" for case, peers in results.items()
               if (r := _ratio(peers.get("symad", {}).get("total_s"), peers.get("casadi", {}).get("total_s")))
@@ -89,9 +109,10 @@ def render(data: dict[str, Any]) -> str:
            "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner. **CPU** is "
            "the process's CPU time over the same span, every thread's (less noisy than wall time on a shared "
            "machine; symad's loops may run on two threads). symad runs "
-           "as installed, its code cache as by default (no program kept across processes: each compiles its "
-           "loops anew; the stencils that this machine's programs share were built once, at symad's first "
-           "run on it).\n\n",
+           "as installed, its code cache as by default: the machine code it compiles is kept "
+           "(`~/.cache/symad`), so in the first two tables every process after a case's first loads its "
+           "programs instead of compiling them; **A problem symad has not compiled before** below has "
+           "each process start with none of its programs in the cache.\n\n",
            "## With IPOPT's default options\n\n", _times_table(results),
            "\n**build + solve** leaves the imports out. symad's solve includes its calls of the derivatives "
            "(the Jacobian and Hessian values, from compiled loops) inside IPOPT's iterations.\n\n"
@@ -103,6 +124,15 @@ def render(data: dict[str, Any]) -> str:
                 "little (the table below). The same optimum, the same iterations.\n\n",
                 _times_table(same["results"]),
                 f"\n**Where symad is slower**: {_slower(same['results'])}.\n"]
+    cold = data.get("cold")
+    if cold:
+        out += ["\n## A problem symad has not compiled before\n\n",
+                "symad with IPOPT's defaults, each process with a code cache of its own where an untimed "
+                "process first solved the same problem at N + 1: the code every program shares is there, none "
+                "of this N's programs, so its build compiles them all (as a first run of a new problem "
+                "does); CasADi's figures are those of the first table.\n\n",
+                _cold_table(cold, results),
+                f"\n**Where symad is slower**: {_slower(_with_casadi(cold, results))}.\n"]
     configs = [("defaults", results)] + ([(options, same["results"])] if same else [])
     if any(p.get("eval_s") is not None for _, r in configs for peers in r.values() for p in peers.values()):
         out += ["\n## Inside the solve\n\n",

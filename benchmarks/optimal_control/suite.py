@@ -15,6 +15,12 @@ five times to 1e-4): a difference stops the suite (exit 1, nothing written).
 Each case runs twice: with IPOPT's default options, and with :data:`SAME_OPTIONS` set for both
 peers (MUMPS without its permuting scaling, ICNTL(6) = 0: the system's MUMPS 5.5 spends most of
 each iteration in it, the MUMPS CasADi bundles little; see the page).
+
+symad keeps the machine code it compiles in its code cache (``~/.cache/symad``), so every process
+after a case's first loads its programs instead of compiling them.  A third configuration,
+``cold``, measures symad (IPOPT's defaults) on a problem it has never compiled: each process gets
+a code cache of its own (``SYMAD_CACHE_DIR``), where an untimed process has first solved the same
+problem at another N (the code every program shares is there, none of this N's programs).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -47,6 +54,7 @@ TIMEOUT_S = 600.0
 FUN_RTOL, CONTROL_ATOL = 1e-6, 1e-4
 SAME_OPTIONS = {"mumps_permuting_scaling": 0}
 CONFIGS = {"defaults": {}, "same_options": SAME_OPTIONS}
+COLD = "cold"  # symad alone, IPOPT's defaults, a code cache without this N's programs (the module's notes)
 
 
 def missing(peer: str) -> str | None:
@@ -80,6 +88,9 @@ def versions() -> dict[str, str]:
 
 def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
     def sample(name: str) -> dict[str, Any]:
+        if name.endswith(f" {COLD}"):
+            with tempfile.TemporaryDirectory(prefix="symad-cold-") as folder:
+                return cold_sample(name, runs[name], {**env, "SYMAD_CACHE_DIR": folder})
         t0 = time.perf_counter()
         r = harness.run_worker(WORKER, runs[name], TIMEOUT_S, "solve", env)
         r["wall_s"] = time.perf_counter() - t0
@@ -89,6 +100,22 @@ def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> di
 
     samples = harness.in_turn(runs, repeats, sample, lambda _n, s: s[-1].get("status") != "ok")
     return {name: summarise(s) for name, s in samples.items()}
+
+
+def cold_sample(name: str, args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """One process solving a problem whose programs its code cache lacks: an untimed process solves
+    it at N + 1 first (the code shared by every program is then in the cache, none of N's)."""
+    n = int(args[args.index("--n") + 1])
+    warm = [*args[:args.index("--n")], "--n", str(n + 1)]
+    first = harness.run_worker(WORKER, warm, TIMEOUT_S, "solve", env)
+    if first.get("status") != "ok":
+        return first
+    t0 = time.perf_counter()
+    r = harness.run_worker(WORKER, args, TIMEOUT_S, "solve", env)
+    r["wall_s"] = time.perf_counter() - t0
+    print(f"{name:40} {r.get('status'):9} {r['wall_s']:6.1f} s {r.get('error', '')[:100]}", file=sys.stderr,
+          flush=True)
+    return r
 
 
 SUMMED = ("import_s", "build_s", "solve_s", "total_s", "eval_s", "cpu_s", "wall_s")
@@ -176,8 +203,15 @@ def main(argv: list[str] | None = None) -> int:
                         skipped[name] = {"status": "skipped", "error": why}
                     else:
                         runs[name] = ["--peer", peer, "--problem", problem, "--n", str(n), *flags]
+    for problem in PROBLEMS:
+        for n in QUICK_SIZES if args.quick else SIZES:
+            name = f"{problem} {n} symad {COLD}"
+            if missing("symad"):
+                skipped[name] = {"status": "skipped", "error": missing("symad")}
+            else:
+                runs[name] = ["--peer", "symad", "--problem", problem, "--n", str(n)]
     measured = {**measure(runs, repeats, env), **skipped}
-    grouped: dict[str, dict[str, dict[str, Any]]] = {config: {} for config in CONFIGS}
+    grouped: dict[str, dict[str, dict[str, Any]]] = {config: {} for config in (*CONFIGS, COLD)}
     for name, m in measured.items():
         problem, n, peer, config = name.split()
         grouped[config].setdefault(f"{problem} {n}", {})[peer] = m
@@ -186,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
     data = {"meta": meta, "results": results,
             "same_options": {"options": SAME_OPTIONS, "results": grouped["same_options"]},
+            "cold": grouped[COLD],
             "ipopt_timing": {"case": list(TIMING_CASE), "lines": timing}}
     wrong = disagreements(results) + [f"({SAME_OPTIONS}) {w}" for w in disagreements(grouped["same_options"])]
     if wrong:
