@@ -197,7 +197,9 @@ class Repeated:
 
 class IndexedFunction(IndexedInputs):
     """Value and gradient of an expression with indexed sums; ``wrt`` names what is differentiated
-    (default: every variable and vector); the others are data, given by name at each call."""
+    (default: every variable and vector); the others are data, given by name at each call.
+    The value and gradient compile at construction, or with ``prepare=False`` at the first call
+    (a function asked only for its Hessian never compiles them)."""
 
     def __init__(self, expr: Any, wrt: Sequence[str] | None = None, backend: str = "auto", *,
                  prepare: bool = True):
