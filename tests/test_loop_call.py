@@ -4,11 +4,10 @@ array every call, and safe from several threads at once."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from support.loops import parse_looped
+from support.threads import assert_threads_agree
 
 from symad import native
 from symad.indexed_function import IndexedFunction
@@ -62,22 +61,7 @@ def test_calls_from_several_threads_at_once() -> None:
     n = 2000
     f = IndexedFunction(parse_looped(ROSENBROCK.format(n=n)))
     xs = [_point(n, s) for s in range(8)]
-    want = [f.value_and_grad(x) for x in xs]
-    errors: list[int] = []
-
-    def work(k: int) -> None:
-        for r in range(200):
-            value, grad = f.value_and_grad(xs[(k + r) % 8])
-            w = want[(k + r) % 8]
-            if value != w[0] or not np.array_equal(grad, w[1]):
-                errors.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert_threads_agree(f.value_and_grad, xs, rounds=200)
 
 
 def test_a_long_program_keeps_the_general_entry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 from support.loops import looping, parse_looped
+from support.threads import assert_threads_agree
 
 from symad import native
 from symad.indexed_function import IndexedFunction
@@ -100,23 +101,8 @@ def test_calls_from_several_threads_at_once(tiled: None) -> None:
     n = 5 * 8192
     with looping(3):
         f = IndexedFunction(parse_looped(TEXT.format(n=n)))
-    points = [_point(n + k)["x"][:n] for k in range(4)]
-    want = [f.value_and_grad({"x": x, "y": 0.3}) for x in points]
-    errors: list[int] = []
-
-    def work(k: int) -> None:
-        for r in range(20):
-            got = f.value_and_grad({"x": points[(k + r) % 4], "y": 0.3})
-            w = want[(k + r) % 4]
-            if got[0] != w[0] or not np.array_equal(got[1], w[1]):
-                errors.append(k)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    points = [{"x": _point(n + k)["x"][:n], "y": 0.3} for k in range(4)]
+    assert_threads_agree(f.value_and_grad, points, rounds=20)
 
 
 @pytest.mark.parametrize("text", [TEXT, "n = {n}; log(sum(i = 1..n, exp(x[i]/10)))"], ids=["tiled", "one by one"])
