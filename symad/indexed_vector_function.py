@@ -80,6 +80,7 @@ class IndexedVectorFunction(IndexedInputs):
         self._csr: CsrShape | None = None
         self._entries: EntryPlaces | None = None
         self._entry_program: WholeProgram | ArrayProgram | Repeated | None = None
+        self._both: WholeProgram | ArrayProgram | Repeated | None = None  # values and entries together
 
     def __len__(self) -> int:
         return self.m
@@ -149,15 +150,29 @@ class IndexedVectorFunction(IndexedInputs):
         read off alone, and a dense row (a sum over a whole vector) from :meth:`vjp`."""
         if self._entries is None:
             self._entries = self._entry_places()
-            if self._entries.covers and self._entries.nodes:
-                self._entry_program = self.program(self._entries.nodes)
         if self._entries.covers:
-            if self._entry_program is None:
+            if not self._entries.nodes:
                 return np.zeros(self._entries.count)
+            if self._entry_program is None:
+                self._entry_program = self.program(self._entries.nodes)
             return self._entries.values(self._entry_program.run(*self.program_inputs(self.named(point, data, {}))))
         if self._compression is None:
             self._compression = Compression(*self.jacobian_pattern(), self.size, self.m, lower=False)
         return self._compression.values(lambda v: self.jvp(point, v, data), lambda u: self.vjp(point, u, data))
+
+    def value_and_jacobian_values(self, point: Any = None, data: Mapping[str, Any] | None = None
+                                  ) -> tuple[np.ndarray, np.ndarray]:
+        """``(value(point), jacobian_values(point))`` from one program run once (one compile, one
+        pass over the rows: what an optimizer asks for at each new point), the same numbers."""
+        if self._entries is None:
+            self._entries = self._entry_places()
+        if not (self._entries.covers and self._entries.nodes):
+            return self.value(point, data), self.jacobian_values(point, data)
+        if self._both is None:
+            self._both = self.program([*self.roots, *self._entries.nodes])
+        parts = self._both.run(*self.program_inputs(self.named(point, data, {})))
+        k = len(self.roots)
+        return self._flat(parts[:k]), self._entries.values(parts[k:])
 
     def _entry_places(self) -> EntryPlaces:
         """The Jacobian's entries as expressions: a family's partial along each of its body's entries

@@ -214,6 +214,7 @@ class Family:
         lagrangian = binders.reduce(g, "sum", level, lo, hi, g.make("mul", weight, body))
         # (only its Hessian is asked for: its value and gradient compile if ever called)
         self.lagrangian = IndexedFunction(Expr(g, lagrangian), wrt=list(self.fn.wrt), prepare=False)
+        self._last: tuple[bytes, np.ndarray, np.ndarray] | None = None  # (point, values, Jacobian's)
 
     def place(self, layout: Layout, row: int) -> None:
         """Where the family's variables sit in the problem's vector, its rows from ``row`` on."""
@@ -226,11 +227,21 @@ class Family:
         self.h_rows, self.h_cols = np.maximum(hr, hc), np.minimum(hr, hc)
         self._take_l = take
 
+    def _at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The values and the Jacobian's at ``x``, from one program, kept for the last point (an
+        optimizer asks for both at each new point, one after the other)."""
+        own = np.ascontiguousarray(x[self.take])
+        key = own.tobytes()  # (the bits: -0.0 is not 0.0 to every function)
+        if self._last is None or self._last[0] != key:
+            values, jacobian = self.fn.value_and_jacobian_values(own)
+            self._last = (key, np.asarray(values, dtype=float), np.asarray(jacobian, dtype=float))
+        return self._last[1], self._last[2]
+
     def values(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.fn.value(np.ascontiguousarray(x[self.take])), dtype=float)
+        return self._at(x)[0].copy()
 
     def jacobian_values(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.fn.jacobian_values(np.ascontiguousarray(x[self.take])), dtype=float)
+        return self._at(x)[1].copy()
 
     def hessian_values(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
         return np.asarray(self.lagrangian.hessian_values(np.ascontiguousarray(x[self._take_l]), {MULTIPLIERS: mu}),
