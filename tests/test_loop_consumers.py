@@ -268,7 +268,7 @@ def _clusters(source: str) -> tuple[dict[str, str | None], dict[str, tuple[str, 
             stack.pop()
         elif stack and (m := re.match(r'graph \[.*label="([^"]*)"', line)):
             clusters[stack[-1]] = (m[1], clusters[stack[-1]][1])
-        elif m := re.match(r"(n\w+) \[label=<(.*?)> ", line):
+        elif m := re.match(r"((?:n|d\d+_)\d\w*) \[label=<(.*?)> ", line):
             where[m[1]] = stack[-1] if stack else None
             labels[m[1]] = re.sub(r"<[^>]+>", " ", m[2]).split()[0]
     return where, clusters, labels
@@ -326,17 +326,25 @@ def test_a_picture_of_loops_is_the_same_text_each_time() -> None:
     assert symad.to_digraph(looped(text, g)).source == first
 
 
-def test_a_gradient_of_loops_draws_the_forward_graph_and_says_so() -> None:
+def test_a_gradient_of_loops_draws_the_indexed_gradient_beside_the_loops() -> None:
     e = looped(ROSENBROCK.format(n=N))
-    source = symad.to_digraph(e, grad=True).source
-    assert "backward sweep of loops is not drawn yet" in source
-    assert "cluster_backward" not in source and "sum i = 1.." in source
+    where, clusters, labels = _clusters(symad.to_digraph(e, grad=True).source)
+    parent = {c: around for c, (_, around) in clusters.items()}
+    label = {c: text for c, (text, _) in clusters.items()}
+    assert label["cluster_forward"].startswith("forward") and label["cluster_backward"].startswith("backward")
+    assert parent["cluster_d0"] == "cluster_backward" and label["cluster_d0"] == f"∂f/∂x[k], k = 1..{N + 1}"
+    each = next(c for c in clusters if parent[c] == "cluster_d0")
+    assert label[each] == f"each k = 1..{N + 1}"
+    drawn = {labels[n] for n, c in where.items() if c == each}
+    assert {"k", "x[k", "where", "each"} <= drawn and "i" not in drawn  # the gradient's index is k
+    assert all(n.startswith("d0_") for n, c in where.items() if c in ("cluster_d0", each))
+    # the very expression the indexed gradient is, drawn alone
+    _, vectors = indexed_gradient(e.graph, e.id)
+    alone_where, _, alone_labels = _clusters(symad.to_digraph(symad.Expr(e.graph, vectors["x"].node)).source)
+    alone = sorted(re.sub(r"\bi\b", "k", alone_labels[n]) for n in alone_where)  # (alone, its index is i)
+    assert alone == sorted(labels[n] for n, c in where.items() if c in ("cluster_d0", each))
     with pytest.raises(symad.SymadError, match="values at a point are not drawn for sums kept as loops"):
         symad.to_digraph(e, at={"x": 1.0})
-    _, vectors = indexed_gradient(e.graph, e.id)
-    where, clusters, labels = _clusters(symad.to_digraph(symad.Expr(e.graph, vectors["x"].node)).source)
-    assert [label for label, _ in clusters.values()] == [f"each i = 1..{N + 1}"]
-    assert {"x[i", "where", "each"} <= {labels[n] for n in where}
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
@@ -347,6 +355,8 @@ def test_dot_draws_the_boxes(tmp_path) -> None:
     root = ET.parse(svg).getroot()
     ns = {"svg": "http://www.w3.org/2000/svg"}
     titles = [t.text for g in root.iterfind(".//svg:g[@class='cluster']", ns) for t in g.iterfind("svg:title", ns)]
-    assert sorted(titles) == ["cluster_loop1", "cluster_loop2", "cluster_loop3"]
+    forward = sorted(t for t in titles if t.startswith("cluster_loop"))
+    assert forward == ["cluster_loop1", "cluster_loop2", "cluster_loop3"]
+    assert {"cluster_forward", "cluster_backward", "cluster_d0", "cluster_d1"} <= set(titles)  # x's and y's partials
     texts = {t.text for t in root.iterfind(".//svg:text", ns)}
     assert {f"sum i = 1..{N}", f"sum j = 1..{N}", "x[i]", "A[i, j]", "Σ"} <= texts

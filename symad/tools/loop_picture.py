@@ -62,14 +62,14 @@ def boxes(graph: Graph, root: int) -> list[Box]:
     return out
 
 
-def names(local: Mapping[int, int], found: list[Box]) -> list[dict[int, str]]:
+def names(local: Mapping[int, int], found: list[Box], prefix: str = "n") -> list[dict[int, str]]:
     """Per box, the Graphviz name of each node drawn in it: ``n5`` outside loops, ``n5_b2`` in
     box 2 (a node may be drawn in several boxes, a loop in the body of several others); a loop's
     own node is drawn in its box and named so in the box around it too."""
     out = []
     for k, box in enumerate(found):
         suffix = f"_b{k}" if k else ""
-        out.append({n: f"n{local[n]}{suffix}" for n in box.nodes})
+        out.append({n: f"{prefix}{local[n]}{suffix}" for n in box.nodes})
     for k, box in enumerate(found):
         if box.parent is not None:
             out[box.parent][box.binder] = out[k][box.binder]  # type: ignore[index]

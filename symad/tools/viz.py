@@ -13,7 +13,8 @@ local partial (from the op table), and a sum ``Σ`` where a shared node collects
 contributions.  At a point, the adjoints are the sweep's numbers: the gradient's bits.
 
 A sum kept as a loop is drawn as one box holding its body (:mod:`symad.tools.loop_picture`);
-the backward sweep of loops is not drawn yet (the title says so), nor are values at a point.
+with ``grad``, beside it the gradient, which stays indexed: a vector's partial is one ``each``
+box over its entries k, drawn as the DAG it is (values at a point are not drawn for loops yet).
 """
 
 from __future__ import annotations
@@ -92,7 +93,6 @@ LOOP_BOX_STYLE = {"style": "rounded,filled", "color": "#6a3fa0", "fillcolor": "#
                   "fontsize": "13"}
 _LOOP_SYMBOL = {"sum": "Σ", "prod": "Π", "each": "each"}
 _INDEX_EDGE = {"style": "dashed", "color": "#9b7fc4", "arrowsize": "0.5"}
-LOOPS_NOT_SWEPT = "the backward sweep of loops is not drawn yet"
 
 ADJOINT_STYLE = {"shape": "box", "style": "rounded,filled", "fillcolor": "#d9f2d9", "color": "#2e7d32"}
 SUM_STYLE = {**ADJOINT_STYLE, "fillcolor": "#b9e4b9", "penwidth": "1.8"}
@@ -241,6 +241,9 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     found = loop_picture.boxes(g, root) if looped else None
     drawn = sum(len(box.nodes) for box in found) if found else len(order)
     _check_size(drawn, max_nodes, "the DAG")
+    partials = _indexed_partials(expr, wrt) if grad and looped else []
+    drawn += sum(len(box.nodes) for _, _, boxes in partials for box in boxes)
+    _check_size(drawn, max_nodes, "the expression and its indexed gradient")
     local = {node: i for i, node in enumerate(order)}
 
     values: dict[int, float] | None = None
@@ -263,8 +266,6 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         title = f"f = {title}"
     if title and point:
         title += "   at " + ", ".join(f"{k} = {format_number(v, False)}" for k, v in point.items())
-    if grad and looped:
-        title = f"{title}   ({LOOPS_NOT_SWEPT})" if title else LOOPS_NOT_SWEPT[0].upper() + LOOPS_NOT_SWEPT[1:]
 
     dot = graphviz.Digraph("symad", graph_attr={
         "rankdir": rankdir.upper(), "fontname": _FONT, "labelloc": "t", "fontsize": "16",
@@ -272,8 +273,11 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
         **({"label": title} if title else {})})
     dot.attr("node", fontname=_FONT, fontsize="13", margin="0.12,0.05", height="0.4")
     dot.attr("edge", fontname=_FONT, fontsize="11")
-    if found is not None:
+    if found is not None and not partials:
         _draw_loops(dot, g, root, local, found, large)
+        return dot
+    if found is not None:
+        _draw_indexed_gradient(dot, g, root, local, found, partials, large)
         return dot
     if sweep is None:
         _draw_forward(dot, g, order, local, root, values, large)
@@ -286,6 +290,43 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     if sweep.nodes:
         _draw_backward(dot, g, order, local, root, sweep, values, names, large)
     return dot
+
+
+def _indexed_partials(expr: Expr, wrt: Sequence[str] | None) -> list[tuple[str, int, list[loop_picture.Box]]]:
+    """The gradient of an expression with loops as drawn: ``(label, root, boxes)`` a partial, a
+    vector's one ``each(k = ..., ...)`` node (:meth:`symad.expr.Expr.grad`)."""
+    out = []
+    for name, partial in expr.grad(list(wrt) if wrt else None).items():
+        node = partial.id
+        if expr.graph.op[node] == "each":
+            _, low, high = expr.graph.data[node]  # type: ignore[misc]
+            name = f"{name}[k], k = {low}..{high}"
+        out.append((f"∂f/∂{name}", node, loop_picture.boxes(expr.graph, node)))
+    return out
+
+
+def _draw_indexed_gradient(dot: graphviz.Digraph, g: Graph, root: int, local: Mapping[int, int],
+                           found: list[loop_picture.Box], partials: list[tuple[str, int, list[loop_picture.Box]]],
+                           large: bool) -> None:
+    """An expression with loops beside its gradient, which stays indexed: each vector's partial
+    one ``each`` box over k (what ``symad diff`` prints as one line), drawn as the DAG it is."""
+    forward = graphviz.Digraph("cluster_forward", graph_attr={
+        "label": "forward: the DAG, each loop a box", "color": "#bbbbbb", "style": "rounded",
+        "fontsize": "13", "fontcolor": "#555555"})
+    _draw_loops(forward, g, root, local, found, large)
+    dot.subgraph(forward)
+    back = graphviz.Digraph("cluster_backward", graph_attr={
+        "label": "backward: the gradient, indexed (one expression a vector, over its entries k)",
+        "color": "#2e7d32", "style": "rounded", "fontsize": "13", "fontcolor": "#2e7d32", "bgcolor": "#f4fbf4"})
+    for j, (label, node, boxes) in enumerate(partials):
+        part = graphviz.Digraph(f"cluster_d{j}", graph_attr={
+            "label": label, "color": "#2e7d32", "style": "rounded", "fontsize": "12", "fontcolor": "#2e7d32"})
+        names = scoped_names(g, node)
+        names = ["k", *(n for n in names if n != "k")] if "k" in names else names
+        own = {n: i for i, n in enumerate(g.reachable([node]))}
+        _draw_loops(part, g, node, own, boxes, large, prefix=f"d{j}_", index_names=names)
+        back.subgraph(part)
+    dot.subgraph(back)
 
 
 def _check_size(count: int, limit: int, what: str) -> None:
@@ -311,7 +352,7 @@ def _draw_forward(dot: graphviz.Digraph, g: Graph, order: list[int], local: Mapp
 
 
 def _label(g: Graph, node: int, i: int, values: Mapping[int, float] | None,
-           index_names: list[str] | None = None) -> str:
+           index_names: list[str] | None = None, prefix: str = "n") -> str:
     """A forward node's label: a name, a number, or an op's symbol over its caption (``n4 sin``)."""
     op = g.op[node]
     caption_font = 'POINT-SIZE="10" COLOR="#777777"'
@@ -324,9 +365,9 @@ def _label(g: Graph, node: int, i: int, values: Mapping[int, float] | None,
     if op == "item":
         return _html((to_infix(g, node, index_names=index_names or ()), 'POINT-SIZE="15"'))
     if op in BINDERS:
-        return _html((_LOOP_SYMBOL[op], 'POINT-SIZE="17"'), (f"n{i} {op}", caption_font))
+        return _html((_LOOP_SYMBOL[op], 'POINT-SIZE="17"'), (f"{prefix}{i} {op}", caption_font))
     spec = OPS[op]
-    caption = f"n{i} {op}" if spec.symbol != op else f"n{i}"
+    caption = f"{prefix}{i} {op}" if spec.symbol != op else f"{prefix}{i}"
     return _html((spec.symbol, 'POINT-SIZE="17"'), (caption, caption_font), *_value_line(values, node))
 
 
@@ -341,14 +382,16 @@ def _arguments(g: Graph, node: int) -> list[tuple[int, dict[str, str]]]:
 
 
 def _draw_loops(dot: graphviz.Digraph, g: Graph, root: int, local: Mapping[int, int],
-                found: list[loop_picture.Box], large: bool) -> None:
-    """The forward DAG of an expression with loops: each loop a box holding its body."""
-    index_names = scoped_names(g, root)
-    named = loop_picture.names(local, found)
+                found: list[loop_picture.Box], large: bool, prefix: str = "n",
+                index_names: list[str] | None = None) -> None:
+    """The DAG of an expression with loops: each loop a box holding its body (node names and
+    captions start with ``prefix``: the gradient's drawing beside the expression's has its own)."""
+    index_names = index_names or scoped_names(g, root)
+    named = loop_picture.names(local, found, prefix)
     graphs = [dot]
     for box in found[1:]:
         level, low, high = g.data[box.binder]  # type: ignore[index,misc]
-        graphs.append(graphviz.Digraph(f"cluster_loop{len(graphs)}", graph_attr={
+        graphs.append(graphviz.Digraph(f"cluster_{'' if prefix == 'n' else prefix}loop{len(graphs)}", graph_attr={
             "label": f"{g.op[box.binder]} {index_names[level]} = {low}..{high}", **LOOP_BOX_STYLE}))  # type: ignore[index]
     for k, box in enumerate(found):
         for node in box.nodes:
@@ -356,7 +399,7 @@ def _draw_loops(dot: graphviz.Digraph, g: Graph, root: int, local: Mapping[int, 
             attrs = dict(LOOP_STYLES.get(op) or STYLES[op])
             if node == root:
                 attrs.update(penwidth="2.5", peripheries="2")
-            graphs[k].node(named[k][node], _label(g, node, local[node], None, index_names), **attrs)
+            graphs[k].node(named[k][node], _label(g, node, local[node], None, index_names, prefix), **attrs)
     depth = [0] * len(found)
     for k, box in enumerate(found[1:], 1):
         depth[k] = depth[box.parent] + 1  # type: ignore[index]
