@@ -155,3 +155,14 @@ def test_a_tiled_programs_code_does_not_grow_with_n(tiled: None) -> None:
         program.tiled = True
         sizes.append(len(program_ir(program).splitlines()))
     assert sizes[0] == sizes[1]
+
+
+def test_a_whole_program_refuses_repeated_roots() -> None:
+    """Its code writes each output once: a repeat would come back unwritten (indexed_function's
+    Repeated runs the distinct roots and copies)."""
+    e = parse_looped("sum(i = 1..400, x[i]^2)")
+    with pytest.raises(ValueError, match="distinct"):
+        native_loops.WholeProgram(e.graph, [e.id, e.id], {"x": [(1, 400)]})
+    f = IndexedFunction(parse_looped("sum(k = 1..2000, x[k] + y[k])"))  # both partials are one node
+    value, grad = f.value_and_grad({"x": np.arange(2000.0), "y": np.ones(2000)})
+    assert value == 2000 * 1999 / 2 + 2000 and np.array_equal(grad, np.ones(4000))

@@ -281,6 +281,8 @@ class WholeProgram:
     ``tiled``: its loops run block by block, on every core (:meth:`_parts`)."""
 
     def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool = False):
+        if len(set(roots)) != len(roots):  # the code writes each output once: a repeat would be left unwritten
+            raise ValueError("a whole program's roots must be distinct (indexed_function.Repeated serves repeats)")
         self.program = loop_program(graph, roots, spans)
         _check_quick(_steps(self.program.top))
         if tiled and not self.program.tileable:
