@@ -146,6 +146,7 @@ def _strided_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, in
     k = graph.index(0)
     rest = [(lvl, lo, hi) for lvl, lo, hi in chain if lvl != level]
     mapping = {graph.index(lvl): graph.index(m + 1) for m, (lvl, _, _) in enumerate(rest)}
+    renamed = dict(mapping)  # the other loops' indices, for an entry's indices without i
     offset = graph.make("sub", k, graph.const(float(shift)))  # a*i at the k it reaches
     quotient = graph.make("div", offset, graph.const(float(a)))  # i there (whole where a divides k - shift)
     mapping[graph.index(level)] = quotient
@@ -166,9 +167,10 @@ def _strided_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, in
                                  f"divides: {graph.data[graph.args[it][0]]}[...] is at {other} (not supported yet)")
             indices.append(graph.make("add", graph.make("mul", graph.const(float(c[level] // a)), offset),
                                       graph.const(float(const))))
-        if any(i is not None for i in indices):
-            mapping[it] = binders.item(graph, graph.args[it][0], *(new if new is not None else old
-                                                                     for new, old in zip(indices, graph.args[it][1:])))
+        if any(i is not None for i in indices):  # (an entry in the mapping is not entered: rename its other indices)
+            mapping[it] = binders.item(graph, graph.args[it][0], *(
+                new if new is not None else binders.substitute(graph, old, renamed)
+                for new, old in zip(indices, graph.args[it][1:])))
     term = binders.substitute(graph, term, mapping)
     whole = graph.make("eq", graph.make("mul", graph.make("floor", quotient), graph.const(float(a))), offset)
     term = graph.make("where", whole, term, graph.const(0.0))

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from support.loops import assert_loop_matches_unrolled, loop_value_and_grad, looping, parse_looped, term_scales
+from support.loops import (
+    assert_loop_matches_unrolled,
+    loop_value_and_grad,
+    looping,
+    parse_looped,
+    term_scales,
+)
 
 import symad
 from symad.ad.gather import indexed_gradient
@@ -222,3 +228,52 @@ def test_a_stride_the_others_do_not_share_is_refused_with_the_reason() -> None:
     with pytest.raises(SymadError, match=r"x\[4\*i\] \(a stride of 4\) needs the other entries of i in its term at "
                                          r"strides that 4 divides: x\[\.\.\.\] is at a stride of 2"):
         indexed_gradient(expr.graph, expr.id)
+
+
+def _inner_stride(a: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """sum(i = 1..10, sum(j = 1..20, A[i, 2*j]*x[2*j]^2*x[i + 60])) and its gradient, by hand
+    (a and x indexed from 1 at position 1: a[i, c] is A[i, c])."""
+    value, grad = 0.0, np.zeros_like(x)
+    for i in range(1, 11):
+        for j in range(1, 21):
+            c = a[i, 2 * j]
+            value += c * x[2 * j] ** 2 * x[i + 60]
+            grad[2 * j] += 2 * c * x[2 * j] * x[i + 60]
+            grad[i + 60] += c * x[2 * j] ** 2
+    return value, grad
+
+
+def _outer_stride(a: np.ndarray, x: np.ndarray) -> tuple[float, np.ndarray]:
+    """sum(i = 1..10, sum(j = 1..20, A[2*i, j]*x[2*i]*x[2*i - 1]*x[j + 60])), by hand."""
+    value, grad = 0.0, np.zeros_like(x)
+    for i in range(1, 11):
+        for j in range(1, 21):
+            c = a[2 * i, j]
+            value += c * x[2 * i] * x[2 * i - 1] * x[j + 60]
+            grad[2 * i] += c * x[2 * i - 1] * x[j + 60]
+            grad[2 * i - 1] += c * x[2 * i] * x[j + 60]
+            grad[j + 60] += c * x[2 * i] * x[2 * i - 1]
+    return value, grad
+
+
+@pytest.mark.parametrize("text, by_hand", [
+    ("sum(i = 1..10, sum(j = 1..20, A[i, 2*j]*x[2*j]^2*x[i + 60]))", _inner_stride),  # the stride inside
+    ("sum(i = 1..10, sum(j = 1..20, A[2*i, j]*x[2*i]*x[2*i - 1]*x[j + 60]))", _outer_stride),  # outside
+], ids=["inner", "outer"])
+def test_a_stride_inside_nested_loops_keeps_the_other_indices(text: str, by_hand) -> None:
+    """The entry solved for k is rewritten whole: its other indices (the other loop's, renamed
+    for the gradient's sums) must follow, or A[i, 2*j] would read A[k, ...]."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([[np.nan], rng.uniform(-1, 1, 81)])  # x[k] at position k
+    a = np.full((61, 61), np.nan)
+    a[1:, 1:] = rng.uniform(-1, 1, (60, 60))
+    with looping(4):  # both sums loops (the inner one past binders.UNROLL_INSIDE_LOOP terms)
+        expr = symad.parse(text, Graph())
+    assert [expr.graph.op[n] for n in expr.graph.reachable([expr.id])].count("sum") == 2
+    f = symad.compile(expr, wrt=["x"])  # A is data, given by name
+    (xl, xh), = f.spans["x"]
+    (al, ah), (bl, bh) = f.spans["A"]
+    value, grad = f.value_and_grad({"x": x[xl:xh + 1], "A": a[al:ah + 1, bl:bh + 1]})
+    want_value, want_grad = by_hand(a, x)
+    assert value == pytest.approx(want_value, rel=1e-13)
+    np.testing.assert_allclose(grad, want_grad[xl:xh + 1], rtol=1e-13, atol=1e-13)
