@@ -31,6 +31,9 @@ _INTERN_LOCK = threading.Lock()
 forksafe.hold_across_fork(_INTERN_LOCK)
 
 
+_VARIABLES_KEPT = 16  # Graph.variables keeps the sorted lists of this many roots (a command asks again)
+
+
 class Graph:
     """An interning table of expression nodes.
 
@@ -48,7 +51,7 @@ class Graph:
         # Nodes copied in from other graphs: {source graph: {its node: our node}}
         self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
         self._digests: dict[int, int] = {}  # structural hashes, computed on demand
-        self._variables: dict[int, list[str]] = {}  # one root's variables, sorted on demand (nodes never change)
+        self._variables: dict[int, list[str]] = {}  # the last roots' variables, sorted (nodes never change)
         self.scoped = False  # whether any node of an indexed expression (a loop, a vector) was built
 
     def __len__(self) -> int:
@@ -188,12 +191,16 @@ class Graph:
     def variables(self, roots: Iterable[int]) -> list[str]:
         """Names of the variables the roots depend on, in natural order (x2 before x10)."""
         roots = list(roots)
-        if len(roots) == 1 and roots[0] in self._variables:
-            return list(self._variables[roots[0]])
+        kept = self._variables  # (get, clear and set: each one step, safe beside a background compile)
+        known = kept.get(roots[0]) if len(roots) == 1 else None
+        if known is not None:
+            return list(known)
         names = [self.data[n] for n in self.reachable(roots) if self.op[n] == "var"]
         ordered = sorted(names, key=natural_key)  # type: ignore[arg-type]
         if len(roots) == 1:
-            self._variables[roots[0]] = ordered
+            if len(kept) >= _VARIABLES_KEPT:  # a few roots' lists, not one for every root asked
+                kept.clear()
+            kept[roots[0]] = ordered
         return list(ordered)
 
     def depth(self, root: int) -> int:
