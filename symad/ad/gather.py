@@ -147,6 +147,10 @@ def _strided_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, in
     rest = [(lvl, lo, hi) for lvl, lo, hi in chain if lvl != level]
     mapping = {graph.index(lvl): graph.index(m + 1) for m, (lvl, _, _) in enumerate(rest)}
     renamed = dict(mapping)  # the other loops' indices, for an entry's indices without i
+    # An entry is rewritten whole, so its other indices are renamed here: those of the loops around
+    # it (the chain) are; a loop inside the term keeps its level only where no level moves.
+    chain_levels = {lvl for lvl, _, _ in chain}
+    unmoved = level == 0 and all(lvl == m + 1 for m, (lvl, _, _) in enumerate(rest))
     offset = graph.make("sub", k, graph.const(float(shift)))  # a*i at the k it reaches
     quotient = graph.make("div", offset, graph.const(float(a)))  # i there (whole where a divides k - shift)
     mapping[graph.index(level)] = quotient
@@ -167,6 +171,12 @@ def _strided_term(graph: Graph, item: int, term: int, chain: tuple[tuple[int, in
                                  f"divides: {graph.data[graph.args[it][0]]}[...] is at {other} (not supported yet)")
             indices.append(graph.make("add", graph.make("mul", graph.const(float(c[level] // a)), offset),
                                       graph.const(float(const))))
+        if any(i is not None for i in indices) and not unmoved:
+            for new, old in zip(indices, graph.args[it][1:]):
+                form = binders.affine(graph, old)
+                if new is None and form is not None and set(form[0]) - chain_levels:
+                    raise SymadError(f"the gradient through {name}[...] at a stride other than 1, beside an entry "
+                                     "that also uses the index of a loop inside the term, is not supported yet")
         if any(i is not None for i in indices):  # (an entry in the mapping is not entered: rename its other indices)
             mapping[it] = binders.item(graph, graph.args[it][0], *(
                 new if new is not None else binders.substitute(graph, old, renamed)

@@ -277,3 +277,14 @@ def test_a_stride_inside_nested_loops_keeps_the_other_indices(text: str, by_hand
     want_value, want_grad = by_hand(a, x)
     assert value == pytest.approx(want_value, rel=1e-13)
     np.testing.assert_allclose(grad, want_grad[xl:xh + 1], rtol=1e-13, atol=1e-13)
+
+
+def test_a_stride_beside_an_entry_of_a_loop_inside_its_term_is_refused_clearly() -> None:
+    """Solving for the inner of two loops renames the levels; an entry that also reads a third
+    loop's index, inside the term, would be left at a stale level (a KeyError deep in the code
+    generator before this check)."""
+    with looping(4):
+        expr = symad.parse("sum(i = 1..10, sum(j = 1..20, x[2*j]*sum(l = 1..20, A[2*j, l]*x[l + 60])*x[i + 80]))",
+                           Graph())
+    with pytest.raises(SymadError, match="beside an entry that also uses the index of a loop inside the term"):
+        indexed_gradient(expr.graph, expr.id)
