@@ -10,6 +10,7 @@ from symad.cli.common import emit
 from symad.core import binders, name_rule
 from symad.core.errors import SymadError, VariableError
 from symad.core.latex import latex_block, latex_name
+from symad.core.names import normal
 from symad.core.printing import to_texts
 from symad.expr import Expr
 
@@ -41,12 +42,13 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     for w in wrt:
         if name_rule.problem(w) is not None:
             raise VariableError(f"--wrt: {w!r} is not a variable name (such as x, theta_2 or x[3])")
-    wrt = list(dict.fromkeys(name_rule.checked(w, "--wrt") for w in wrt))  # repeated names: one partial each
+    wrt = list(dict.fromkeys(normal(w) for w in wrt))  # x[ 2 ] is x[2]; repeated names: one partial each
     if binders.has_scoped(expr.graph, [expr.id]):
         _indexed(args, text, expr, wrt)
         return
     partials = expr.grad(wrt or None)  # a vector's name stands for its entries x[1], x[2], ...
-    absent = [w for w in wrt if w in partials and w not in expr.variables]
+    used = set(expr.variables)
+    absent = [w for w in wrt if w in partials and w not in used]
     warnings = [f"{w} does not appear in the expression: its derivative is 0" for w in absent]
     if args.latex:
         labels = [rf"\frac{{\partial f}}{{\partial {latex_name(w)}}}" for w in partials]
