@@ -90,50 +90,37 @@ def percall(quick: bool, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
-def hotloop(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    peers = ["symad"] + (["symengine"] if importlib.util.find_spec("symengine") else [])
-    rows = {p: [] for p in peers}
+def _alternated(task: str, peer_pool: list[str], n: int, args: list[str], keys: tuple[str, ...], repeats: int,
+                script: Path = WORKER) -> list[dict[str, Any]]:
+    """``task`` for symad and each installed peer of ``peer_pool`` in turn, ``repeats`` fresh processes
+    each; per peer its samples and the median of each of ``keys``."""
+    peers = ["symad"] + [p for p in peer_pool if importlib.util.find_spec(p)]
+    rows: dict[str, list[dict[str, Any]]] = {p: [] for p in peers}
     for _ in range(repeats):
         for peer in peers:  # alternating
-            rows[peer].append(_run(["--task", "hotloop", "--peer", peer, "--size", str(HOT_N[quick])], 600,
-                                   last="hotloop"))
+            rows[peer].append(_run(["--task", task, "--peer", peer, *args, "--size", str(n)], 600, script=script,
+                                   last=task))
     out = []
     for peer, samples in rows.items():
-        out.append({"peer": peer, "n": HOT_N[quick], "samples": samples,
-                    **{k: _median(samples, k) for k in ("build_s", "calls", "median_s", "last_third_median_s")}})
-        print(f"hotloop {peer}: {out[-1]}", file=sys.stderr)
+        out.append({"peer": peer, "n": n, "samples": samples, **{k: _median(samples, k) for k in keys}})
+        print(f"{task} {peer}: {out[-1]}", file=sys.stderr)
     return out
+
+
+def hotloop(quick: bool, repeats: int) -> list[dict[str, Any]]:
+    return _alternated("hotloop", ["symengine"], HOT_N[quick], [],
+                       ("build_s", "calls", "median_s", "last_third_median_s"), repeats)
 
 
 def solve(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    peers = ["symad"] + (["casadi"] if importlib.util.find_spec("casadi") else [])
-    rows = {p: [] for p in peers}
-    for _ in range(repeats):
-        for peer in peers:
-            rows[peer].append(_run(["--task", "solve", "--peer", peer, "--workload", "rosenbrock",
-                                    "--size", str(SOLVE_N[quick])], 600, script=SOLVE_WORKER, last="solve"))
-    out = []
-    for peer, samples in rows.items():
-        out.append({"peer": peer, "n": SOLVE_N[quick], "samples": samples,
-                    **{k: _median(samples, k) for k in ("total_s", "build_s", "solve_s", "import_s", "nfev")}})
-        print(f"solve {peer}: {out[-1]}", file=sys.stderr)
-    return out
+    return _alternated("solve", ["casadi"], SOLVE_N[quick], ["--workload", "rosenbrock"],
+                       ("total_s", "build_s", "solve_s", "import_s", "nfev"), repeats, script=SOLVE_WORKER)
 
 
 def solveparts(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    peers = ["symad"] + (["casadi"] if importlib.util.find_spec("casadi") else [])
-    rows = {p: [] for p in peers}
-    for _ in range(repeats):
-        for peer in peers:
-            rows[peer].append(_run(["--task", "solveparts", "--peer", peer, "--workload", "rosenbrock",
-                                    "--size", str(SOLVE_N[quick])], 600, last="solveparts"))
-    out = []
-    for peer, samples in rows.items():
-        out.append({"peer": peer, "n": SOLVE_N[quick], "samples": samples,
-                    **{k: _median(samples, k) for k in ("solve_s", "first_eval_s", "in_fun_s", "scipy_s", "nfev",
-                                                        "per_eval_fun_s", "per_eval_scipy_s")}})
-        print(f"solveparts {peer}: {out[-1]}", file=sys.stderr)
-    return out
+    return _alternated("solveparts", ["casadi"], SOLVE_N[quick], ["--workload", "rosenbrock"],
+                       ("solve_s", "first_eval_s", "in_fun_s", "scipy_s", "nfev", "per_eval_fun_s",
+                        "per_eval_scipy_s"), repeats)
 
 
 def versions() -> dict[str, str]:
