@@ -12,6 +12,7 @@ variable bounds.  Its Lagrangian is ``f + Σ μ_i c_i``, so symad's multipliers 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import math
 import os
@@ -69,27 +70,41 @@ def cyipopt_module() -> Any:
         raise SymadError(INSTALL) from None
 
 
+# Where cyipopt's compiled wrapper is: in its package (cyipopt built from source), or a module of
+# its own (the cyipopt-wheels layout, where cyipopt/ipopt_wrapper.py is a Python shim importing the
+# scipy interface, and a top-level ipopt_wrapper.py is cyipopt's deprecated shim in the other).
+WRAPPERS = ("cyipopt.ipopt_wrapper", "ipopt_wrapper")
+
+
+def _compiled(spec: Any) -> bool:
+    return isinstance(getattr(spec, "loader", None), importlib.machinery.ExtensionFileLoader)
+
+
 def _wrapper() -> Any:
-    loaded = sys.modules.get("cyipopt.ipopt_wrapper")
-    if loaded is not None:
-        return loaded
+    for name in WRAPPERS:
+        loaded = sys.modules.get(name)
+        if _compiled(getattr(loaded, "__spec__", None)) and hasattr(loaded, "Problem"):
+            return loaded
     if "cyipopt" not in sys.modules:
         spec = importlib.util.find_spec("cyipopt")
         if spec is None:
             raise ImportError("cyipopt")
         if spec.submodule_search_locations is not None and spec.loader is not None:
             sys.modules["cyipopt"] = _DeferredPackage(spec)
-    try:
-        wrapper = importlib.import_module("cyipopt.ipopt_wrapper")
-        if not hasattr(wrapper, "Problem"):
-            raise ImportError("cyipopt.ipopt_wrapper has no Problem")
-        return wrapper
-    except ImportError:  # another layout of the package: the whole of it, as it asks to be imported
-        package = sys.modules.get("cyipopt")
-        if isinstance(package, _DeferredPackage):
-            del sys.modules["cyipopt"]
-            sys.modules.pop("cyipopt.ipopt_wrapper", None)
-        return importlib.import_module("cyipopt")
+    for name in WRAPPERS:
+        try:
+            if _compiled(importlib.util.find_spec(name)):
+                wrapper = importlib.import_module(name)
+                if hasattr(wrapper, "Problem"):
+                    return wrapper
+        except (ImportError, ValueError):  # (ValueError: a module in sys.modules without a spec)
+            pass
+    # another layout of the package: the whole of it, as it asks to be imported
+    package = sys.modules.get("cyipopt")
+    if isinstance(package, _DeferredPackage):
+        del sys.modules["cyipopt"]
+        sys.modules.pop("cyipopt.ipopt_wrapper", None)
+    return importlib.import_module("cyipopt")
 
 
 class _DeferredPackage(types.ModuleType):
