@@ -91,3 +91,20 @@ def test_quick_scaling_run_measures_every_row(tmp_path: Path) -> None:
     assert all(r["ok"] for r in result["build"] + result["commands"]), result
     page = (tmp_path / "scaling.md").read_text()
     assert "| sum | 10,000 |" in page and "## `symad hessian" in page and "KiB" in page
+
+
+@pytest.mark.slow
+def test_quick_explore_run_measures_every_small_page() -> None:
+    """benchmarks/explore/ (the page of the sweep in Chromium) runs and judges its targets."""
+    import shutil
+
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")) or shutil.which("dot") is None:
+        pytest.skip("needs Debian's chromium and Graphviz's dot")
+    pytest.importorskip("playwright.sync_api")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.explore", "--quick"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and line.count(" MB |") == 1
+            and " ms |" in line]
+    assert len(rows) == 4, done.stdout  # the seed, 100 nodes, 1,000 collapsed, the loop
+    assert "| a single file under 1 MB |" in done.stdout and "| opens in under 2 s |" in done.stdout
