@@ -11,8 +11,9 @@ import pytest
 
 import symad
 from symad.native import jit
-from symad.objectives import over_data, row_sums
+from symad.objectives import over_data
 from symad.objectives.row_sums import row_parts
+from symad.runtime import blocks
 from symad.schedule.schedule import Schedule
 
 NEGATIVE_BINOMIAL = ("eta = b0 + b1*x1; r = exp(a); "
@@ -122,7 +123,7 @@ def test_a_derived_column_holds_the_subexpression_at_every_row():
 
 
 def test_blocks_sum_alike_with_a_prelude():
-    d = data(2 * row_sums.BLOCK_ROWS + 7)
+    d = data(2 * blocks.BLOCK + 7)
     obj = symad.objective(NEGATIVE_BINOMIAL, d, wrt=["b0", "b1", "a"], threads=1)
     many = symad.objective(NEGATIVE_BINOMIAL, d, wrt=["b0", "b1", "a"], threads=3)
     w = [0.4, -0.3, 1.1]

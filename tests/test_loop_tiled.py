@@ -1,7 +1,7 @@
 """A tiled whole program (a long function's loops run block by block, every loop's block at once,
 the blocks taken by the threads in any order): NumPy's bits and the one-call program's, on any
 number of threads; a loop reading another's result keeps the loops run one by one; calls from
-several threads, and from a batch thread itself, finish."""
+several threads, and from a block thread itself, finish."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from support.threads import assert_threads_agree
 
 from symad import native
 from symad.indexed_function import IndexedFunction
-from symad.runtime import batches, native_loops
+from symad.runtime import blocks, native_loops
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs llvmlite")
 
@@ -30,9 +30,9 @@ def tiled(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _threads(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
-    """The batch threads' pool of ``count`` threads (none on one), started afresh."""
-    monkeypatch.setattr(batches, "BATCH_THREADS", count)
-    monkeypatch.setattr(batches, "_pool", [])
+    """The block threads' pool of ``count`` threads (none on one), started afresh."""
+    monkeypatch.setattr(blocks, "THREADS", count)
+    monkeypatch.setattr(blocks, "_pool", [])
 
 
 def _point(n: int) -> dict[str, object]:
@@ -68,9 +68,9 @@ def test_the_same_bits_on_any_number_of_threads(threads: int, tiled: None, monke
     for _ in range(3):  # the threads take the blocks in another order each call
         got = f.value_and_grad(point)
         assert got[0] == want[0] and np.array_equal(got[1], want[1])
-    assert bool(batches._pool) == (threads > 1)
-    if batches._pool:
-        batches._pool[0].shutdown()
+    assert bool(blocks._pool) == (threads > 1)
+    if blocks._pool:
+        blocks._pool[0][1].shutdown()
 
 
 def test_loops_inside_a_tiled_loop(tiled: None) -> None:
@@ -106,7 +106,7 @@ def test_calls_from_several_threads_at_once(tiled: None) -> None:
 
 
 @pytest.mark.parametrize("text", [TEXT, "n = {n}; log(sum(i = 1..n, exp(x[i]/10)))"], ids=["tiled", "one by one"])
-def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(text: str, tiled: None,
+def test_a_call_from_a_block_thread_with_the_others_busy_finishes(text: str, tiled: None,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # the helper it asks for never starts (the pool's other thread waits): the caller takes every
     # block and withdraws the request, rather than waiting for it
@@ -116,7 +116,7 @@ def test_a_call_from_a_batch_thread_with_the_others_busy_finishes(text: str, til
         f = IndexedFunction(parse_looped(text.format(n=n)))
     point = _point(n) if "y" in text else _point(n)["x"]
     want = f.value_and_grad(point)
-    pool, release = batches.pool(), threading.Event()
+    pool, release = blocks.pool(), threading.Event()
     busy = pool.submit(release.wait, 60)
     try:
         got = pool.submit(f.value_and_grad, point).result(timeout=30)

@@ -15,9 +15,10 @@ from symad.core.errors import SymadError, VariableError, name_list
 from symad.core.name_rule import checked
 from symad.core.names import groups, split
 from symad.objectives.dask_sums import is_dask_array
-from symad.objectives.row_sums import default_threads, evaluator, executor
+from symad.objectives.row_sums import evaluator
+from symad.runtime import blocks
 
-DERIVED_ROWS = 65536  # rows a piece, when the cores share a derived column's computation
+DERIVED_BLOCKS = 8  # loop blocks a piece, when the cores share a derived column's computation
 
 
 def data_columns(data: Any, columns: Sequence[str] | None, used: Sequence[str]) -> dict[str, Any]:
@@ -100,7 +101,8 @@ def derived_columns(graph: Graph, nodes: Sequence[int], data: Sequence[int], col
     """The values of ``nodes`` (expressions of the data variables ``data`` alone) at every row of
     ``columns`` (``data``'s, in order), one contiguous column each: computed once, by the ops'
     own code (:func:`~symad.objectives.row_sums.evaluator`), so a loop reading them sums the bits
-    it would compute itself; the rows are cut into pieces the cores share."""
+    it would compute itself; the rows are cut into pieces the cores share (:func:`symad.runtime.blocks.share`:
+    a row's value does not depend on its piece)."""
     if not nodes:
         return []
     read = set(graph.reachable(nodes))
@@ -108,16 +110,10 @@ def derived_columns(graph: Graph, nodes: Sequence[int], data: Sequence[int], col
     program = evaluator(graph, nodes, [data[k] for k in used], backend)
     inputs = np.ascontiguousarray(np.column_stack([columns[k] for k in used]))
     values = np.empty((len(inputs), len(nodes)))
-    pieces = range(0, len(inputs), DERIVED_ROWS)
+    rows = DERIVED_BLOCKS * blocks.BLOCK
 
-    def piece(start: int) -> None:
-        end = start + DERIVED_ROWS
-        values[start:end] = program.batch(inputs[start:end])
+    def piece(k: int) -> None:
+        values[k * rows:(k + 1) * rows] = program.batch(inputs[k * rows:(k + 1) * rows])
 
-    workers = min(threads or default_threads(), len(pieces))
-    if workers > 1:
-        list(executor(workers).map(piece, pieces))
-    else:
-        for start in pieces:
-            piece(start)
+    blocks.share(-(-len(inputs) // rows), piece, threads)
     return [np.ascontiguousarray(values[:, k]) for k in range(len(nodes))]

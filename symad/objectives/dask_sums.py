@@ -3,10 +3,11 @@
 A :class:`DaskSums` answers ``sums(w)`` as :class:`~symad.objectives.row_sums.RowSums` does,
 with a Dask computation: one task per chunk of rows, which runs the loop over that chunk
 (:class:`RowSums`, one thread: Dask runs the chunks in parallel) and returns its blocks'
-sums; the client adds every block's sums in order, as ``RowSums`` adds its own.  So with
-chunks a multiple of :data:`~symad.objectives.row_sums.BLOCK_ROWS` rows (the last one
-excepted) the result is the bits of the same data in memory; other chunks give the same
-sum to rounding.
+sums; the client adds every block's sums in the canonical order, as ``RowSums`` adds its own
+(:func:`symad.runtime.blocks.add`).  So with chunks a multiple of
+:data:`~symad.runtime.blocks.BLOCK` rows (the last one excepted) the chunks' blocks are the
+blocks of the same data in memory, and the result its bits; other chunks give the same sum to
+rounding.
 
 What a task carries is a :class:`RowsRecipe`: the outputs' DAG and the loop's layout, plain
 data.  A worker compiles it on its first task and reuses the code for the rest
@@ -25,7 +26,8 @@ import numpy as np
 
 from symad.core.dag import Graph, export, rebuild
 from symad.core.errors import SymadError
-from symad.objectives.row_sums import BLOCK_ROWS, RowSums, add_blocks
+from symad.objectives.row_sums import RowSums
+from symad.runtime import blocks
 from symad.schedule.schedule import Schedule
 
 
@@ -96,11 +98,11 @@ class DaskSums:
 
         w = np.ascontiguousarray(w, dtype=np.float64)
         # One task per chunk, placed by Dask where the chunk's columns are; each returns its
-        # blocks' sums (a chunk of n rows has ceil(n / BLOCK_ROWS) blocks).
-        blocks = tuple(max(1, -(-n // BLOCK_ROWS)) for n in self.columns[0].chunks[0])
+        # blocks' sums (a chunk of n rows has ceil(n / BLOCK) blocks, one at least).
+        counts = tuple(blocks.count(n) for n in self.columns[0].chunks[0])
         parts = da.map_blocks(_chunk_task, *self.columns, recipe=self.recipe, w=w, dtype=np.float64,
-                              chunks=(blocks, (self.recipe.n_out,)), new_axis=1, meta=np.zeros((0, 0)))
-        return add_blocks(parts.compute())
+                              chunks=(counts, (self.recipe.n_out,)), new_axis=1, meta=np.zeros((0, 0)))
+        return blocks.add(parts.compute())
 
 
 def _chunk_task(*columns: np.ndarray, recipe: RowsRecipe, w: np.ndarray) -> np.ndarray:

@@ -1,9 +1,13 @@
 """Sums of a schedule's outputs over the rows of data: one fused loop, the cores sharing the rows.
 
-The rows are cut into blocks of :data:`BLOCK_ROWS` (a fixed size, not one that depends on
-the machine); each block's sum is computed in row order, and the blocks' sums are added in
-block order.  The result is therefore the same bits on every run and on any number of
-cores.  The data are read in place: each column is a float64 array at any stride.
+The loop is one case of :mod:`symad.runtime.blocks`, the mechanism every compiled loop over rows
+runs on (an indexed function's ``sum(i = ..., ...)`` too): the rows are cut into blocks of
+:data:`~symad.runtime.blocks.BLOCK` rows (a fixed size, not one that depends on the machine),
+each block's sums computed in the canonical order of a block (two lanes), the blocks shared among
+the cores and their sums added in the canonical order (:func:`symad.runtime.blocks.add`).  The
+result is therefore the same bits on every run, on any number of cores, and those of the same
+sum written over indexed data.  The data are read in place: each column is a float64 array at any
+stride.
 
 A row's subexpressions that are the same in every row are not computed in the loop
 (:func:`row_parts`): those of the point alone (``lgamma(exp(a))``) once a call, before it (the
@@ -15,54 +19,30 @@ Native code (:func:`symad.native.compile_rows`) runs the loop.  Under the ``auto
 backend, when the optimised loop is neither compiled in this process nor on disk, the shared
 instruction interpreter runs it (:class:`symad.backends.vm.InterpretedRows`: built in about a
 microsecond a step, without loading LLVM) while the optimised loop compiles in a background
-thread; blocks started after it arrives run on it, even within a pass.  Both give the same
-bits, so which one ran a block never shows.  Without llvmlite, NumPy code runs the loop, a
-block at a time (its inputs gathered into a block-sized array).
+thread: a tier of the blocks' mechanism, each block run by the loop serving when it starts, so
+blocks started after the optimised loop arrives run on it, even within a pass.  Both give the
+same bits, so which one ran a block never shows.  Without llvmlite, NumPy code runs the loop, a
+block at a time (its inputs gathered into a block-sized array, its rows added in the block's
+order by :func:`symad.backends.arrays.blocked_sum`).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from symad import native
+from symad.backends.arrays import blocked_sum
 from symad.backends.vm import InterpretedRows, VMProgram
 from symad.core import forksafe
 from symad.core.dag import Graph
 from symad.core.ops.straight import instructions
-from symad.runtime import background
+from symad.runtime import background, blocks
 from symad.runtime.program import Program
 from symad.schedule.schedule import Schedule
-
-BLOCK_ROWS = 8192
-"""Rows per block: each block's sum is one call of the loop; blocks are shared among the cores."""
-
-_pool: list[tuple[int, ThreadPoolExecutor]] = []  # (its threads, the pool)
-_pool_lock = threading.Lock()
-
-
-def default_threads() -> int:
-    """The cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
-def executor(threads: int) -> ThreadPoolExecutor:
-    with _pool_lock:
-        if not _pool or _pool[0][0] < threads:
-            _pool[:] = [(threads, ThreadPoolExecutor(max_workers=threads, thread_name_prefix="symad-rows"))]
-        return _pool[0][1]
-
-
-forksafe.after_fork_in_child(_pool.clear)  # a child has none of its parent's threads
-
 
 # What computing a subexpression apart must save per row to beat reading its value from memory:
 # about a few instructions' worth (a C library call counts many: straight.LIBRARY_CALL).
@@ -111,12 +91,6 @@ def evaluator(graph: Graph, outputs: Sequence[int], inputs: Sequence[int], backe
     return Program.from_schedule(schedule, "python", background=False)
 
 
-def add_blocks(partial: np.ndarray) -> np.ndarray:
-    """Blocks' sums added in block order (NumPy's pairwise sum: the same bits for the same blocks,
-    however they were computed)."""
-    return partial.sum(axis=0) if len(partial) > 1 else partial[0]
-
-
 class RowSums:
     """The sums of ``schedule``'s outputs over rows: ``sums(w, rows)``.
 
@@ -132,7 +106,7 @@ class RowSums:
         self.schedule, self.sources, self.n_rows, self.prelude = schedule, sources, n_rows, prelude
         self.n_out = len(schedule.outputs)
         self.columns = columns  # kept alive: the machine code reads them by address
-        self.threads = threads or default_threads()
+        self.threads = threads or blocks.THREADS
         self.native = backend != "python" and native.available()
         # the interpreter first, the optimised loop in the background (backend auto; not on Dask's workers)
         self.tiered = tiered and self.native and backend == "auto"
@@ -198,7 +172,7 @@ class RowSums:
 
     def sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Each output summed over every row (``rows`` None) or over the rows ``rows`` (int64 indexes)."""
-        return add_blocks(self.block_sums(w, rows))
+        return blocks.add(self.block_sums(w, rows))
 
     def block_sums(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Each block's sums, in block order (shape ``(blocks, outputs)``): what :meth:`sums` adds."""
@@ -206,28 +180,13 @@ class RowSums:
         if self.prelude is not None:
             w = np.concatenate((w, self.prelude(w)))
         count = self.n_rows if rows is None else len(rows)
-        blocks = max(1, -(-count // BLOCK_ROWS))
-        partial = np.zeros((blocks, self.n_out))
+        partial = np.zeros((blocks.count(count), self.n_out))
         program = self.program()
         if self.native:
             run = self._native_block(w, rows, count, partial)
         else:
             run = self._numpy_block(program, w, rows, count, partial)
-        workers = min(self.threads, blocks)
-        if workers <= 1:
-            for b in range(blocks):
-                run(b)
-        else:
-            todo = iter(range(blocks))  # each worker takes the next block: a block's sum is the same whoever runs it
-
-            def work() -> None:
-                for b in todo:
-                    run(b)
-
-            futures = [executor(workers).submit(work) for _ in range(workers - 1)]
-            work()
-            for f in futures:
-                f.result()
+        blocks.share(len(partial), run, self.threads)  # a block's sums are the same whoever runs it
         return partial
 
     def _native_block(self, w: np.ndarray, rows: np.ndarray | None, count: int, partial: np.ndarray) -> Any:
@@ -237,7 +196,7 @@ class RowSums:
 
         def run(b: int) -> None:
             program = self._program  # the loop serving now: the optimised one once it has arrived
-            start, end, at = b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS), out + b * width
+            (start, end), at = blocks.span(b, count), out + b * width
             if isinstance(program, native.RowsProgram):
                 program.rows(wp, cp, sp, ip, start, end, at)
             else:
@@ -248,12 +207,12 @@ class RowSums:
     def _numpy_block(self, program: Program, w: np.ndarray, rows: np.ndarray | None, count: int,
                      partial: np.ndarray) -> Any:
         def run(b: int) -> None:
-            start, end = b * BLOCK_ROWS, min(count, (b + 1) * BLOCK_ROWS)
+            start, end = blocks.span(b, count)
             picked = slice(start, end) if rows is None else rows[start:end]
             inputs = np.empty((end - start, len(self.sources)))
             for k, (kind, i) in enumerate(self.sources):
                 inputs[:, k] = w[i] if kind == "w" else self.columns[i][picked]
-            # each output's column summed alike (pairwise), whatever the number of outputs
-            partial[b] = np.ascontiguousarray(program.batch(inputs).T).sum(axis=1)
+            # each output's rows added as the compiled loop adds them (one block: two lanes)
+            partial[b] = blocked_sum(np.ascontiguousarray(program.batch(inputs).T))
 
         return run

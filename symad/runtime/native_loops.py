@@ -3,17 +3,18 @@
 Up to :data:`WHOLE_MAX_ROWS` rows in all, a function's outputs are one call of one function
 (:class:`WholeProgram`, :func:`symad.native.compile_program`).  Beyond, the same program runs
 tiled: block ``b`` of every loop at once (x read once, the gradient written once), the blocks
-taken by the batch threads in any order, unless a loop reads what another computes.  Then, and
+taken by the block threads in any order, unless a loop reads what another computes.  Then, and
 for the other programs over loops (Hessian-vector products...), each top-level loop runs on its
 own: its body is scheduled once over its inputs (each entry ``x[i + c]`` a column, ``x``
 read in place; its captures and, where the body reads it, its first index, the same in every
-row).  A ``sum`` runs the row-sum loop (:func:`symad.native.compile_rows`) over blocks of
-:data:`BLOCK` rows shared among the threads; an ``each`` runs the vectorised map loop
-(:func:`symad.native.compile_map`) over the rows whose entries lie inside their vectors and its
-clamped twin over the few edge rows; a loop with loops inside runs as a loop nest
-(:func:`symad.native.compile_nest`).  Every sum adds in the canonical order of
-:func:`symad.backends.arrays.blocked_sum`, so the bits are NumPy's on any number of cores.
-Compile time and memory depend on the body, not on the range.
+row).  A ``sum`` runs the row-sum loop (:func:`symad.native.compile_rows`, the loop an objective's
+sums over data run) over blocks of :data:`~symad.runtime.blocks.BLOCK` rows; an ``each`` runs the
+vectorised map loop (:func:`symad.native.compile_map`) over the rows whose entries lie inside their
+vectors, a block at a time, and its clamped twin over the few edge rows; a loop with loops inside
+runs as a loop nest (:func:`symad.native.compile_nest`).  Blocks, threads and the addition of the
+blocks' sums are :mod:`symad.runtime.blocks`'s, the one mechanism of every loop over rows: every
+sum adds in the canonical order of :func:`symad.backends.arrays.blocked_sum`, so the bits are
+NumPy's on any number of cores.  Compile time and memory depend on the body, not on the range.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from typing import Any
 import numpy as np
 
 from symad import native
-from symad.backends.arrays import BLOCK, ArrayProgram
+from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
-from symad.runtime import batches, policy
+from symad.runtime import blocks, policy
 from symad.schedule.loop_nest import NotCompiled, Scope, loop_nest, loop_program
 from symad.schedule.schedule import Schedule
 
@@ -108,19 +109,14 @@ class _Loop:
             self._columns(vectors, buffers)  # a sum's entries lie inside their vectors (their spans)
             self._w(caps, self.low, buffers.w)
             count = self.high - self.low + 1
-            blocks = -(-count // BLOCK)
-            partial = buffers.partial
             rows = self.program.rows
             wp, cp, sp, out = buffers.w_at, buffers.pointers_at, self.strides_at, buffers.partial_at
-            if blocks == 1:
-                rows(wp, cp, sp, None, 0, count, out)
-                return float(partial[0])
 
             def run(b: int) -> None:
-                rows(wp, cp, sp, None, b * BLOCK, min(count, (b + 1) * BLOCK), out + 8 * b)
+                rows(wp, cp, sp, None, *blocks.span(b, count), out + 8 * b)
 
-            _share(blocks, count, run)
-            return float(partial.sum())
+            _share(blocks.count(count), count, run)
+            return blocks.add(buffers.partial)
         finally:
             self._release(buffers)
 
@@ -145,15 +141,13 @@ class _Loop:
             if high + 1 < count:
                 program.edge(wp, cp, lp, high + 1, count, op, 0)
             run_map = program.map
-            if high - low + 1 <= BLOCK:
-                run_map(wp, cp, low, high + 1, op, 0)
-                return out
-            blocks = -(-(high - low + 1) // BLOCK)
+            inside = high - low + 1
 
             def run(b: int) -> None:
-                run_map(wp, cp, low + b * BLOCK, min(high + 1, low + (b + 1) * BLOCK), op, 0)
+                start, end = blocks.span(b, inside)
+                run_map(wp, cp, low + start, low + end, op, 0)
 
-            _share(blocks, high - low + 1, run)
+            _share(blocks.count(inside), inside, run)
             return out
         finally:
             self._release(buffers)
@@ -173,36 +167,16 @@ class _Buffers:
         self.pointers = np.empty(max(1, columns), dtype=np.uintp)
         self.lims = np.empty(2 * max(1, columns), dtype=np.int64)
         self.w = np.zeros(max(1, values))
-        self.partial = np.zeros(max(1, -(-count // BLOCK)))
+        self.partial = np.zeros(blocks.count(count))
         self.interior = (0, count - 1)
         self.pointers_at, self.lims_at, self.w_at, self.partial_at = (
             a.__array_interface__["data"][0] for a in (self.pointers, self.lims, self.w, self.partial))
 
 
-def _share(blocks: int, count: int, run: Callable[[int], None]) -> None:
-    """``run(b)`` for every block, on the batch threads when the loop is long enough to pay."""
-    pool = batches.pool() if count >= batches.PARALLEL_MIN_POINTS else None
-    if pool is None:
-        for b in range(blocks):
-            run(b)
-        return
-    todo = iter(range(blocks))
-
-    def work() -> None:
-        for b in todo:
-            run(b)
-
-    futures = [pool.submit(work) for _ in range(min(blocks, batches.BATCH_THREADS) - 1)]
-    work()
-    _settle(futures)
-
-
-def _settle(futures: list[Any]) -> None:
-    """Wait for the helpers that started; withdraw the others, which would find nothing left (and
-    might never start: a call from a batch thread while the other batch threads wait)."""
-    for f in futures:
-        if not f.cancel():
-            f.result()
+def _share(count: int, rows: int, run: Callable[[int], None]) -> None:
+    """``run(b)`` for each of ``count`` blocks of a loop of ``rows`` rows, on the block threads when
+    the loop is long enough to pay."""
+    blocks.share(count, run, blocks.THREADS if rows >= blocks.PARALLEL_MIN_ROWS else 1)
 
 
 class _Nest:
@@ -221,19 +195,16 @@ class _Nest:
         bases = np.array([vectors[name][0].__array_interface__["data"][0] for name in self.nest.vectors] or [0],
                          dtype=np.uintp)
         count = self.high - self.low + 1
-        blocks = -(-count // BLOCK)
-        out = np.zeros(blocks) if self.sums else np.empty(count)
+        out = np.zeros(blocks.count(count)) if self.sums else np.empty(count)
         run_nest = self.program.run
         wp, bp, op = (a.__array_interface__["data"][0] for a in (w, bases, out))
         sums = self.sums
 
         def run(b: int) -> None:
-            run_nest(wp, bp, b * BLOCK, min(count, (b + 1) * BLOCK), op + 8 * b if sums else op)
+            run_nest(wp, bp, *blocks.span(b, count), op + 8 * b if sums else op)
 
-        _share(blocks, count, run)
-        if not sums:
-            return out
-        return float(out.sum() if blocks > 1 else out[0])
+        _share(blocks.count(count), count, run)
+        return blocks.add(out) if sums else out
 
 
 def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any] | None = None
@@ -290,7 +261,7 @@ class WholeProgram:
         self.program.tiled = tiled
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
-        self._blocks = [-(-(self.program.top.inner[s].high - self.program.top.inner[s].low + 1) // BLOCK)
+        self._blocks = [blocks.count(self.program.top.inner[s].high - self.program.top.inner[s].low + 1)
                         for s in self.program.sums]
         self.program.call_entry = not tiled and self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
         self.code = native.compile_program(self.program)
@@ -339,24 +310,14 @@ class WholeProgram:
                 self._lock.release()
 
     def _parts(self, buffers: _WholeBuffers) -> None:
-        """The tiled program's blocks: ``part`` on this thread and on the batch threads at once, each
-        taking the next block until none is left; then each sum's blocks added in the canonical
-        order (:func:`symad.backends.arrays.blocked_sum`'s, NumPy's pairwise sum) into ``sums``."""
+        """The tiled program's blocks: ``part`` on this thread and on the block threads at once, each
+        taking the next block (the machine code's own counter) until none is left; then each sum's
+        blocks added in the canonical order (:func:`symad.runtime.blocks.add`) into ``sums``."""
         buffers.counter[0] = 0
-        args = buffers.w_at, buffers.bases_at, buffers.outs_at
-        pool = batches.pool() if self.program.blocks >= 2 else None
-        futures = []
-        if pool is not None:
-            for _ in range(min(self.program.blocks, batches.BATCH_THREADS) - 1):
-                try:
-                    futures.append(pool.submit(self._part, *args))  # ctypes releases the GIL
-                except RuntimeError:  # no thread could be started (or the pool is shut at exit)
-                    break
-        self._part(*args)
-        _settle(futures)
+        part, args = self._part, (buffers.w_at, buffers.bases_at, buffers.outs_at)
+        blocks.on_threads(lambda: part(*args), min(self.program.blocks, blocks.THREADS))
         for s, count in enumerate(self._blocks):
-            row = buffers.partial[s:s + 1, :count]
-            buffers.sums[s] = row.sum(axis=1)[0] if count > 1 else row[0, 0]
+            buffers.sums[s] = blocks.add(buffers.partial[s, :count])
 
 
 class _WholeBuffers:
