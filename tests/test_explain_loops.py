@@ -1,5 +1,5 @@
-"""symad explain over sums kept as loops: the top level, each loop's body at one iteration, the
-gather, and partials equal to symad grad's, bit for bit."""
+"""symad explain over sums kept as loops: the top level, each loop's body at one iteration (loops
+inside loops too), the gather, and partials equal to symad grad's, bit for bit."""
 
 from __future__ import annotations
 
@@ -79,9 +79,10 @@ def test_what_explain_does_not_show_over_loops_says_so() -> None:
         assert r.returncode == 2 and message in r.stderr, r.stderr
     r = run("explain", "x*y", "--at", "x=1,y=2", "--iteration", "3")
     assert r.returncode == 2 and "--iteration is for sums kept as loops" in r.stderr
-    nested = symad.parse("n = 2000; sum(i = 1..n, x[i]*sum(j = 1..n, A[i,j]*x[j]))", Graph())
-    with pytest.raises(SymadError, match="one level of loops"):
-        symad.explain(nested, {"x": 1.0, "A": np.eye(2000)})
+    # a loop of the outer index read inside a loop of the inner one (not as a step of the outer body)
+    nested = symad.parse("sum(i = 1..400, sum(j = 1..20, x[j]*sum(k = 1..30, y[k]*x[i])))", Graph())
+    with pytest.raises(SymadError, match="a loop that a loop inside its body reads without its index"):
+        symad.explain(nested, {"x": 1.0, "y": 2.0})
 
 
 @pytest.mark.parametrize("k", [1, 4, 799, 800])
@@ -98,3 +99,116 @@ def test_explain_gathers_entries_at_a_stride(k: int) -> None:
     assert math.fsum(t.value for t in out.gathers[f"x[{k}]"]) == pytest.approx(want[k - 1], rel=1e-14, abs=1e-14)
     text = out.to_text()
     assert "adjoint at i = (k - c)/a" in text and f"2 does not divide {k if k % 2 else k + 1}" in text
+
+
+# ------------------------------------------------------------------ loops inside loops
+NESTED = "n = 400; sum(i = 1..n, x[i]*sum(j = 1..n, sin(x[j] - y[i])*(i - j)^2/n^2)) + sum(i = 1..n, y[i]^2)"
+NESTED_AT = f"x=[{','.join(map(str, point_list(400)))}],y=0.5"
+
+
+@pytest.mark.parametrize("iteration", [None, 7, 400])
+def test_explain_of_nested_loops_gathers_symad_grads_partials(iteration) -> None:
+    """Each loop's body at one iteration of both indices; the gathers add up to the partials
+    symad grad prints, which explain prints bit for bit."""
+    extra = [] if iteration is None else ["--iteration", str(iteration)]
+    r = run("explain", NESTED, "--at", NESTED_AT, "--json", *extra)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    want = json.loads(run("grad", NESTED, "--at", NESTED_AT, "--json").stdout)["grad"]
+    k = 1 if iteration is None else iteration
+    assert got["gradient"][f"x[{k}]"] == want[f"x[{k}]"] and got["gradient"][f"y[{k}]"] == want[f"y[{k}]"]
+    loops = {loop["id"]: loop for loop in got["loops"]}
+    inner = next(loop for loop in got["loops"] if loop["parent"])
+    outer = loops[inner["parent"]]
+    assert inner["id"].startswith(outer["id"] + "/w") and inner["at"] == {"i": k, "j": k}
+    assert outer["at"] == {"i": k} and outer["parent"] == "" and inner["range"] == [1, 400]
+    assert inner["loop"] == "sum(j = 1..400, sin(x[j] - y[i])*(i - j)^2/160000)"
+    assert inner["scale"] == outer["seed"] * inner["seed"]  # its adjoint for f: the seeds down its path
+    for entry in (f"x[{k}]", f"y[{k}]"):
+        terms = got["gather"][entry]
+        assert math.isclose(math.fsum(t["value"] for t in terms), want[entry], rel_tol=1e-12, abs_tol=1e-12)
+    x_terms = {(t["loop"], t["entry"]): t for t in got["gather"][f"x[{k}]"]}
+    assert x_terms[(outer["id"], "x[i]")]["count"] == 1 and x_terms[(outer["id"], "x[i]")]["iteration"] == k
+    summed = x_terms[(inner["id"], "x[j]")]
+    assert summed["at"] == {"i": [1, 400], "j": k} and summed["count"] == 400 and summed["iteration"] is None
+
+
+def _by_hand(x: np.ndarray, y: np.ndarray) -> complex:
+    """The small nested sum below, in NumPy (complex: the complex step's oracle)."""
+    i, j = np.arange(1, 31)[:, None], np.arange(1, 21)[None, :]
+    inner = np.sum(np.sin(x[j] - y[i - 1]) * (i + 2 * j) / 100, axis=1)  # x[j + 1]: x[j] counted from 0
+    return np.sum(x[:30] * inner) + np.sum(np.exp(y[:20] * x[1:21]))
+
+
+SMALL = "sum(i = 1..30, x[i]*sum(j = 1..20, sin(x[j+1] - y[i])*(i + 2*j)/100)) + sum(i = 1..20, exp(y[i]*x[i+1]))"
+
+
+@pytest.mark.parametrize("k", [1, 2, 21, 30])
+def test_explain_of_nested_loops_against_the_complex_step(k: int) -> None:
+    """The partial and its gathered terms against the complex step of the sum by hand (no
+    subtraction: exact to the rounding of the sum's 600 terms; the written-out sum beside the loops
+    adds entries x[k] of the top level), and the body of the inner loop's
+    rows against their values at (i, j) = (k, min(k, 20))."""
+    e = symad.parse(SMALL, Graph())
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-1, 1, 30), rng.uniform(-1, 1, 30)
+    out = symad.explain(e, {"x": x, "y": y}, iteration=k)
+    assert [s.name for s in out.loops][-1].count("/") == 1  # a loop inside a loop's body
+    h = 1e-30
+    for name in ("x", "y"):
+        step = np.zeros(30, dtype=complex)
+        step[k - 1] = 1j * h
+        oracle = (_by_hand(x + step, y) if name == "x" else _by_hand(x, y + step)).imag / h
+        assert math.isclose(out.gradient[f"{name}[{k}]"], oracle, rel_tol=1e-12, abs_tol=1e-13)
+        assert math.isclose(math.fsum(t.value for t in out.gathers[f"{name}[{k}]"]), oracle, rel_tol=1e-12,
+                            abs_tol=1e-13)
+    inner = next(s for s in out.loops if s.parent)
+    i, j = inner.at["i"], inner.at["j"]
+    assert (i, j) == (k, min(k, 20))
+    rows = {row.expr: row.value for row in inner.body.rows}
+    assert rows["x[j + 1]"] == x[j] and rows["y[i]"] == y[i - 1]
+    assert [row.value for row in inner.body.rows if row.expr.startswith("sin(")] == [math.sin(x[j] - y[i - 1])]
+    assert "its body at i = " + f"{i}, j = {j} (of 1..20):" in out.to_text()
+
+
+def test_explain_of_three_levels_and_of_a_loop_read_in_a_body() -> None:
+    text = ("sum(i = 1..40, sum(j = 1..30, sum(k = 1..20, x[i]*y[j]*cos(z[k] + x[j]))))"
+            " + sum(i = 1..300, z[i]*sum(j = 1..400, y[j]))")
+    e = symad.parse(text, Graph())
+    point = {"x": np.linspace(-1, 1, 40), "y": np.linspace(0, 2, 400), "z": np.linspace(1, 2, 300)}
+    out = symad.explain(e, point, iteration=3)
+    f = symad.compile(e)
+    want = f.grad(np.concatenate([point["x"], point["y"], point["z"]]))
+    assert [out.gradient[v] for v in ("x[3]", "y[3]", "z[3]")] == [want[2], want[42], want[442]]
+    for entry, terms in out.gathers.items():
+        assert math.isclose(math.fsum(t.value for t in terms), out.gradient[entry], rel_tol=1e-12)
+    deepest = max(out.loops, key=lambda s: s.name.count("/"))
+    assert deepest.name.count("/") == 2 and deepest.at == {"i": 3, "j": 3, "k": 3}
+    assert deepest.body.rows[0].name.startswith("u")
+    # sum(j, y[j]) is read by the body of the sum over z: its body's terms receive its adjoint
+    # through that use too (for f: the sum of z), not only the top level's part
+    closed = next(s for s in out.loops if s.text == "sum(i = 1..400, y[i])")
+    assert closed.scale == pytest.approx(float(np.sum(point["z"])), rel=1e-14)
+    js = json.loads(out.to_json())
+    assert [t["where"] for t in js["gather"]["x[3]"]] == ["", ""]
+
+
+def test_a_body_that_is_a_number_at_the_iteration_shown() -> None:
+    e = symad.parse("n = 400; sum(i = 1..n, x[i]*sum(j = 1..n, x[j]*(i - j)^2))", Graph())
+    out = symad.explain(e, {"x": 0.5}, iteration=9)
+    inner = next(s for s in out.loops if s.parent)
+    assert [(r.expr, r.value) for r in inner.body.rows] == [("0", 0.0)]  # (i - j)^2 = 0 at i = j = 9
+    want = symad.compile(e).grad(np.full(400, 0.5))
+    assert out.gradient["x[9]"] == want[8]
+    assert math.isclose(math.fsum(t.value for t in out.gathers["x[9]"]), want[8], rel_tol=1e-12)
+
+
+def test_an_entry_of_two_indices_is_gathered_where_they_reach_it() -> None:
+    e = symad.parse("sum(i = 1..300, sum(j = 1..200, sin(x[i + j])*x[i]))", Graph())
+    x = np.linspace(0, 1, 500)
+    out = symad.explain(e, {"x": x}, iteration=5)
+    terms = {t.entry: t for t in out.gathers["x[5]"]}
+    assert terms["x[i + j]"].count == 4 and terms["x[i + j]"].where == "i + j = 5"
+    assert terms["x[i]"].count == 200 and terms["x[i]"].at == {"i": 5, "j": [1, 200]}
+    assert "x[i + j] in z1/w1 at i = 1..300, j = 1..200 where i + j = 5 (4 iterations)" in out.to_text()
+    assert out.gradient["x[5]"] == symad.compile(e).grad(x)[4]

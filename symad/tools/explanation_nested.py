@@ -1,0 +1,532 @@
+"""Explain reverse mode over loops inside loops, one body at a time.
+
+The same three parts as over one level of loops (:mod:`symad.tools.loop_explanation`), applied
+again inside each body.  A *scope* is the top level or one loop's body at one iteration of every
+index around it (``i = 3, j = 1``); in it, each loop is one step (a row ``w3 = sum(j = ...)``)
+whose body is a scope of its own, one level down.  The rows are named by depth: ``z`` at the top
+level, ``w`` in a loop's body, ``v`` in the body of a loop inside it, and so on; a loop is known by
+the path of its rows (``z2/w3``: the row ``w3`` of the body of ``z2``).  The scopes are found with
+a worklist, never by recursion.
+
+The gather of ``df/dx[k]`` adds, over every scope and every entry of ``x`` it reads (``x[i]``,
+``x[j + 1]``), what flows into that entry over every iteration that reads ``x[k]``: one iteration
+where the entry's index fixes every index around it, else a sum over the free ones (``x[i]`` read
+in the body of ``sum(j = 1..2000, ...)`` is read by its 2000 iterations).  Each such sum is the
+compiled gradient's: the function with that one entry read from a copy of ``x`` (only in that
+scope), differentiated along the copy.  The partials printed are
+:class:`~symad.indexed_function.IndexedFunction`'s (``symad grad``'s), bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from symad.backends.arrays import ArrayProgram
+from symad.core import binders
+from symad.core.dag import BINDERS, Graph
+from symad.core.errors import PointError, SymadError
+from symad.core.printing import format_number, to_infix
+from symad.expr import Expr
+from symad.indexed_function import IndexedFunction
+from symad.tools.explanation import Explanation, Row, explain, factor_text, finite_json, number_text
+
+LETTERS = "zwvutsrqp"  # the rows' letter at each depth (binders nest at most MAX_NESTING deep)
+
+
+def has_nested(graph: Graph, root: int) -> bool:
+    """Whether some loop of ``root`` has a loop in its body (its captures included)."""
+    reach = graph.reachable([root])
+    return any(graph.op[n] in BINDERS and any(graph.op[m] in BINDERS for m in graph.reachable([graph.args[n][0]]))
+               for n in reach)
+
+
+@dataclass
+class NestedStep:
+    """One loop's body at one iteration of its index and of every index around it."""
+
+    name: str  # the loop's path: z2, z2/w3
+    parent: str  # the path of the scope whose row it is ("" for the top level)
+    text: str  # the loop as text, its indices named as in the body around it
+    index: str
+    low: int
+    high: int
+    at: dict[str, int]  # the iteration shown: every index around the body, and its own
+    seed: float  # the loop's adjoint in its parent's table (for 1 of the parent's body, or for f at the top)
+    scale: float  # the loop's adjoint for f at that iteration: the seeds down its path multiplied
+    body: Explanation  # the body at ``at``, its rows named by depth (w1, w2, ... or v1, v2, ...)
+
+    @property
+    def iteration(self) -> int:
+        return self.at[self.index]
+
+
+@dataclass
+class NestedTerm:
+    """What the entry ``entry`` of a scope passes to ``x[k]``, over the iterations that read ``x[k]``."""
+
+    loop: str  # the scope's path, or "" for an entry of the top level
+    entry: str  # as the body writes it: x[i], x[j + 1]
+    at: dict[str, Any]  # each index: the one value that reads x[k], or [low, high] summed over
+    count: int  # iterations that read x[k] (0: none, the term adds nothing)
+    value: float
+    missed: str = ""  # why no iteration reads x[k]
+    where: str = ""  # with several indices in the entry's index, the iterations' condition: i + j = 5
+
+    @property
+    def iteration(self) -> int | None:
+        """The scope's own index where one iteration reads x[k] (None: none, or several)."""
+        last = list(self.at.values())[-1] if self.at else None
+        return last if self.count == 1 and isinstance(last, int) else None
+
+
+@dataclass
+class NestedExplanation:
+    """The top level's sweep, each body at one iteration (loops inside loops), the gathers and the partials."""
+
+    expression: str
+    point: dict[str, Any]
+    top: Explanation
+    loops: list[NestedStep]  # a loop before the loops of its body
+    gathers: dict[str, list[NestedTerm]]
+    gradient: dict[str, float]
+
+    def to_text(self) -> str:
+        """The tables for a terminal."""
+        lines = [f"forward pass at {_point_text(self.point)}"]
+        top = self.top.to_text().splitlines()
+        lines += top[1:top.index("")]
+        for step in self.loops:
+            lines += ["", f"loop {step.name} = {step.text}",
+                      f"  its body at {_at_text(step.at)} (of {step.low}..{step.high}):"]
+            body = step.body.to_text().splitlines()
+            lines += body[1:body.index("")]
+        lines += ["", "backward sweep: adjoints z̄ = df/dz, from the output down"]
+        sweep = top[top.index("") + 2:]
+        lines += sweep[:sweep.index("")]
+        for step in self.loops:
+            bar = _bar(step.name.rsplit("/", 1)[-1])
+            if step.parent:
+                whose = (f" (for 1 of the body of {step.parent}; for f, times the adjoints of the loops around it: "
+                         f"{number_text(step.scale)})")
+            elif step.scale != step.seed:
+                whose = f" above, and for f {number_text(step.scale)} with what the bodies that read it pass on"
+            else:
+                whose = ""
+            scaled = "" if step.scale == 1 else f" (the adjoints below are for 1: times {number_text(step.scale)})"
+            lines += ["", f"body of {step.name} at {_at_text(step.at)}: each term receives {bar} = "
+                      f"{number_text(step.seed)}{whose}{scaled}"]
+            body = step.body.to_text().splitlines()
+            sweep = body[body.index("") + 2:]
+            lines += sweep[:sweep.index("")]
+        if self.gathers:
+            lines += ["", "gather: df/dx[k] adds, for each entry of x a body reads, what it passes on (its "
+                          "adjoint times its loops') over the iterations that read x[k]"]
+        for entry, terms in self.gathers.items():
+            parts = [_term_text(t) for t in terms]
+            numbers = [factor_text(t.value) for t in terms]
+            lines.append(f"  df/d{entry} = {' + '.join(parts) or '0'} = {' + '.join(numbers) or '0'} "
+                         f"= {number_text(self.gradient[entry])}")
+        lines += ["", "gradient: " + ", ".join(f"df/d{k} = {format_number(v, named_constants=False)}"
+                                           for k, v in self.gradient.items())]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the one-level explanation's keys; a loop also says its ``parent``, the
+        iteration ``at`` of every index and its adjoint for f (``scale``); a gathered term its
+        iterations (``at``: a number, or ``[low, high]`` summed over) and their ``count``."""
+        top = self.top.to_dict()
+        return {
+            "expr": self.expression, "mode": "reverse", "at": self.point,
+            "forward": top["forward"], "sweep": top["sweep"],
+            "loops": [{"id": s.name, "parent": s.parent, "loop": s.text, "index": s.index, "range": [s.low, s.high],
+                       "iteration": s.iteration, "at": s.at, "seed": s.seed, "scale": s.scale,
+                       "forward": s.body.to_dict()["forward"], "sweep": s.body.to_dict()["sweep"]}
+                      for s in self.loops],
+            "gather": {entry: [{"loop": t.loop, "entry": t.entry, "iteration": t.iteration, "at": t.at,
+                                "where": t.where, "count": t.count, "value": t.value} for t in terms]
+                       for entry, terms in self.gathers.items()},
+            "gradient": self.gradient,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(finite_json(self.to_dict()))
+
+
+def _bar(name: str) -> str:
+    return f"{name[0]}\u0304{name[1:]}"
+
+
+def _point_text(point: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v if isinstance(v, str) else number_text(v)}" for k, v in point.items())
+
+
+def _at_text(at: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} = {v[0]}..{v[1]}" if isinstance(v, list) else f"{k} = {v}" for k, v in at.items())
+
+
+def _term_text(t: NestedTerm) -> str:
+    where = f" in {t.loop}" if t.loop else ""
+    if not t.loop:
+        return t.entry
+    if t.count == 0:
+        return f"{t.entry}{where} ({t.missed})"
+    many = f" ({t.count:,} iterations)" if t.count > 1 else ""
+    condition = f" where {t.where}" if t.where else ""
+    return f"{t.entry}{where} at {_at_text(t.at)}{condition}{many}"
+
+
+# ------------------------------------------------------------------ the scopes
+@dataclass
+class _Scope:
+    path: str  # "" for the top level
+    depth: int  # 0 for the top level
+    node: int | None  # the loop whose body this is (None: the top level)
+    root: int  # the body (or the expression)
+    at: dict[int, int]  # index level -> the iteration shown
+    parent: _Scope | None = None
+    explanation: Explanation | None = None
+    leaves: dict[str, int] = field(default_factory=dict)  # variable name -> the node it stands for
+    scale: float = 1.0
+
+
+class _Explainer:
+    """The function, the point and the scopes' common work."""
+
+    def __init__(self, expr: Expr, point: Mapping[str, Any]):
+        self.f = f = IndexedFunction(expr)
+        self.graph, self.root = f.graph, f.root
+        self.vectors: dict[str, np.ndarray] = {}
+        self.given: dict[str, Any] = {}
+        for name in (*f.wrt, *f.data):
+            if name not in point:
+                raise PointError(f"the point has no value for {name}")
+            value = point[name]
+            if name in f.spans:
+                shape = tuple(hi - lo + 1 for lo, hi in f.spans[name])
+                array = np.asarray(value, dtype=np.float64)
+                self.vectors[name] = np.full(shape, float(array)) if array.ndim == 0 else array
+                self.given[name] = self.vectors[name]
+            else:
+                self.given[name] = float(value)
+        self.value, self.grad = f.value_and_grad(self.given)
+        taken = {v.partition("[")[0] for v in f.variables}
+        self.names = binders.index_names(taken, binders.MAX_NESTING + 1)
+        self.lv = binders.levels(self.graph)
+
+    def text(self, node: int) -> str:
+        return to_infix(self.graph, node, index_names=self.names)
+
+    def entry_value(self, item: int, at: Mapping[int, int]) -> float:
+        g = self.graph
+        vector, index = g.args[item][0], g.args[item][1:]
+        name = g.data[vector]
+        place = []
+        for a in index:
+            coef, const = binders.affine(g, a)  # type: ignore[misc]
+            place.append(const + sum(c * at[lvl] for lvl, c in coef.items()))
+        lows = [lo for lo, _ in self.f.spans[name]]  # type: ignore[index]
+        return float(self.vectors[name][tuple(k - lo for k, lo in zip(place, lows))])  # type: ignore[index]
+
+    def closed(self, node: int, at: Mapping[int, int]) -> int:
+        """``node`` with the indices around it set to the iteration ``at``."""
+        g = self.graph
+        mapping = {g.index(lvl): g.const(float(v)) for lvl, v in at.items()}
+        return binders.substitute(g, node, mapping) if mapping else node
+
+    def loop_values(self, loops: list[int], at: Mapping[int, int]) -> list[float]:
+        g = self.graph
+        closed = [self.closed(n, at) for n in loops]
+        scalars = {g.var(name): v for name, v in self.given.items() if name not in self.f.spans}
+        vectors = {n: (a, tuple(lo for lo, _ in self.f.spans[n])) for n, a in self.vectors.items()}
+        return [float(v) for v in ArrayProgram(g, closed).run(scalars, vectors)] if closed else []  # type: ignore[arg-type]
+
+    def explain_scope(self, scope: _Scope) -> list[int]:
+        """Explain ``scope`` (its loops and entries as variables, its indices at ``scope.at``); return
+        the loops it reads, in the order of its rows."""
+        g = self.graph
+        found = binders.scope_nodes(g, scope.root, lambda n: g.op[n] not in BINDERS and g.op[n] != "item")
+        loops = [n for n in found if g.op[n] in BINDERS]
+        items = [n for n in found if g.op[n] == "item"]
+        mapping: dict[int, int] = {}
+        point: dict[str, float] = {}
+        for n in items:
+            name = self.text(n)
+            mapping[n] = g.var(name)
+            point[name] = self.entry_value(n, scope.at)
+            scope.leaves[name] = n
+        for n, value in zip(loops, self.loop_values(loops, scope.at)):
+            name = self.text(n)
+            mapping[n] = g.var(name)
+            point[name] = value
+            scope.leaves[name] = n
+        for lvl, v in scope.at.items():
+            mapping[g.index(lvl)] = g.const(float(v))
+        local = binders.substitute(g, scope.root, mapping)
+        expr = Expr(g, local)
+        for var in expr.variables:
+            if var not in point:
+                point[var] = float(self.given[var])
+        scope.explanation = explain(expr, point) if g.op[local] != "const" else _constant(g.data[local])  # type: ignore[arg-type]
+        if scope.depth:
+            _rename(scope.explanation, LETTERS[scope.depth])
+        order = {row.expr: k for k, row in enumerate(scope.explanation.rows)}
+        return sorted(loops, key=lambda n: order.get(self.text(n), 0))
+
+    def adjoint(self, loop: int) -> float:
+        """df/d``loop`` of a loop of the top level, through every use (in bodies too): compiled."""
+        g = self.graph
+        name = "loop_sum"
+        while name in self.f.variables:
+            name += "_"
+        stand_in = g.var(name)
+        partial = self._partials(binders.substitute(g, self.root, {loop: stand_in}),
+                                 {name: self.loop_values([loop], {})[0]})
+        return float(partial[name])
+
+    def given_to(self, h: IndexedFunction) -> dict[str, Any]:
+        """The point for ``h``, a function of a part of the expression: each vector cut to ``h``'s span."""
+        out: dict[str, Any] = {}
+        for name in (*h.wrt, *h.data):
+            if name in h.spans and name in self.vectors:
+                spans = zip(h.spans[name], self.f.spans[name])
+                out[name] = self.vectors[name][tuple(slice(lo - old, hi - old + 1) for (lo, hi), (old, _) in spans)]
+            elif name in self.given:
+                out[name] = self.given[name]
+        return out
+
+    def _partials(self, root: int, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """The compiled partials of ``root`` (by name: a number or an array) at the point and ``extra``."""
+        h = IndexedFunction(Expr(self.graph, root))
+        _, grad = h.value_and_grad({**self.given_to(h), **extra})
+        out, at = {}, 0
+        for name in h.wrt:
+            size = h.length(name)
+            out[name] = grad[at:at + size] if name in h.spans else float(grad[at])
+            at += size
+        return out
+
+    def route(self, chain: list[int], item: int, copy: str, array: np.ndarray, lows: int) -> tuple[np.ndarray, int]:
+        """The compiled partials along ``copy``, a copy of the item's vector read by ``item`` in the body
+        of the last loop of ``chain`` only (not in the loops inside it), and the copy's first index."""
+        g = self.graph
+        new = binders.item(g, g.vector(copy), *g.args[item][1:])
+        old = item
+        for loop in reversed(chain):
+            body = _swapped(g, g.args[loop][0], old, new)
+            level, low, high = g.data[loop]  # type: ignore[misc]
+            old, new = loop, binders.reduce(g, g.op[loop], level, low, high, body)
+            if self.lv[old] < 0:  # a loop closed in itself (the outermost is) is the same node wherever it is read
+                break
+        root = binders.substitute(g, self.root, {old: new})
+        h = IndexedFunction(Expr(g, root))
+        lo, hi = h.spans[copy][0]
+        given = self.given_to(h)
+        given[copy] = array[lo - lows:hi - lows + 1]
+        _, grad = h.value_and_grad(given)
+        at = 0
+        for name in h.wrt:
+            if name == copy:
+                return grad[at:at + hi - lo + 1], lo
+            at += h.length(name)
+        raise SymadError("internal error: the copy of the entry is not differentiated")
+
+
+def _constant(value: float) -> Explanation:
+    """The explanation of a body that is a number at the iteration shown (``x[j]*(i - j)`` at i = j)."""
+    row = Row("z1", format_number(value), value, 1.0, seed=True)
+    return Explanation(format_number(value), {}, "reverse", [row], [row], {}, {})
+
+
+def _swapped(graph: Graph, root: int, old: int, new: int) -> int:
+    """``root`` with ``old`` replaced by ``new`` in its own scope: the loops in it are kept as they are."""
+    op_of, args_of, data_of = graph.op, graph.args, graph.data
+    done: dict[int, int] = {}
+    for node in binders.scope_nodes(graph, root, lambda n: n != old and op_of[n] not in BINDERS):
+        if node == old:
+            done[node] = new
+            continue
+        args = args_of[node]
+        if op_of[node] in BINDERS or not args:
+            done[node] = node
+            continue
+        changed = tuple(done.get(a, a) for a in args)
+        if changed == args:
+            done[node] = node
+        elif op_of[node] == "item":
+            done[node] = binders.item(graph, changed[0], *changed[1:])
+        else:
+            done[node] = graph.build(op_of[node], data_of[node], changed)
+    return done[root]
+
+
+def _rename(body: Explanation, letter: str) -> None:
+    """The body's rows named ``letter``1, ``letter``2, ... (the top level's are z1, z2, ...)."""
+    names = {row.name: letter + row.name[1:] for row in body.rows}
+
+    def renamed(text: str) -> str:
+        return re.sub(r"\bz\d+\b", lambda m: names.get(m.group(0), m.group(0)), text)
+
+    for row in body.rows:
+        row.name = names[row.name]
+        row.expr = row.expr if row.expr in body.point else renamed(row.expr)
+        for term in row.terms:
+            term.source = names.get(term.source, term.source)
+            term.local = renamed(term.local)
+    body.result_names = {k: names.get(v, v) for k, v in body.result_names.items()}
+
+
+# ------------------------------------------------------------------ the explanation
+def explain_nested(expr: Expr, point: Mapping[str, Any], iteration: int | None = None) -> NestedExplanation:
+    """The step-by-step sweep of ``expr``, with loops inside loops, at ``point`` (a number or an
+    array per vector): each body at ``iteration`` of its index and of the indices around it (the
+    nearest in each range; by default each loop's first), and the gathers of the entries
+    ``x[iteration]`` (by default the first loop's first index)."""
+    ex = _Explainer(expr, point)
+    g = ex.graph
+    top = _Scope("", 0, None, ex.root, {})
+    scopes, steps = [top], []
+    owner: dict[int, _Scope] = {}  # each loop: the scope that explains its body (the first that reads it)
+    captured: set[int] = set()  # loops of the top level read inside a body too
+    todo = [top]
+    while todo:  # a worklist: a body's loops are explained after it, one level down
+        scope = todo.pop(0)
+        loops = ex.explain_scope(scope)
+        assert scope.explanation is not None
+        here = -1 if scope.node is None else g.data[scope.node][0]  # type: ignore[index]
+        for loop in loops:
+            if ex.lv[loop] < here:  # captured from around the body: its adjoint here is one of its parts
+                if ex.lv[loop] >= 0:
+                    raise SymadError(f"symad explain does not show yet a loop that a loop inside its body reads "
+                                     f"without its index ({ex.text(loop)}, in the body of {scope.path}); "
+                                     "symad grad and diff take it")
+                captured.add(loop)
+            if loop in owner:
+                continue
+            level, low, high = g.data[loop]  # type: ignore[misc]
+            if scope.depth + 1 >= len(LETTERS):
+                raise SymadError(f"symad explain shows loops nested up to {len(LETTERS) - 1} deep, not "
+                                 f"{scope.depth + 1}")
+            at = dict(scope.at) if ex.lv[loop] >= 0 else {}
+            at[level] = low if iteration is None else min(max(iteration, low), high)
+            row = scope.explanation.result_names[ex.text(loop)]
+            path = f"{scope.path}/{row}" if scope.path else row
+            child = _Scope(path, scope.depth + 1, loop, g.args[loop][0], at, scope)
+            owner[loop] = child
+            seed = scope.explanation.result[ex.text(loop)]
+            child.scale = seed * scope.scale
+            todo.append(child)
+            scopes.append(child)
+    for child in scopes[1:]:
+        assert child.explanation is not None and child.node is not None and child.parent is not None
+        if child.node in captured:  # read in a body too: its adjoint through every use
+            child.scale = ex.adjoint(child.node)
+        level, low, high = g.data[child.node]  # type: ignore[misc]
+        parent = child.parent.explanation
+        assert parent is not None
+        steps.append(NestedStep(child.path, child.parent.path, ex.text(child.node), ex.names[level], low, high,
+                                {ex.names[lvl]: v for lvl, v in sorted(child.at.items())},
+                                parent.result[ex.text(child.node)], child.scale, child.explanation))
+    gathers, gradient = _gathers(ex, scopes, iteration)
+    summary = {name: (f"[{ex.vectors[name].size:,} numbers]" if name in ex.vectors else ex.given[name])
+               for name in ex.given}
+    assert top.explanation is not None
+    return NestedExplanation(str(expr), summary, top.explanation, steps, gathers, gradient)
+
+
+def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tuple[dict, dict]:
+    """The gather of ``x[k]`` for each vector ``x`` differentiated, and the partials shown."""
+    g, f = ex.graph, ex.f
+    offsets, at = {}, 0
+    for name in f.wrt:
+        offsets[name] = at
+        at += f.length(name)
+    first = next((g.data[s.node][1] for s in scopes if s.node is not None), None)  # type: ignore[index]
+    gathers: dict[str, list[NestedTerm]] = {}
+    gradient: dict[str, float] = {}
+    for name in f.wrt:
+        if name not in f.spans:
+            gradient[name] = float(ex.grad[offsets[name]])
+            continue
+        lo, hi = f.spans[name][0]
+        k = iteration if iteration is not None else min(max(first if first is not None else lo, lo), hi)
+        if not lo <= k <= hi:
+            raise SymadError(f"--iteration {k}: {name}[{k}] is outside {name}[{lo}..{hi}]")
+        entry = f"{name}[{k}]"
+        terms = []
+        for scope in scopes:
+            assert scope.explanation is not None
+            for text, item in scope.leaves.items():
+                if g.op[item] != "item" or g.data[g.args[item][0]] != name or len(g.args[item]) != 2:
+                    continue
+                if scope.node is None:  # x[3] beside the loops
+                    if text == entry:
+                        terms.append(NestedTerm("", text, {}, 1, scope.explanation.result[text]))
+                    continue
+                chain, s = [], scope
+                while s.node is not None:
+                    chain.append(s.node)
+                    s = s.parent  # type: ignore[assignment]
+                chain.reverse()
+                where, count, missed = _iterations(ex, chain, item, k)
+                value = 0.0
+                if count:
+                    copy = f"{name}_entry"  # (not x': the compiled function's tangents are named so)
+                    while copy in f.variables or copy in f.data:
+                        copy += "_"
+                    partial, first_copy = ex.route(chain, item, copy, ex.vectors[name], lo)
+                    value = float(partial[k - first_copy]) if 0 <= k - first_copy < len(partial) else 0.0
+                condition = ""
+                if sum(1 for c in binders.affine(g, g.args[item][1])[0].values() if c) > 1:  # type: ignore[index]
+                    condition = f"{ex.text(g.args[item][1])} = {k}"
+                terms.append(NestedTerm(scope.path, text, where, count, value, missed, condition))
+        gathers[entry] = terms
+        gradient[entry] = float(ex.grad[offsets[name] + k - lo])
+    return gathers, gradient
+
+
+def _iterations(ex: _Explainer, chain: list[int], item: int, k: int) -> tuple[dict[str, Any], int, str]:
+    """The iterations of the loops of ``chain`` where ``item`` reads entry ``k``: per index, the one
+    value or the range summed over; their count; why none does."""
+    g = ex.graph
+    ranges = {g.data[n][0]: (g.data[n][1], g.data[n][2]) for n in chain}  # type: ignore[index]
+    coef, const = binders.affine(g, g.args[item][1])  # type: ignore[misc]
+    coef = {lvl: c for lvl, c in coef.items() if c}
+    at: dict[str, Any] = {}
+    for lvl, (low, high) in sorted(ranges.items()):
+        if lvl not in coef:
+            at[ex.names[lvl]] = [low, high]
+    if len(coef) == 1:
+        (lvl, a), = coef.items()
+        low, high = ranges[lvl]
+        if (k - const) % a:
+            return at, 0, f"{a} does not divide {k - const}"
+        i = (k - const) // a
+        if not low <= i <= high:
+            return at, 0, "outside the range"
+        at[ex.names[lvl]] = i
+        count = 1
+    else:  # several indices: count the solutions, the first index running over its range
+        levels = sorted(coef)
+        grid = np.zeros(1, dtype=np.int64) + (k - const)
+        for lvl in levels[:-1]:
+            low, high = ranges[lvl]
+            grid = (grid[:, None] - coef[lvl] * np.arange(low, high + 1)[None, :]).reshape(-1)
+        last = levels[-1]
+        low, high = ranges[last]
+        a = coef[last]
+        ok = (grid % a == 0) & (low <= grid // a) & (grid // a <= high)
+        count = int(ok.sum())
+        if not count:
+            return at, 0, "no iteration reads it"
+    count *= math.prod(high - low + 1 for lvl, (low, high) in ranges.items() if lvl not in coef)
+    for lvl in coef if len(coef) > 1 else ():
+        at[ex.names[lvl]] = list(ranges[lvl])
+    at = {ex.names[lvl]: at[ex.names[lvl]] for lvl in sorted(ranges)}
+    return at, count, ""
