@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 
+import numpy as np
 import pytest
 from support.cli_helpers import run
 
@@ -181,3 +182,24 @@ def test_symad_graph_html_needs_a_point(tmp_path):
     p = run("graph", SEED, "--at", "x=1,y=2", "--wrt", "x", "-o", str(tmp_path / "page.html"))
     assert p.returncode == 2 and "--wrt" in p.stderr
     assert not (tmp_path / "page.html").exists()
+
+
+def test_a_loop_inside_a_loop_is_a_box_inside_a_box():
+    e = parse("sum(i = 1..400, x[i]*sum(j = 1..400, sin(x[j] - y[i])*(i + j)/400)) + y[2]^2", Graph())
+    point = {"x": np.linspace(0.5, 1, 400), "y": 0.25}
+    page = explore(e, at=point, iteration=3)
+    want = explain(e, point, iteration=3).to_dict()
+    data = page_data(page)
+    top, outer, inner = data["sections"]
+    assert (outer["key"], inner["key"]) == ("z3", "z3/w1") and inner["box"] == "sx-box-z3/w1"
+    assert next(r for r in outer["rows"] if r["z"] == "w1").get("loop")  # one step of the outer body
+    assert [exact(r["v"]) for r in inner["rows"]] == [r["value"] for r in want["loops"][1]["forward"]]
+    assert [exact(s["d"]) for s in inner["sweep"]] == [r["derivative"] for r in want["loops"][1]["sweep"]]
+    assert inner["title"] == "the body of z3/w1 at i = 3, j = 3"
+    # the inner loop's Σ is its row's node in the outer box, the inner body's nodes are in the inner box
+    assert 'id="sx&#45;z3&#45;w1" class="node"' in page.html and 'id="sx&#45;z3/w1&#45;v1" class="node"' in page.html
+    assert page.html.count('class="cluster"') == 2
+    assert [len(g["terms"]) for g in data["gathers"]] == [len(t) for t in want["gather"].values()]
+    assert {p["var"]: exact(p["d"]) for p in data["gradient"]} == want["gradient"]
+    with pytest.raises(SymadError, match="iteration is for sums kept as loops"):
+        explore(SEED, at={"x": 1, "y": 2}, iteration=3)

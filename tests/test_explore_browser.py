@@ -257,3 +257,45 @@ def test_a_loop_is_one_box_and_its_body_is_stepped_through(open_page):
     got = next_step(page, "ArrowRight")
     assert got["phase"] == "result"
     assert {v: float(d[1]) for v, d in got["partials"].items()} == want["gradient"]
+
+
+def test_a_loop_inside_a_loop_is_a_box_inside_a_box_stepped_through(open_page):
+    """The body of the inner loop, at one iteration of both indices, in its own box inside the outer
+    loop's; every number shown is symad explain --json's, the gathers' too."""
+    import numpy as np
+
+    text = "sum(i = 1..400, x[i]*sum(j = 1..400, sin(x[j] - y[i])*(i + j)/400)) + y[2]^2"
+    x = np.round(np.linspace(0.5, 1, 400) ** 2, 3)
+    r = run("explain", text, "--at", f"x=[{','.join(map(str, x))}],y=0.25", "--iteration", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    want = json.loads(r.stdout)
+    page = open_page(explore(parse(text, Graph()), at={"x": x, "y": 0.25}, iteration=2).html)
+    outer, inner = (page.locator(f'[id="sx-box-{loop["id"]}"]') for loop in want["loops"])
+    assert [loop["id"] for loop in want["loops"]] == ["z3", "z3/w1"] and want["loops"][1]["parent"] == "z3"
+    a, b = outer.bounding_box(), inner.bounding_box()  # Graphviz writes clusters side by side: inside by place
+    assert a["x"] < b["x"] and a["y"] < b["y"] and b["x"] + b["width"] < a["x"] + a["width"]
+    assert b["y"] + b["height"] < a["y"] + a["height"]
+    page.hover('[id="sx-z3/w1-v3"]')
+    page.wait_for_selector("#sx-tip:not([hidden])")
+    assert "the body of z3/w1 at i = 2, j = 2" in page.text_content("#sx-tip")
+    page.mouse.move(0, 0)
+    expected = [("forward", "", r["id"], r["value"]) for r in want["forward"]]
+    expected += [("forward", loop["id"], r["id"], r["value"]) for loop in want["loops"] for r in loop["forward"]]
+    expected += [("backward", "", r["id"], r["derivative"]) for r in want["sweep"]]
+    expected += [("backward", loop["id"], r["id"], r["derivative"]) for loop in want["loops"] for r in loop["sweep"]]
+    for phase, loop, z, number in expected:
+        got = next_step(page, "ArrowRight")
+        shown = got["value"] if phase == "forward" else got["adjoint"]
+        assert (got["phase"], got["z"], float(shown)) == (phase, z, number)
+        if loop:  # a body's node, in its loop's box (the inner loop's Σ is the row w1 of z3's body)
+            assert got["current"] == [f"sx-{loop}-{z}"]
+            assert page.locator(f'[id="sx-box-{loop}"].sx-inbox').count() == 1
+    for entry, terms in want["gather"].items():
+        got = next_step(page, "ArrowRight")
+        assert got["phase"] == "gather" and got["z"] == entry
+        body = page.text_content("#sx-step")
+        assert "iterations)" in body and all(f"{t['entry']} in {t['loop']}" in body for t in terms if t["loop"])
+    got = next_step(page, "ArrowRight")
+    assert got["phase"] == "result"
+    assert {v: float(d[1]) for v, d in got["partials"].items()} == want["gradient"]
+    assert set(want["gradient"]) == {"x[2]", "y[2]"}

@@ -129,7 +129,7 @@ class NestedExplanation:
             lines += ["", "gather: df/dx[k] adds, for each entry of x a body reads, what it passes on (its "
                           "adjoint times its loops') over the iterations that read x[k]"]
         for entry, terms in self.gathers.items():
-            parts = [_term_text(t) for t in terms]
+            parts = [term_text(t) for t in terms]
             numbers = [factor_text(t.value) for t in terms]
             lines.append(f"  df/d{entry} = {' + '.join(parts) or '0'} = {' + '.join(numbers) or '0'} "
                          f"= {number_text(self.gradient[entry])}")
@@ -171,7 +171,8 @@ def _at_text(at: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} = {v[0]}..{v[1]}" if isinstance(v, list) else f"{k} = {v}" for k, v in at.items())
 
 
-def _term_text(t: NestedTerm) -> str:
+def term_text(t: NestedTerm) -> str:
+    """A gathered term as text: ``x[j] in z1/w1 at i = 1..3000, j = 5 (3,000 iterations)``."""
     where = f" in {t.loop}" if t.loop else ""
     if not t.loop:
         return t.entry

@@ -73,12 +73,14 @@ class Page:
 
 
 def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRAWN,
-            title: str | None = None, rankdir: str = "TB") -> Page:
+            title: str | None = None, rankdir: str = "TB", iteration: int | None = None) -> Page:
     """The interactive page of ``expr``'s forward pass and reverse sweep at ``at``.
 
     ``max_drawn`` bounds the nodes drawn (past it, subgraphs collapse into boxes); ``title``
     replaces the expression's text as the page's heading; ``rankdir`` is the layout's direction
-    (``TB`` inputs at the top, ``LR`` inputs on the left).
+    (``TB`` inputs at the top, ``LR`` inputs on the left); with sums kept as loops, ``iteration``
+    is where each loop's body is shown and the entry ``x[iteration]`` gathered (``symad explain
+    --iteration``; by default each loop's first).
 
     >>> page = explore("(x+y)+x*(x+y)", at={"x": 1, "y": 2})
     >>> page.html.startswith("<!DOCTYPE html>"), page.drawn
@@ -92,11 +94,13 @@ def explore(expr: Expr | str, at: Mapping[str, Any], *, max_drawn: int = MAX_DRA
         expr = parse(expr, Graph())
     g, root = expr.graph, expr.id
     if binders.has_scoped(g, [root]):
-        dot, data = loop_parts(expr, at, max_drawn, rankdir.upper())
+        dot, data = loop_parts(expr, at, max_drawn, rankdir.upper(), iteration)
         heading = title if title is not None else _cut(str(expr))
         data["title"] = heading
         nodes = sum(len(s["rows"]) for s in data["sections"])
         return Page(_fill(heading, _svg(dot), data), heading, nodes, nodes)
+    if iteration is not None:
+        raise SymadError("iteration is for sums kept as loops (this expression has none)")
     if g.op[root] == "const":
         raise SymadError(f"the expression is the number {str(expr)}: there is no sweep to step through")
     point = indexed.expand_point(expr.variables, at)

@@ -23,16 +23,18 @@ from symad.core.ops import OPS
 from symad.expr import Expr, parse
 from symad.tools import viz
 from symad.tools.explanation import Explanation, explain
+from symad.tools.explanation_nested import LETTERS, NestedExplanation, term_text
 from symad.tools.explore_data import number, rows_layout_attrs, shown, sweep_data
 
 _LOOP_SYMBOL = {"sum": "Σ", "prod": "Π", "each": "each"}
-_NAME = re.compile(r"\b[zw]\d+\b")
+_BOX_FILLS = ("#f8f4fd", "#efe6fa", "#e6d8f6", "#dccaf1")  # a box inside a box a shade darker
+_NAME = re.compile(rf"\b[{LETTERS}]\d+\b")  # the rows' names: z at the top level, w, v, ... in bodies
 
 
-def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int,
-               rankdir: str) -> tuple[graphviz.Digraph, dict[str, Any]]:
-    """The picture and the page's data of ``expr`` (with loops) at ``point``."""
-    steps = explain(expr, point)
+def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: str,
+               iteration: int | None = None) -> tuple[graphviz.Digraph, dict[str, Any]]:
+    """The picture and the page's data of ``expr`` (with loops) at ``point``, each body at ``iteration``."""
+    steps = explain(expr, point, iteration=iteration)
     drawn = len(steps.top.rows) + sum(len(s.body.rows) for s in steps.loops)
     if drawn > max_drawn:
         raise LimitError(f"the page of an expression with loops draws every node of its top level and of its "
@@ -56,39 +58,55 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int,
         else:
             _node(dot, f"sx-{row['z']}", row, root=row is top_rows[-1])
     sections = [{"key": "", "rows": top_rows, "sweep": sweep_data(steps.top)}]
-    for k, step in enumerate(steps.loops, 1):
-        key = step.name
+    boxes: dict[str, graphviz.Digraph] = {}
+    for k, step in enumerate(steps.loops, 1):  # a loop before the loops of its body (their boxes go in its box)
+        key, parent = step.name, getattr(step, "parent", "")
+        at = _at_text(step)
         rows = _rows(step.body, key)
-        with dot.subgraph(name=f"cluster_loop{k}") as box:
-            box.attr(id=f"sx-box-{key}", label=f"{step.text}: its body at {step.index} = {step.iteration}",
-                     **viz.LOOP_BOX_STYLE)
-            symbol = _LOOP_SYMBOL.get(step.text.split("(", 1)[0].strip(), "Σ")
-            box.node(f"sx-{key}", f'<<FONT POINT-SIZE="17">{symbol}</FONT><BR/><FONT POINT-SIZE="10" '
-                     f'COLOR="#666666">{html.escape(key)}</FONT>>', id=f"sx-{key}", **viz.LOOP_STYLES["sum"])
-            for row in rows:
+        box = boxes[key] = graphviz.Digraph(name=f"cluster_loop{k}")
+        depth = key.count("/")
+        box.attr(id=f"sx-box-{key}", label=f"{step.text}: its body at {at}",
+                 **{**viz.LOOP_BOX_STYLE, "fillcolor": _BOX_FILLS[min(depth, len(_BOX_FILLS) - 1)]})
+        symbol = _LOOP_SYMBOL.get(step.text.split("(", 1)[0].strip(), "Σ")
+        own = f"sx-{parent}-{key.rsplit('/', 1)[-1]}" if parent else f"sx-{key}"  # its row's node, a step above
+        box.node(own, f'<<FONT POINT-SIZE="17">{symbol}</FONT><BR/><FONT POINT-SIZE="10" '
+                 f'COLOR="#666666">{html.escape(key.rsplit("/", 1)[-1])}</FONT>>', id=own, **viz.LOOP_STYLES["sum"])
+        for row in rows:
+            if f"{key}/{row['z']}" in loops:
+                row["loop"] = True  # drawn in its own box, inside this one
+            else:
                 _node(box, f"sx-{key}-{row['z']}", row)
-            if rows:
-                edge(f"sx-{key}-{rows[-1]['z']}", f"sx-{key}", box)
-            for row in rows:
-                for a in row["args"]:
-                    edge(f"sx-{key}-{a}", f"sx-{key}-{row['z']}", box)
-        bar = f"{key[0]}\u0304{key[1:]}"
+        if rows:
+            edge(f"sx-{key}-{rows[-1]['z']}", own, box)
+        for row in rows:
+            for a in row["args"]:
+                edge(f"sx-{key}-{a}", f"sx-{key}-{row['z']}", box)
+        bar = _bar(key.rsplit("/", 1)[-1])
+        scale = getattr(step, "scale", step.seed)
+        whose = (f" (for 1 of the body of {parent}); the body's adjoints are for 1, times {shown(scale)} for f "
+                 f"(the adjoints of the loops around it, multiplied)" if parent else
+                 f"; the body's adjoints are for 1, times {shown(scale)} for f" + (
+                     " (with what the bodies that read it pass on)" if scale != step.seed else ""))
         sections.append({
             "key": key, "rows": rows, "sweep": sweep_data(step.body), "box": f"sx-box-{key}",
-            "title": f"the body of {key} at {step.index} = {step.iteration}",
-            "note": f"{key} = {step.text}: its body at {step.index} = {step.iteration} (of {step.low}..{step.high}). "
-                    f"Each term receives {bar} = {shown(step.seed)}; the body's adjoints are for 1, "
-                    f"times {bar} for f."})
+            "title": f"the body of {key} at {at}",
+            "note": f"{key} = {step.text}: its body at {at} (of {step.low}..{step.high}). "
+                    f"Each term receives {bar} = {shown(step.seed)}{whose}."})
+    for step in reversed(steps.loops):  # the innermost boxes first: a box is whole when it goes in its parent's
+        parent = getattr(step, "parent", "")
+        (boxes[parent] if parent else dot).subgraph(boxes[step.name])
     for row in top_rows:
         for a in row["args"]:
             edge(f"sx-{a}", f"sx-{row['z']}")
     gathers = []
+    nested = isinstance(steps, NestedExplanation)
     for entry, terms in steps.gathers.items():
         gathers.append({"entry": entry, "d": number(steps.gradient[entry]), "terms": [
-            {"text": f"{t.entry} in {t.loop} at i = {t.iteration}" if t.iteration is not None
-             else f"{t.entry} in {t.loop} (outside its range)" if t.loop else t.entry,
-             "value": number(t.value)} for t in terms],
-            "note": f"The partial along {entry} adds, over each loop's entries x[i + c], the body's adjoint of the "
+            {"text": term_text(t) if nested else _one_level_text(t), "value": number(t.value)} for t in terms],
+            "note": f"The partial along {entry} adds, over every body's entries of the vector, what the entry passes "
+                    f"on (its adjoint times its loops') over the iterations that read {entry}: a sum over the "
+                    f"indices the entry leaves free, from the compiled gradient." if nested else
+                    f"The partial along {entry} adds, over each loop's entries x[i + c], the body's adjoint of the "
                     f"entry at i = k - c times the loop's adjoint (an iteration outside the range adds nothing)."})
     names = steps.top.result_names
     gradient = [{"var": v, "z": names.get(v), "d": number(d)} for v, d in steps.gradient.items()]
@@ -98,6 +116,23 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int,
             "gradientNote": "The partials along the other entries are gathered the same way (symad grad "
                             "prints them all)." if gathers else ""}
     return dot, data
+
+
+def _bar(name: str) -> str:
+    return f"{name[0]}\u0304{name[1:]}"
+
+
+def _one_level_text(t: Any) -> str:
+    if not t.loop:
+        return t.entry
+    return f"{t.entry} in {t.loop} at i = {t.iteration}" if t.iteration is not None else \
+        f"{t.entry} in {t.loop} (outside its range)"
+
+
+def _at_text(step: Any) -> str:
+    """The iteration a body is shown at: ``i = 3`` (one level) or ``i = 3, j = 1`` (inside a loop)."""
+    at = getattr(step, "at", None) or {step.index: step.iteration}
+    return ", ".join(f"{k} = {v}" for k, v in at.items())
 
 
 def _rows(steps: Explanation, key: str) -> list[dict[str, Any]]:
