@@ -14,7 +14,7 @@ from symad.cli.common import emit, format_number, parse_point
 from symad.cli.loop_commands import has_loops
 from symad.cli.minimize_args import duration, ipopt_options, json_number, parse_bounds, progress_bar
 from symad.cli.minimize_loops import run_loops
-from symad.core import binders, indexed
+from symad.core import indexed
 from symad.core.errors import ParseError, SymadError, VariableError, name_list
 from symad.core.files import write_atomically
 from symad.expr import Expr, parse
@@ -41,7 +41,8 @@ examples:
 methods: newton (exact Hessian, line search, shifted where not positive definite; default;
   with many variables or a large expression, Newton-CG on Hessian-vector products instead),
   trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
-  backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr);
+  backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr),
+  l-bfgs-b (scipy's L-BFGS-B routine, symad's stopping rules; its BLAS on one thread);
   slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives;
   ipopt: IPOPT's interior point (pip install "symad[ipopt]"), given the exact sparse Jacobian
   and Hessian of the Lagrangian, its options by --option NAME=VALUE.
@@ -77,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.epilog = EPILOG
     p.add_argument("--from", dest="start", action="append", default=[], metavar="x=-1.2,y=1",
                    help="the start point: name=value pairs, one per free variable (repeatable)")
-    p.add_argument("--method", choices=[*METHODS, *CONSTRAINED, "l-bfgs-b"],
+    p.add_argument("--method", choices=[*METHODS, *CONSTRAINED],
                    help="default: newton, or slsqp with constraints; with sums kept as loops l-bfgs-b, "
                         "or trust-constr with constraints")
     p.add_argument("--max-iter", type=int, metavar="N",
@@ -143,9 +144,6 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if has_loops([expr, *(c for _, c in constraints)]):
         run_loops(args, text, expr)
         return
-    if args.method == "l-bfgs-b":
-        raise SymadError("--method l-bfgs-b is for sums kept as loops (past "
-                         f"{binders.UNROLL_MAX_TERMS:,} terms); here newton (the default) or trust-ncg")
     start, fixed, bounds = parse_point(args.start, "--from"), parse_point(args.fix, "--fix"), parse_bounds(args.bounds)
     method = chosen_method(args)
     if constraints and method not in CONSTRAINED:

@@ -3,7 +3,8 @@
 :func:`minimize` runs gradient descent (backtracking Armijo line search),
 momentum, Nesterov, Adam, Newton (exact Hessian, line search, shifted when not
 positive definite) or a trust-region Newton-CG that uses only Hessian-vector
-products.  Every method is a generator of iterates; one driver owns the
+products, or scipy's L-BFGS-B driven an iterate at a time (``l-bfgs-b``, its bounds its
+own).  Every method is a generator of iterates; one driver owns the
 stopping rules (gradient norm, step size, iterations, time, callback), the
 counters and the result, so a method is just its update rule.
 
@@ -79,6 +80,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], bool]]] = {  # name: (what it mus
     "lr": ("a positive number", _positive),
     "radius": ("a positive number", _positive),
     "eps": ("a positive number", _positive),
+    "memory": ("a positive integer", lambda v: isinstance(v, numbers.Integral) and _real(v) and v >= 1),
     **{b: ("a number in [0, 1)", lambda v: _real(v) and 0 <= v < 1) for b in ("beta", "beta1", "beta2")},
 }
 
@@ -114,27 +116,29 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     one's), while ``fun``, ``jac`` and ``grad_norm`` are over every row at the result; bound
     the run with ``max_iter`` or ``max_time``.
 
-    ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` (the default) or
-    ``trust-ncg``, with options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps`` or ``radius`` as
-    the method takes; or scipy's ``slsqp`` or ``trust-constr`` given exact derivatives, which
-    take ``constraints``: ``[("eq", "x + y - 1"), ("ineq", "1 - x^2 - y^2")]`` (``eq``: the
-    expression is 0; ``ineq``: it is ≥ 0, scipy's convention), ``slsqp`` by default when there
-    are constraints.  Their result also has ``constraints`` (kinds, values, ``violation``: the
-    most any constraint or bound is missed by) and ``multipliers`` where scipy gives them;
-    ``success`` needs scipy's success and a violation of at most 1e-6.  ``ipopt`` runs IPOPT
-    (``pip install "symad[ipopt]"``) on the exact sparse Jacobian and Lagrangian Hessian, its own
-    options in ``options={name: value}``; its result adds ``ipopt_status``, ``ipopt_message`` and
+    ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` (the default),
+    ``trust-ncg`` or ``l-bfgs-b`` (also ``L-BFGS-B``: scipy's routine, its BLAS on one thread),
+    with options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps``, ``radius`` or ``memory`` (the
+    corrections L-BFGS-B keeps, 10) as the method takes; or scipy's ``slsqp`` or
+    ``trust-constr`` given exact derivatives, which take ``constraints``:
+    ``[("eq", "x + y - 1"), ("ineq", "1 - x^2 - y^2")]`` (``eq``: the expression is 0; ``ineq``:
+    it is ≥ 0, scipy's convention), ``slsqp`` by default when there are constraints.  Their
+    result also has ``constraints`` (kinds, values, ``violation``: the most any constraint or
+    bound is missed by) and ``multipliers`` where scipy gives them; ``success`` needs scipy's
+    success and a violation of at most 1e-6.  ``ipopt`` runs IPOPT (``pip install
+    "symad[ipopt]"``) on the exact sparse Jacobian and Lagrangian Hessian, its own options in
+    ``options={name: value}``; its result adds ``ipopt_status``, ``ipopt_message`` and
     ``bound_multipliers``.  With ``trust-constr`` or ``ipopt``, the objective may keep sums as
     loops and a constraint may be a family ``each(k = lo..hi, c_k)`` (docs/guide/optimize.md).
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
-    ``params``: ``{name: value}`` held constant too, but passed at each call to one
-    compiled function, so a :class:`~symad.second_order.SecondOrder` compiled with ``wrt=`` is
-    reused for new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one
-    ``(lo, hi)`` per free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``,
-    ``eps`` must be positive and finite, ``max_iter`` a positive integer (default 1000
-    for Newton and trust-ncg, 100000 for first-order methods), ``max_time`` positive
-    seconds, ``xtol ≥ 0``, betas in [0, 1): else a SymadError.
+    ``params``: ``{name: value}`` held constant too, but passed at each call to one compiled
+    function, so a :class:`~symad.second_order.SecondOrder` compiled with ``wrt=`` is reused for
+    new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one ``(lo, hi)`` per
+    free variable, ``None`` for no bound.  ``tol``, ``lr``, ``radius``, ``eps`` must be positive
+    and finite, ``max_iter`` a positive integer (default 1000 for Newton and trust-ncg, 100000
+    for first-order methods), ``max_time`` positive seconds, ``xtol ≥ 0``, betas in [0, 1): else
+    a SymadError.
 
     ``success`` means a stationary point: the (projected) gradient's 2-norm is ``≤ tol``
     (``status`` 0), and nothing else.  Otherwise ``status`` says why the run stopped
@@ -240,6 +244,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                     status, message = 4, STATUS[4]
                     break
             stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
+        steps.close()  # a method's resources (L-BFGS-B's BLAS threads) are given back now
     batch: dict[str, Any] = {}
     if isinstance(p, DataProblem) and p.fn.batched:
         # the run saw mini-batches; the result reports the objective over every row at x (one pass)

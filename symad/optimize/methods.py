@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from symad.optimize.lbfgsb_steps import MEMORY, lbfgsb_steps
 from symad.optimize.problem import Problem
 
 Step = tuple[np.ndarray, float, np.ndarray, float]  # x, f, gradient, length of the step tried
@@ -191,9 +192,15 @@ def _trust_ncg(p: Problem, x: np.ndarray, f: float, g: np.ndarray, radius: float
         yield x, f, g, length
 
 
+def _lbfgsb(p: Problem, x: np.ndarray, f: float, g: np.ndarray, memory: int = MEMORY) -> Iterator[Step]:
+    """scipy's L-BFGS-B (its compiled routine, driven an iterate at a time), ``memory`` corrections
+    kept; bounds are its own (the Cauchy point and subspace minimisation), not a projection."""
+    return (yield from lbfgsb_steps(p.fg, x, f, g, p.lower, p.upper, memory))
+
+
 METHODS: dict[str, Method] = {"gd": _gd, "momentum": _momentum, "nesterov": _nesterov,
-                              "adam": _adam, "newton": _newton, "trust-ncg": _trust_ncg}
-ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg"}
+                              "adam": _adam, "newton": _newton, "trust-ncg": _trust_ncg, "l-bfgs-b": _lbfgsb}
+ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg", "L-BFGS-B": "l-bfgs-b", "lbfgsb": "l-bfgs-b"}
 OPTIONS = {"gd": ("lr",), "momentum": ("lr", "beta"), "nesterov": ("lr", "beta"),
-           "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",)}
+           "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",), "l-bfgs-b": ("memory",)}
 SECOND_ORDER = ("newton", "trust-ncg")

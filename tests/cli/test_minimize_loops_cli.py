@@ -98,6 +98,8 @@ def test_what_a_loop_problem_does_not_take_is_a_clear_error(args: list[str], mes
     assert r.stderr.startswith("symad: error: ") and "Traceback" not in r.stderr
 
 
-def test_l_bfgs_b_is_for_loops_only() -> None:
+def test_l_bfgs_b_takes_written_out_expressions_too_but_no_constraints() -> None:
     r = run("minimize", "(x-1)^2", "--from", "x=0", "--method", "l-bfgs-b")
-    assert r.returncode == 2 and "--method l-bfgs-b is for sums kept as loops" in r.stderr
+    assert r.returncode == 0 and "converged" in r.stdout and "l-bfgs-b" in r.stdout
+    r = run("minimize", "(x-1)^2", "--from", "x=0", "--method", "l-bfgs-b", "--eq", "x - 2")
+    assert r.returncode == 2 and "--method l-bfgs-b takes no constraints" in r.stderr
