@@ -112,14 +112,14 @@ class NestedExplanation:
         lines += sweep[:sweep.index("")]
         for step in self.loops:
             bar = _bar(step.name.rsplit("/", 1)[-1])
+            times = f"times {number_text(step.scale)}" if step.parent or step.scale != step.seed else f"times {bar}"
             if step.parent:
-                whose = (f" (for 1 of the body of {step.parent}; for f, times the adjoints of the loops around it: "
-                         f"{number_text(step.scale)})")
+                whose = f" (in the body of {step.parent}, for 1)"
             elif step.scale != step.seed:
-                whose = f" above, and for f {number_text(step.scale)} with what the bodies that read it pass on"
+                whose = f" above, {number_text(step.scale)} with what the bodies that read it pass on"
             else:
                 whose = ""
-            scaled = "" if step.scale == 1 else f" (the adjoints below are for 1: times {number_text(step.scale)})"
+            scaled = "" if step.scale == 1 else f" (the adjoints below are for 1: {times} for f)"
             lines += ["", f"body of {step.name} at {_at_text(step.at)}: each term receives {bar} = "
                       f"{number_text(step.seed)}{whose}{scaled}"]
             body = step.body.to_text().splitlines()
