@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from typing import Any
 from benchmarks.harness import fmt_ratio, fmt_time, rerender, table
 
 NAMES = {"double_integrator": "double integrator", "van_der_pol": "Van der Pol, bounded control"}
+WHEELS = "symad-wheels"  # symad in a Python whose cyipopt is cyipopt-wheels (suite.py)
+LABELS = {"symad": "symad", "casadi": "CasADi", WHEELS: "symad with cyipopt-wheels"}
 
 
 def _case(case: str) -> str:
@@ -26,6 +29,11 @@ def _sum(m: dict[str, Any], *keys: str) -> float | None:
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
+
+
+def _as_symad(results: dict[str, Any], peer: str) -> dict[str, Any]:
+    """The results with ``peer``'s figures where symad's are (for the tables of another symad)."""
+    return {case: {"symad": peers.get(peer, {}), "casadi": peers.get("casadi", {})} for case, peers in results.items()}
 
 
 def _times_table(results: dict[str, Any]) -> str:
@@ -81,6 +89,95 @@ def _cold_table(cold: dict[str, Any], results: dict[str, Any]) -> str:
                      fmt_ratio(_ratio(s.get("cpu_s"), c.get("cpu_s")))])
     return table(["problem", "symad import", "symad build", "symad solve", "symad total", "CasADi total",
                   "total: symad / CasADi", "CPU: symad / CasADi"], rows)
+
+
+PIVOT_ORDERS = {0: "AMD", 1: "given", 2: "AMF", 3: "SCOTCH", 4: "PORD", 5: "METIS", 6: "QAMD", 7: "automatic"}
+_BANNER = re.compile(r"Ipopt version (\S+), running with linear solver (.+?)\.?$")
+_USED = re.compile(r"MUMPS used permuting_scaling (\d+) and pivot_order (\d+)")
+
+
+def _ordering(lines: list[str]) -> str:
+    """The ordering MUMPS used, by name, from IPOPT's lines ("MUMPS used ... pivot_order N")."""
+    found = next((m for ln in lines if (m := _USED.search(ln))), None)
+    return "—" if found is None else PIVOT_ORDERS.get(int(found[2]), f"pivot order {found[2]}")
+
+
+def _builds_table(data: dict[str, Any], options: str) -> str:
+    """Each peer's IPOPT and MUMPS as IPOPT's banner names them, and the ordering MUMPS used: as it
+    chose with each option set, and when asked for SCOTCH or METIS (a MUMPS without one uses another)."""
+    timing = data.get("ipopt_timing") or {}
+    lines, asked = timing.get("lines", {}), timing.get("orderings", {})
+    system_mumps = data["meta"]["versions"].get("mumps (system, for cyipopt)")
+    rows = []
+    for peer in ("symad", WHEELS, "casadi"):
+        said = lines.get("defaults", {}).get(peer)
+        if not said:
+            continue
+        banner = next((m for ln in said if (m := _BANNER.search(ln))), None)
+        solver = banner[2] if banner else "—"
+        if solver == "mumps" and peer == "symad" and system_mumps:  # IPOPT 3.11 does not say MUMPS's version
+            solver = f"MUMPS {system_mumps}"
+        rows.append([LABELS[peer], banner[1] if banner else "—", solver, _ordering(said),
+                     _ordering(lines.get("same_options", {}).get(peer, [])),
+                     *(_ordering([asked.get(peer, {}).get(name, "")]) for name in ("SCOTCH", "METIS"))])
+    return table(["peer", "IPOPT", "linear solver", "ordering, IPOPT's defaults", f"ordering, {options}",
+                  "asked for SCOTCH, used", "asked for METIS, used"], rows)
+
+
+def _wheels_inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
+    rows = []
+    for label, results in configs:
+        for case, peers in results.items():
+            w, s, c = (peers.get(p, {}) for p in (WHEELS, "symad", "casadi"))
+            rows.append([_case(case), label, fmt_time(w.get("eval_s")), fmt_time(_own(w)), fmt_time(_own(s)),
+                         fmt_time(_own(c)), fmt_ratio(_ratio(_own(w), _own(s))), fmt_ratio(_ratio(_own(w), _own(c)))])
+    return table(["problem", "IPOPT options", "cyipopt-wheels: evaluations", "cyipopt-wheels: IPOPT's own",
+                  "system's IPOPT: IPOPT's own", "CasADi: IPOPT's own", "IPOPT's own: cyipopt-wheels / system's",
+                  "IPOPT's own: cyipopt-wheels / CasADi"], rows)
+
+
+def _wheels(data: dict[str, Any]) -> list[str]:
+    """The section of symad with cyipopt-wheels beside the same run's CasADi (if it was measured)."""
+    results, same = data["results"], data.get("same_options")
+    if not any(WHEELS in peers for peers in results.values()):
+        return []
+    ipopt = data["meta"]["versions"].get("ipopt (bundled by cyipopt-wheels)", "?")
+    options = ", ".join(f"`{k} {v}`" for k, v in (same or {}).get("options", {}).items())
+    wheels = _as_symad(results, WHEELS)
+    out = [f"\n## symad with cyipopt-wheels (IPOPT {ipopt} bundled)\n\n",
+           "The same symad in another Python, whose cyipopt is the `cyipopt-wheels` package (`pip install "
+           "cyipopt-wheels` instead of `cyipopt`: cyipopt's manylinux wheel, with its own IPOPT, MUMPS, OpenBLAS "
+           "and gfortran, nothing compiled), measured in the same run, in turn with the others, beside the CasADi "
+           "of the first tables. Only IPOPT's build differs from the first table's symad (the system's IPOPT, "
+           "with the reference BLAS). The builds, as IPOPT names them, and the ordering of the KKT matrix MUMPS "
+           "used (IPOPT's `mumps_pivot_order`; by default MUMPS chooses among the orderings it was built with):"
+           "\n\n", _builds_table(data, options or "same options"),
+           "\nThe iterations are the same (the optima below), so what differs in the solve is IPOPT's own work "
+           "per iteration, MUMPS's factorizations above all: they depend on MUMPS's version and the ordering "
+           "it has, more than on IPOPT's version.\n\n",
+           "With IPOPT's default options:\n\n", _times_table(wheels),
+           f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels)}.\n"]
+    configs = [("defaults", results)]
+    if same and any(WHEELS in peers for peers in same["results"].values()):
+        configs.append((options, same["results"]))
+        wheels_same = _as_symad(same["results"], WHEELS)
+        out += [f"\nWith {options} for both:\n\n", _times_table(wheels_same),
+                f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels_same)}.\n"]
+    out += ["\nInside the solve (as in **Inside the solve** above), IPOPT's own work with each build:\n\n",
+            _wheels_inside_table(configs), "\nThe optima (IPOPT's defaults):\n\n", _optima_table(wheels)]
+    return out
+
+
+def _optima_table(results: dict[str, Any]) -> str:
+    rows = []
+    for case, peers in results.items():
+        s, c = peers.get("symad", {}), peers.get("casadi", {})
+        diff = (max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"]))
+                if "u_at" in s and "u_at" in c else None)
+        rows.append([_case(case), repr(s.get("fun", "—")), repr(c.get("fun", "—")), str(s.get("nit", "—")),
+                     str(c.get("nit", "—")), "—" if diff is None else f"{diff:.1e}"])
+    return table(["problem", "f symad", "f CasADi", "iterations symad", "iterations CasADi",
+                  "largest difference in u"], rows)
 
 
 def _slower(results: dict[str, Any]) -> str:
@@ -146,15 +243,8 @@ def render(data: dict[str, Any]) -> str:
     out.append("\n## The optima\n\n(each peer's first process with IPOPT's defaults; the suite stops if they "
                "differ beyond 1e-6 in f, relative, or 1e-4 in the control at five times, with either option "
                "set):\n\n")
-    rows = []
-    for case, peers in results.items():
-        s, c = peers.get("symad", {}), peers.get("casadi", {})
-        diff = (max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"]))
-                if "u_at" in s and "u_at" in c else None)
-        rows.append([_case(case), repr(s.get("fun", "—")), repr(c.get("fun", "—")), str(s.get("nit", "—")),
-                     str(c.get("nit", "—")), "—" if diff is None else f"{diff:.1e}"])
-    out.append(table(["problem", "f symad", "f CasADi", "iterations symad", "iterations CasADi",
-                      "largest difference in u"], rows))
+    out.append(_optima_table(results))
+    out += _wheels(data)
     timing = data.get("ipopt_timing")
     if timing:
         problem, n = timing["case"]
@@ -164,7 +254,7 @@ def render(data: dict[str, Any]) -> str:
         for config, peers in timing["lines"].items():
             label = "IPOPT's defaults" if config == "defaults" else options
             for peer, lines in peers.items():
-                out.append(f"\n{'symad' if peer == 'symad' else 'CasADi'}, {label}:\n\n```\n"
+                out.append(f"\n{LABELS.get(peer, peer)}, {label}:\n\n```\n"
                            + "\n".join(lines) + "\n```\n")
     return "".join(out)
 

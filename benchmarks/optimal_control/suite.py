@@ -2,6 +2,7 @@
 
     python -m benchmarks.optimal_control            # everything; optimal_control.json and .md here
     python -m benchmarks.optimal_control --quick    # small N, one process each (writes only with --out-dir)
+    python -m benchmarks.optimal_control --make-wheels-venv /tmp/symad-wheels   # and symad with cyipopt-wheels
 
 The problems (:mod:`benchmarks.optimal_control.problems`): a minimum-energy double integrator with
 N = 2,000 and 20,000 steps, and Van der Pol with a bounded control at the same N.  symad reads them
@@ -21,12 +22,20 @@ after a case's first loads its programs instead of compiling them.  A third conf
 ``cold``, measures symad (IPOPT's defaults) on a problem it has never compiled: each process gets
 a code cache of its own (``SYMAD_CACHE_DIR``), where an untimed process has first solved the same
 problem at another N (the code every program shares is there, none of this N's programs).
+
+``--wheels-python PATH`` adds a third peer, ``symad-wheels``: symad solving in that Python, whose
+cyipopt is the ``cyipopt-wheels`` package (a manylinux wheel bundling IPOPT 3.14, MUMPS and
+OpenBLAS), with both option sets, beside the same run's CasADi.  ``--make-wheels-venv DIR`` makes
+that Python first (``python -m venv DIR``, then ``pip install -e <this checkout> cyipopt-wheels``
+in it; done again, pip finds it there) and measures with it.  Never the suite's own Python:
+cyipopt-wheels installs the same ``cyipopt`` package as the system-built cyipopt, and replaces it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -50,6 +59,8 @@ WORKER = FOLDER / "worker.py"
 SIZES, QUICK_SIZES = (2000, 20000), (200,)
 PEERS = ("symad", "casadi")
 NEEDS = {"symad": "cyipopt", "casadi": "casadi"}
+WHEELS = "symad-wheels"  # symad in the Python of --wheels-python (cyipopt-wheels' IPOPT)
+SYMADS = ("symad", WHEELS)  # the peers whose optimum must be CasADi's
 TIMEOUT_S = 600.0
 FUN_RTOL, CONTROL_ATOL = 1e-6, 1e-4
 SAME_OPTIONS = {"mumps_permuting_scaling": 0}
@@ -84,6 +95,44 @@ def versions() -> dict[str, str]:
     except OSError:
         pass
     return out
+
+
+WHEELS_VERSIONS = """
+import importlib.metadata as m, json, sys
+from symad.optimize.ipopt import cyipopt_module
+wrapper = cyipopt_module()
+print(json.dumps({"cyipopt-wheels": m.version("cyipopt-wheels"), "numpy": m.version("numpy"),
+                  "ipopt": ".".join(map(str, wrapper.IPOPT_VERSION)), "wrapper": wrapper.__file__,
+                  "python": sys.version.split()[0]}))
+"""
+
+
+def wheels_versions(python: str, env: dict[str, str]) -> dict[str, str]:
+    """What the Python of ``--wheels-python`` has: cyipopt-wheels' version and its IPOPT's (from the
+    compiled wrapper symad loads there); a RuntimeError saying what is wrong if it lacks either."""
+    try:
+        run = subprocess.run([python, "-c", WHEELS_VERSIONS], capture_output=True, text=True, cwd=str(ROOT), env=env,
+                             timeout=120)
+    except OSError as exc:
+        raise RuntimeError(f"--wheels-python {python}: {exc}") from None
+    if run.returncode != 0:
+        said = (run.stderr.strip().splitlines() or ["(nothing)"])[-1]
+        raise RuntimeError(f"--wheels-python {python} cannot run symad with cyipopt-wheels: {said} "
+                           "(make one with --make-wheels-venv DIR)")
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    return {f"cyipopt-wheels (in {python})": found["cyipopt-wheels"],
+            "ipopt (bundled by cyipopt-wheels)": found["ipopt"], f"python (in {python})": found["python"],
+            f"numpy (in {python})": found["numpy"]}
+
+
+def make_wheels_venv(folder: Path) -> str:
+    """A venv in ``folder`` with this checkout (editable) and cyipopt-wheels; its Python.  Made by
+    ``python -m venv`` and its own pip: nothing changes in the Python that runs the suite."""
+    python = folder / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "-e", str(ROOT), "cyipopt-wheels"], check=True)
+    return str(python)
 
 
 def measure(runs: dict[str, list[str]], repeats: int, env: dict[str, str]) -> dict[str, dict[str, Any]]:
@@ -137,41 +186,69 @@ def summarise(samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 TIMING_CASE = ("van_der_pol", 2000)
-TIMING_LINES = ("This is Ipopt", "Number of Iterations", "OverallAlgorithm", "ComputeSearchDirection",
+TIMING_LINES = ("This is Ipopt", "MUMPS used", "Number of Iterations", "OverallAlgorithm", "ComputeSearchDirection",
                 "LinearSystemSymbolicFactorization", "LinearSystemBackSolve", "Function Evaluations")
+TIMING_LEVEL = 6  # IPOPT's print_level: the lowest at which it says the ordering MUMPS used ("MUMPS used ...")
 
 
-def ipopt_timing(env: dict[str, str]) -> dict[str, dict[str, list[str]]]:
-    """IPOPT's own account of one solve (its version and linear solver, ``print_timing_statistics``:
-    CPU and wall seconds by task) for each peer and option set, from one more process each."""
+ORDERINGS_ASKED = {"SCOTCH": 3, "METIS": 5}  # IPOPT's mumps_pivot_order: does a peer's MUMPS have it?
+
+
+def _pythons(wheels: str | None) -> dict[str, str]:
+    pythons = {peer: sys.executable for peer in PEERS if not missing(peer)}
+    if wheels:
+        pythons[WHEELS] = wheels
+    return pythons
+
+
+def _said(python: str, peer: str, options: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """IPOPT's lines of interest (:data:`TIMING_LINES`) from one solve of :data:`TIMING_CASE`."""
     problem, n = TIMING_CASE
+    flags = [f for k, v in {**options, "print_level": TIMING_LEVEL}.items() for f in ("--option", f"{k}={v}")]
+    run = subprocess.run([python, str(WORKER), "--peer", "symad" if peer == WHEELS else peer, "--problem", problem,
+                          "--n", str(n), *flags], capture_output=True, text=True, cwd=str(ROOT), env=env,
+                         timeout=TIMEOUT_S)
+    said = [ln.rstrip() for ln in run.stdout.splitlines() if ln.strip().startswith(TIMING_LINES)]
+    return said or [f"(no statistics: exit {run.returncode}) {run.stderr[-300:]}"]
+
+
+def ipopt_timing(env: dict[str, str], wheels: str | None = None) -> dict[str, dict[str, list[str]]]:
+    """IPOPT's own account of one solve (its version and linear solver, the scaling and ordering MUMPS
+    used, ``print_timing_statistics``: CPU and wall seconds by task) for each peer and option set,
+    from one more process each (``symad-wheels`` too, in the Python ``wheels``, if given)."""
     out: dict[str, dict[str, list[str]]] = {}
     for config, options in CONFIGS.items():
-        flags = [f for k, v in {**options, "print_timing_statistics": "yes", "print_level": 5}.items()
-                 for f in ("--option", f"{k}={v}")]
-        for peer in PEERS:
-            if missing(peer):
-                continue
-            run = subprocess.run([sys.executable, str(WORKER), "--peer", peer, "--problem", problem, "--n", str(n),
-                                  *flags], capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=TIMEOUT_S)
-            said = [ln.rstrip() for ln in run.stdout.splitlines() if ln.strip().startswith(TIMING_LINES)]
-            out.setdefault(config, {})[peer] = said or [f"(no statistics: exit {run.returncode}) {run.stderr[-300:]}"]
+        for peer, python in _pythons(wheels).items():
+            out.setdefault(config, {})[peer] = _said(python, peer, {**options, "print_timing_statistics": "yes"}, env)
+    return out
+
+
+def orderings(env: dict[str, str], wheels: str | None = None) -> dict[str, dict[str, str]]:
+    """The ordering each peer's MUMPS used when asked for each of :data:`ORDERINGS_ASKED` (permuting
+    scaling off, as IPOPT requires for them): a MUMPS built without one falls back to another."""
+    out: dict[str, dict[str, str]] = {}
+    for name, number in ORDERINGS_ASKED.items():
+        for peer, python in _pythons(wheels).items():
+            said = _said(python, peer, {"mumps_permuting_scaling": 0, "mumps_pivot_order": number}, env)
+            out.setdefault(peer, {})[name] = next((ln for ln in said if ln.startswith("MUMPS used")), said[-1])
     return out
 
 
 def disagreements(results: dict[str, Any]) -> list[str]:
-    """Where symad's optimum differs from CasADi's beyond the tolerances."""
+    """Where symad's optimum (with either IPOPT) differs from CasADi's beyond the tolerances."""
     found = []
     for case, peers in results.items():
-        s, c = peers.get("symad", {}), peers.get("casadi", {})
-        if s.get("status") != "ok" or c.get("status") != "ok":
-            continue
-        if not (s.get("success") and c.get("success")):
-            found.append(f"{case}: success symad {s.get('success')}, CasADi {c.get('success')}")
-        if abs(s["fun"] - c["fun"]) > FUN_RTOL * max(1.0, abs(c["fun"])):
-            found.append(f"{case}: f symad {s['fun']!r}, CasADi {c['fun']!r}")
-        if max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"])) > CONTROL_ATOL:
-            found.append(f"{case}: u symad {s['u_at']}, CasADi {c['u_at']}")
+        c = peers.get("casadi", {})
+        for name in SYMADS:
+            s = peers.get(name, {})
+            if s.get("status") != "ok" or c.get("status") != "ok":
+                continue
+            if not (s.get("success") and c.get("success")):
+                found.append(f"{case}: success {name} {s.get('success')}, CasADi {c.get('success')}")
+            if abs(s["fun"] - c["fun"]) > FUN_RTOL * max(1.0, abs(c["fun"])):
+                found.append(f"{case}: f {name} {s['fun']!r}, CasADi {c['fun']!r}")
+            if max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"])) > CONTROL_ATOL:
+                found.append(f"{case}: u {name} {s['u_at']}, CasADi {c['u_at']}")
     return found
 
 
@@ -181,15 +258,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="N = 200, one process each (writes only with --out-dir)")
     ap.add_argument("--repeats", type=int, default=5, help="fresh processes per figure, median shown (5)")
     ap.add_argument("--out-dir", type=Path, help="where optimal_control.md/.json go (default: this folder)")
+    wheels = ap.add_mutually_exclusive_group()
+    wheels.add_argument("--wheels-python", metavar="PATH",
+                        help="also measure symad in this Python, which has cyipopt-wheels (its bundled IPOPT)")
+    wheels.add_argument("--make-wheels-venv", type=Path, metavar="DIR",
+                        help="make DIR a venv with this checkout and cyipopt-wheels, and measure with it too")
     args = ap.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     env = harness.bytecode_env(dict(os.environ))
     env.pop("SYMAD_CACHE_DIR", None)
+    python = make_wheels_venv(args.make_wheels_venv) if args.make_wheels_venv else args.wheels_python
+    try:
+        found = wheels_versions(python, env) if python else {}
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     meta = {"command": harness.command_line("python -m benchmarks.optimal_control",
                                             sys.argv[1:] if argv is None else argv),
             "date": harness.now(), "machine": harness.machine(), "python": platform.python_version(),
             "revision": harness.revision(), "load_before": harness.load(), "quick": args.quick,
-            "repeats": repeats, "versions": versions()}
+            "repeats": repeats, "versions": {**versions(), **found}}
     started = time.perf_counter()
     runs, skipped = {}, {}
     for config, options in CONFIGS.items():
@@ -203,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
                         skipped[name] = {"status": "skipped", "error": why}
                     else:
                         runs[name] = ["--peer", peer, "--problem", problem, "--n", str(n), *flags]
+                if python:  # the worker becomes that Python before anything is timed
+                    runs[f"{problem} {n} {WHEELS} {config}"] = ["--peer", "symad", "--problem", problem, "--n",
+                                                                str(n), *flags, "--python", python]
     for problem in PROBLEMS:
         for n in QUICK_SIZES if args.quick else SIZES:
             name = f"{problem} {n} symad {COLD}"
@@ -216,12 +307,12 @@ def main(argv: list[str] | None = None) -> int:
         problem, n, peer, config = name.split()
         grouped[config].setdefault(f"{problem} {n}", {})[peer] = m
     results = grouped["defaults"]
-    timing = ipopt_timing(env)
+    timing = ipopt_timing(env, python)
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
     data = {"meta": meta, "results": results,
             "same_options": {"options": SAME_OPTIONS, "results": grouped["same_options"]},
             "cold": grouped[COLD],
-            "ipopt_timing": {"case": list(TIMING_CASE), "lines": timing}}
+            "ipopt_timing": {"case": list(TIMING_CASE), "lines": timing, "orderings": orderings(env, python)}}
     wrong = disagreements(results) + [f"({SAME_OPTIONS}) {w}" for w in disagreements(grouped["same_options"])]
     if wrong:
         print("symad's optimum differs from CasADi's:\n  " + "\n  ".join(wrong), file=sys.stderr)

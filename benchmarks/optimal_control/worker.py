@@ -10,12 +10,15 @@ in the problem's functions and derivatives, IPOPT's own work being the rest: sym
 ``evaluation_time``, CasADi's ``t_wall_nlp_*`` statistics), ``cpu_s`` (the process's CPU seconds over
 the same span as ``total_s``, every thread's: on a shared machine, less noisy than wall time), ``fun``,
 ``nit``, ``success``, and the solution's control at a few times (``u_at``), which the suite compares between peers.
-``--option NAME=VALUE`` (repeatable) sets an IPOPT option for either peer.
+``--option NAME=VALUE`` (repeatable) sets an IPOPT option for either peer.  ``--python PATH``
+runs the solve in that Python instead (another venv: cyipopt-wheels' IPOPT): this process becomes
+it (``os.execv``, the same process id and pipes) before anything is timed, with the same arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -91,13 +94,30 @@ def option(text: str) -> tuple[str, Any]:
     return name, value
 
 
+def without_python(argv: list[str]) -> list[str]:
+    """The arguments less ``--python PATH`` (or ``--python=PATH``)."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--python":
+            skip = True
+        elif not a.startswith("--python="):
+            kept.append(a)
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer", choices=sorted(PEERS), required=True)
     ap.add_argument("--problem", required=True)
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--option", type=option, action="append", default=[], help="an IPOPT option, NAME=VALUE")
+    ap.add_argument("--python", help="run in this Python instead (it replaces this process)")
     args = ap.parse_args(argv)
+    if args.python:
+        os.execv(args.python, [args.python, str(Path(__file__).resolve()), *without_python(
+            sys.argv[1:] if argv is None else argv)])
     try:
         PEERS[args.peer](args.problem, args.n, dict(args.option))
     except Exception as exc:  # reported as the worker's last line: the suite records it and goes on
