@@ -29,7 +29,7 @@ from typing import Any
 
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
-from symad.core.errors import SymadError
+from symad.core.errors import LimitError, SymadError
 from symad.core.term import Arithmetic, Term, as_node, unwrapped
 from symad.core.unrolling import entries_as_items, lowered, rebuilt, summed
 from symad.expr import Expr, default_graph
@@ -190,6 +190,10 @@ def bound(op: str, over: Index, body: Any) -> Any:
 
 def _product(graph: Graph, body: int, level: int, low: int, high: int) -> int:
     """The product written out left to right, as the text writes a ``prod`` (1 when empty)."""
+    if high - low + 1 > binders.PROD_MAX_FACTORS:
+        raise LimitError(f"symad.prod over {high - low + 1:,} factors: a prod is written out (not kept as a "
+                         f"loop), at most {binders.PROD_MAX_FACTORS:,} factors; for positive factors write "
+                         "symad.exp(symad.sum(i, symad.log(...)))")
     total = None
     for k in range(low, high + 1):
         term = rebuilt(graph, body, graph.const(float(k)), level, entries=True)

@@ -234,6 +234,12 @@ class Folder:
                                  f"{binders.MAX_NESTING} deep", opened)
             self.work.append(self._loop(reduction, index, low, high, body))
             return
+        if reduction == "prod" and terms > binders.PROD_MAX_FACTORS:
+            line, column = line_column(self.text, opened.pos)
+            raise LimitError(f"prod(...) at line {line}, column {column} would be written out as {terms:,} factors "
+                             f"(unrolling a prod, which is not kept as a loop, stops at "
+                             f"{binders.PROD_MAX_FACTORS:,}); for positive factors write it as "
+                             f"exp(sum({index} = ..., log(...)))")
         steps = max(0, high - low + 1) * len(body)
         if self.replayed + steps > LIMITS.max_nodes:
             raise self._too_long()

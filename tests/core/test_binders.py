@@ -174,6 +174,21 @@ def test_a_long_prod_is_refused_by_the_unrolling_limit() -> None:
         symad.parse("prod(i = 1..20000000, x[i])", Graph())
 
 
+def test_a_prod_past_its_factor_limit_is_refused_at_once_with_the_log_sum_form() -> None:
+    """A short text must not take minutes: a prod is written out, so past PROD_MAX_FACTORS it is refused
+    before any factor is built (also inside a sum, and from Python), pointing at it."""
+    over = binders.PROD_MAX_FACTORS + 1
+    with pytest.raises(LimitError, match=r"line 1, column 5 .* 100,001 factors.*exp\(sum\(i = \.\.\., log"):
+        symad.parse(f"y + prod(i = 1..{over}, 1 + x[i])", Graph())
+    with pytest.raises(LimitError, match="column 15 would be written out as 1,000,000 factors"):
+        symad.parse("sum(k = 1..2, prod(i = 1..1000, prod(j = 1..1000, x[i] + x[j])))", Graph())
+    g = Graph()
+    x, i = symad.indexed("x", g), symad.index("i", 1, over)
+    with pytest.raises(LimitError, match="symad.prod over 100,001 factors"):
+        symad.prod(i, 1 + x[i])
+    assert symad.parse(f"prod(i = 1..{binders.PROD_MAX_FACTORS}, x[i])", Graph()) is not None
+
+
 def test_loops_nest_at_most_max_nesting_deep() -> None:
     depth = binders.MAX_NESTING + 1
     text = "x[1]"
