@@ -229,6 +229,7 @@ class Library:
     rel_addend: np.ndarray
     data: bytes
     calls: list[str]
+    arity: np.ndarray  # by op number: each op's number of operands (the table's)
     addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
 
 
@@ -422,6 +423,9 @@ def _parse(data: memoryview) -> Library:
         variants[ops[op]][int(number)] = k
     if not is_hole.any():
         raise StencilError("no stencil reads a hole")
+    if not ops.keys() <= PRIMITIVES.keys():
+        raise StencilError(f"stencils of ops the table does not have: {sorted(ops.keys() - PRIMITIVES.keys())}")
+    arity = np.array([PRIMITIVES[op].arity for op in ops], dtype=np.int64)
     return Library(ops, np.array(variants, dtype=np.int64).reshape(-1, VARIANTS), code.copy(), starts, lengths,
                    rel_starts, counts, r_off[keep_rows], r_kind[keep_rows], r_arg[keep_rows],
-                   r_addend[keep_rows], bytes(blob), calls)
+                   r_addend[keep_rows], bytes(blob), calls, arity)

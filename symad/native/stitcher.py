@@ -51,9 +51,14 @@ def layout(schedule: Schedule, library: Library,
     n = len(steps)
     nodes, ops, args = zip(*steps) if n else ((), (), ())
     nodes_a = np.fromiter(nodes, dtype=np.int64, count=n)
-    arity = np.fromiter(map(len, args), dtype=np.int64, count=n)
-    flat = np.fromiter(itertools.chain.from_iterable(args), dtype=np.int64, count=int(arity.sum()))
     op_ids = np.fromiter(map(library.ops.__getitem__, ops), dtype=np.int64, count=n)
+    # An op's arity is the table's (every primitive has one): the steps' argument tuples are read
+    # once, for their nodes, not a second time for their lengths (a pass over memory a step).
+    arity = library.arity[op_ids]
+    flat_args = itertools.chain.from_iterable(args)
+    flat = np.fromiter(flat_args, dtype=np.int64, count=int(arity.sum()))
+    if next(flat_args, None) is not None:
+        raise ValueError("a step has more arguments than its op")
     top = max(nodes_a.max(initial=-1), max(schedule.inputs, default=-1), max(const_nodes, default=-1)) + 1
     lut = np.full(top, -1, dtype=np.int64)
     lut[np.array(schedule.inputs, dtype=np.int64)] = np.arange(n_in)
@@ -72,8 +77,7 @@ def layout(schedule: Schedule, library: Library,
     sources, keep = registers(operands, arity, base)
     reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
     uses = np.bincount(operands[:, :3][reads_memory], minlength=base + n) + np.bincount(outs, minlength=base + n)
-    store = uses[base:] > 0
-    number = sources @ np.array([1, 4, 16]) + keep * 64 + store * 128
+    number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2] + 64 * keep + 128 * (uses[base:] > 0)
     stencil = library.variants[op_ids, number]
     # The outputs' slots one after another, in order, where each is a step of its own: the entries
     # then copy them out in one block (gathering a thousand partials one by one costs more).
@@ -99,22 +103,16 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     every link by the store's forwarding latency."""
     n = len(operands)
     present = np.arange(3) < arity[:, None]
-    step = np.repeat(np.arange(n), 3).reshape(n, 3)
+    step = np.broadcast_to(np.arange(n)[:, None], (n, 3))
     producer = operands[:, :3] - base  # the step computing an operand (negative: an input or constant)
     far = present & (producer >= 0) & (step >= producer + 2)
     first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more steps on
-    readers, at = np.unique(producer[far], return_index=True)  # (row-major: a producer's first read first)
-    first_far[readers] = step[far][at]
+    np.minimum.at(first_far, producer[far], step[far])
     waits = np.flatnonzero(first_far < n)
     ends = first_far[waits]
     chain = first_far[ends] < n  # the reader's own result waits too: a link of a chain
-    waits, ends = waits[chain], ends[chain]
     keep = np.zeros(n, dtype=bool)
-    last = -1
-    for j, e in zip(waits[np.argsort(ends, kind="stable")].tolist(), np.sort(ends, kind="stable").tolist()):
-        if j >= last:
-            keep[j] = True
-            last = e
+    keep[_earliest_ends(waits[chain], ends[chain], n)] = True
     # The results in the registers before each step: in KEEP the last kept one before it, in ACC
     # the last one not kept (a kept result leaves ACC as it was).
     kept_slot = _last_before(keep, base)
@@ -125,6 +123,28 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     return sources, keep
 
 
+def _earliest_ends(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
+    """The waits (distinct ``starts``, each before its end; all below ``n``) that the greedy choice
+    by earliest end keeps: in order of end (then of start), each one that starts at or after the
+    end of the last one kept.  The one kept after wait ``k`` is the first in that order starting
+    at or after its end (any such ends later), found for every wait at once; only the walk along
+    the kept ones is a loop."""
+    if not len(starts):
+        return starts
+    key = np.sort(ends * n + starts)  # keys are distinct: the starts are
+    starts, ends = key % n, key // n
+    m = len(starts)
+    at = np.full(n + 1, m, dtype=np.int64)  # at[t]: the first wait in order starting at t
+    at[starts] = np.arange(m)
+    first_from = np.minimum.accumulate(at[::-1])[::-1]  # ... starting at t or later
+    after = first_from[ends].tolist()
+    kept, k = [], 0
+    while k < m:
+        kept.append(k)
+        k = after[k]
+    return starts[kept]
+
+
 def _last_before(which: np.ndarray, base: int) -> np.ndarray:
     """For each step, the frame slot of the result of the last step before it where ``which`` holds
     (-1: none)."""
@@ -133,10 +153,17 @@ def _last_before(which: np.ndarray, base: int) -> np.ndarray:
     return np.where(last >= 0, last + base, -1)
 
 
+_CHUNK = 1 << 14  # steps copied and patched at a time (see body)
+
+
 def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: bytes = b"") -> np.ndarray:
     """The machine code of the stencils ``stencil`` on frame slots ``operands`` (see :func:`layout`),
     with the stencils' data and trampolines after it, as bytes (position-independent); the
-    trampolines' addresses are this process's.  ``prefix`` (a multiple of 16 bytes) goes first."""
+    trampolines' addresses are this process's.  ``prefix`` (a multiple of 16 bytes) goes first.
+
+    The steps are copied and patched ``_CHUNK`` at a time: the index arrays of a chunk (eight
+    bytes for every byte of code) stay in the cache and their memory is reused, where those of a
+    whole large program would be fresh pages, each a page fault, costing more than the copy."""
     n = len(stencil)
     lengths = library.length[stencil]
     starts = np.zeros(n + 1, dtype=np.int64)
@@ -148,41 +175,59 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: by
     whole = np.zeros(len(prefix) + size, dtype=np.uint8)
     whole[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
     buf = whole[len(prefix):]  # (every address below is relative: the same bytes at any offset)
-    # All copies in one gather: byte j of step i is library byte start[op] + j.
-    total = int(starts[-1])
-    if total:
-        source = np.repeat(library.start[stencil] - starts[:-1], lengths) + np.arange(total)
-        np.take(library.blob, source, out=buf[:total])
-    buf[total] = _RET
+    buf[int(starts[-1])] = _RET
     buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
     addresses = _call_addresses(library)
     for k, address in enumerate(addresses):
         at = tramp_at + _TRAMPOLINE * k
         buf[at:at + 6] = (0xFF, 0x25, 0, 0, 0, 0)
         buf[at + 6:at + 14] = np.frombuffer((address or 0).to_bytes(8, "little"), dtype=np.uint8)
+    called: set[int] = set()
+    for lo in range(0, n, _CHUNK):
+        hi = min(n, lo + _CHUNK)
+        _copy(library, stencil[lo:hi], starts[lo:hi + 1], buf)
+        called.update(_patch(library, stencil[lo:hi], operands[lo:hi], starts[lo:hi + 1], buf, data_at, tramp_at))
+    for k in called:
+        if addresses[k] is None:
+            raise OSError(f"the C library function {library.calls[k]} is not in this process")
+    return whole
 
-    # The relocations: row r of the library's table for each step of its op.
+
+def _copy(library: Library, stencil: np.ndarray, starts: np.ndarray, buf: np.ndarray) -> None:
+    """The stencils ``stencil`` copied one after another to ``buf[starts[0]:starts[-1]]``, in one
+    gather: byte j of step i is library byte start[stencil i] + j."""
+    total = int(starts[-1] - starts[0])
+    if total:
+        source = np.repeat(library.start[stencil] - (starts[:-1] - starts[0]), library.length[stencil])
+        source += np.arange(total)
+        np.take(library.blob, source, out=buf[starts[0]:starts[-1]])
+
+
+def _patch(library: Library, stencil: np.ndarray, operands: np.ndarray, starts: np.ndarray, buf: np.ndarray,
+           data_at: int, tramp_at: int) -> set[int]:
+    """The relocations of the stencils ``stencil`` (at ``starts`` in ``buf``, on frame slots
+    ``operands``) written, each a scattered write of four bytes; the C functions they call."""
     counts = library.rel_count[stencil]
     m = int(counts.sum())
-    if m:
-        step = np.repeat(np.arange(n), counts)
-        row = np.repeat(library.rel_start[stencil] - (np.cumsum(counts) - counts), counts) + np.arange(m)
-        kind, arg = library.rel_kind[row], library.rel_arg[row]
-        where = starts[step] + library.rel_offset[row]
-        value = library.rel_addend[row].copy()
-        hole = kind == HOLE
-        value[hole] += 8 * operands[step[hole], arg[hole]]
-        relative = ~hole
-        target = np.zeros(m, dtype=np.int64)
-        target[kind == PC_NEXT] = starts[step[kind == PC_NEXT] + 1]
-        target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
-        target[kind == PC_CALL] = tramp_at + _TRAMPOLINE * arg[kind == PC_CALL]
-        value[relative] += target[relative] - where[relative]
-        for k in set(arg[kind == PC_CALL].tolist()):
-            if addresses[k] is None:
-                raise OSError(f"the C library function {library.calls[k]} is not in this process")
-        buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
-    return whole
+    if not m:
+        return set()
+    n = len(stencil)
+    step = np.repeat(np.arange(n), counts)  # the relocations' steps, row r of the library's table each
+    row = np.repeat(library.rel_start[stencil] - (np.cumsum(counts) - counts), counts) + np.arange(m)
+    kind, arg = library.rel_kind[row], library.rel_arg[row]
+    where = starts[step] + library.rel_offset[row]
+    value = library.rel_addend[row]
+    hole = kind == HOLE
+    value[hole] += 8 * operands[step[hole], arg[hole]]
+    relative = ~hole
+    target = np.zeros(m, dtype=np.int64)
+    target[kind == PC_NEXT] = starts[step[kind == PC_NEXT] + 1]
+    target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
+    calls = kind == PC_CALL
+    target[calls] = tramp_at + _TRAMPOLINE * arg[calls]
+    value[relative] += target[relative] - where[relative]
+    buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
+    return set(np.unique(arg[calls]).tolist())
 
 
 def _call_addresses(library: Library) -> list[int | None]:
