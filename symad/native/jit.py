@@ -11,9 +11,11 @@ so results follow IEEE arithmetic like the other backends (``1/0 → inf``,
 llvmlite needs no C compiler at run time; compiled machine code is cached in
 memory keyed by the program's structural hash (the ``CACHE_PROGRAMS`` most recently
 used), so an expression compiled again reuses its code, and optionally on disk
-(:mod:`symad.native.cache`).  Compiles run one at a time, in a thread that a Ctrl-C
-does not wait for (:mod:`symad.runtime.background`); background compiles (the pool's tasks)
-get their object code from the compile worker process and are abandoned at exit.
+(:mod:`symad.native.cache`).  Code found in the disk cache is loaded where it is asked
+for, by symad's own loader (:mod:`symad.native.elf`: no LLVM, no lock, no thread).  Compiles
+run one at a time, in a thread that a Ctrl-C does not wait for (:mod:`symad.runtime.background`);
+background compiles (the pool's tasks) get their object code from the compile worker process
+and are abandoned at exit.
 """
 
 from __future__ import annotations
@@ -136,14 +138,79 @@ def compile(schedule: Schedule, opt: int = 2) -> NativeProgram:  # noqa: A001 - 
     In an abandonable background thread the object code comes from the compile
     worker process (:mod:`symad.native.remote`), in-process otherwise.
     """
+    # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
+    # the values passed between them through memory would cost a third more time.
+    return _program(f"{schedule.key}-O{opt}",
+                    lambda: ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset()),
+                    opt, schedule.size, cache.cache_dir(), lambda engine: _native_program(engine, schedule),
+                    remote=True)
 
-    key = f"{schedule.key}-O{opt}"
+
+def _native_program(engine: Any, schedule: Schedule) -> NativeProgram:
+    call_address = engine.get_function_address("call")
+    return NativeProgram(POINT(engine.get_function_address("point")), BATCH(engine.get_function_address("batch")),
+                         CALL(call_address) if call_address else None,
+                         len(schedule.inputs), len(schedule.outputs), engine)
+
+
+def _program(key: str, text: Callable[[], str], opt: int, size: int, folder: Path | None,
+             wrap: Callable[[Any], Any], remote: bool = False) -> Any:
+    """The program ``wrap(code)`` of ``key``, machine code of the IR ``text()`` at ``opt``: the one
+    in memory; else its object code from the disk cache (``folder``), loaded on this thread
+    (:func:`_from_disk`); else compiled, under ``_compile_lock`` (:func:`_compiled_once`), or with
+    ``remote`` in a pool task, by the compile worker.  ``size`` (operations) picks LLVM's passes."""
     cached = _cached(key)
     if cached is not None:
         return cached
-    if background.in_abandonable_thread():
-        return _compile(schedule, opt, key, remote_ok=True)  # takes _compile_lock only to load the code
-    return _compiled_once(key, lambda: _compile(schedule, opt, key))
+    ir_text = _once(text)  # written once for the lookup and, on a miss, the compile
+    found, on_disk = _from_disk(key, ir_text, opt, folder, wrap)
+    if found is not None:
+        return found
+
+    def build(remote_ok: bool = False) -> Any:
+        started = time.perf_counter()
+        engine, loaded = _engine(ir_text(), opt, size, remote_ok, folder, on_disk)
+        return _remember(key, wrap(engine), loaded, started)
+
+    if remote and background.in_abandonable_thread():
+        return build(remote_ok=True)  # takes _compile_lock only to load the code
+    return _compiled_once(key, build)
+
+
+def _once(make: Callable[[], str]) -> Callable[[], str]:
+    """``make``, called at most once (its result kept)."""
+    made: list[str] = []
+
+    def text() -> str:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return text
+
+
+def _from_disk(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any],
+               mcjit: bool = False) -> tuple[Any, str | None]:
+    """``(program, name)``: the program of ``key`` if its object code is in the disk cache
+    (``folder``; the cache's trust rules) and symad's loader takes it, loaded here on the calling
+    thread: a file read and relocations, which need neither LLVM nor ``_compile_lock``, so a
+    compile in flight (another program's, in the background) does not hold it up.  Else None
+    (with ``mcjit``, code the loader refuses is loaded by MCJIT, under the lock).  ``name`` is the
+    entry's name, if worked out."""
+    if folder is None or not (mcjit or elf.supported()):
+        return None, None  # elsewhere MCJIT loads it, under the lock, as a compile does
+    started = time.perf_counter()
+    name = _disk_name(text(), opt)
+    stored = cache.load(name, folder)
+    if stored is None:
+        return None, name
+    code = elf.load(stored)
+    if code is None:
+        if not mcjit:
+            return None, name
+        with _compile_lock:
+            code = _load(stored, opt)
+    return _remember(key, wrap(code), True, started), name
 
 
 _exiting: list[bool] = []  # set at exit: no background compile enters LLVM from then on
@@ -188,21 +255,6 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def _compile(schedule: Schedule, opt: int, key: str, remote_ok: bool = False) -> NativeProgram:
-    started = time.perf_counter()
-    # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
-    # the values passed between them through memory would cost a third more time.
-    text = ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset())
-    engine, loaded = _engine(text, opt, schedule.size, remote_ok)
-    call_address = engine.get_function_address("call")
-    program = NativeProgram(POINT(engine.get_function_address("point")),
-                            BATCH(engine.get_function_address("batch")),
-                            CALL(call_address) if call_address else None,
-                            len(schedule.inputs), len(schedule.outputs), engine)
-    _remember(key, program, loaded, started)
-    return program
-
-
 SHARED_ROWS_OPS = 20_000  # loops over rows up to this size (~0.5 MB of code) are kept in the shared cache
 ROWS = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                         ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -219,13 +271,15 @@ class RowsProgram:
 
 def compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram:
     """Machine code for the sum of ``schedule`` over rows (cached as :func:`compile`'s programs)."""
-    key = _rows_key(schedule, sources, opt)
-    cached = _cached(key)
-    if cached is not None:
-        return cached
-    if background.in_abandonable_thread():
-        return _compile_rows(schedule, sources, opt, key, remote_ok=True)
-    return _compiled_once(key, lambda: _compile_rows(schedule, sources, opt, key))
+    # however short its body, a loop over rows runs LLVM's passes, as _loop_code's loops do: the body
+    # runs once a row, and an inlined special function is one step of the schedule but ~200 instructions
+    return _program(_rows_key(schedule, sources, opt), lambda: _rows_ir(schedule, sources), opt,
+                    max(schedule.size, ir.QUICK_OPS + 1), _rows_folder(schedule),
+                    lambda engine: _rows_program(engine, schedule), remote=True)
+
+
+def _rows_program(engine: Any, schedule: Schedule) -> RowsProgram:
+    return RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
 
 
 def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram | None:
@@ -235,18 +289,9 @@ def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int 
     cached = _cached(key)
     if cached is not None:
         return cached
-    folder = _rows_folder(schedule)
-    if folder is None:
-        return None
-    started = time.perf_counter()
-    stored = cache.load(_disk_name(_rows_ir(schedule, sources), opt), folder)
-    if stored is None:
-        return None
-    with _compile_lock:
-        engine = _load(stored, opt)
-    program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
-    _remember(key, program, True, started)
-    return program
+    found, _ = _from_disk(key, lambda: _rows_ir(schedule, sources), opt, _rows_folder(schedule),
+                          lambda engine: _rows_program(engine, schedule), mcjit=True)
+    return found
 
 
 def _rows_key(schedule: Schedule, sources: list[tuple[str, int]], opt: int) -> str:
@@ -273,18 +318,6 @@ def _rows_folder(schedule: Schedule) -> Path | None:
     # A loop over rows is small and its compile is most of an objective's build: kept in the
     # shared cache (as the interpreter is), a script run again starts at once.
     return cache.shared_dir() if schedule.size <= SHARED_ROWS_OPS else cache.cache_dir()
-
-
-def _compile_rows(schedule: Schedule, sources: list[tuple[str, int]], opt: int, key: str,
-                  remote_ok: bool = False) -> RowsProgram:
-    started = time.perf_counter()
-    # however short its body, a loop over rows runs LLVM's passes, as _loop_code's loops do: the body
-    # runs once a row, and an inlined special function is one step of the schedule but ~200 instructions
-    engine, loaded = _engine(_rows_ir(schedule, sources), opt, max(schedule.size, ir.QUICK_OPS + 1), remote_ok,
-                             folder=_rows_folder(schedule))
-    program = RowsProgram(ROWS(engine.get_function_address("rows")), len(schedule.outputs), engine)
-    _remember(key, program, loaded, started)
-    return program
 
 
 MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
@@ -317,18 +350,7 @@ def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2
 def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any]) -> Any:
     """A loop's machine code, compiled once (and cached): however short its body, a loop runs LLVM's
     passes, which vectorise it (4 to 8 rows an instruction)."""
-    cached = _cached(key)
-    if cached is not None:
-        return cached
-
-    def build() -> Any:
-        started = time.perf_counter()
-        engine, loaded = _engine(text(), opt, ir.QUICK_OPS + 1, folder=folder)
-        program = wrap(engine)
-        _remember(key, program, loaded, started)
-        return program
-
-    return _compiled_once(key, build)
+    return _program(key, text, opt, ir.QUICK_OPS + 1, folder, wrap)
 
 
 NEST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -357,24 +379,30 @@ def compile_program(program: LoopProgram, opt: int = 2) -> LoopCode:
                       lambda e: LoopCode(PROG(e.get_function_address("prog")), e))
 
 
-def _remember(key: str, program: Any, loaded: bool, started: float) -> None:
-    """Keep a compiled program in the in-memory cache, and count its compile."""
+def _remember(key: str, program: Any, loaded: bool, started: float) -> Any:
+    """Keep a compiled program in the in-memory cache, and count its compile; the program kept
+    under ``key``: the one another thread kept meanwhile (a load from disk takes no lock), else
+    ``program``."""
     with _lock:
-        _cache[key] = program
-        while len(_cache) > CACHE_PROGRAMS:
-            del _cache[next(iter(_cache))]  # the least recently used
         _stats["compiles"] += 1
         _stats["loaded"] += loaded
         _stats["seconds"] += time.perf_counter() - started
+        kept = _cache.pop(key, None)
+        _cache[key] = program = kept if kept is not None else program  # the most recently used
+        while len(_cache) > CACHE_PROGRAMS:
+            del _cache[next(iter(_cache))]  # the least recently used
+        return program
 
 
-def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Path | None = None) -> tuple[Any, bool]:
+def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Path | None = None,
+            on_disk: str | None = None) -> tuple[Any, bool]:
     """An execution engine holding the machine code of the IR ``text``, and whether that code
-    came from the disk cache (``folder``, by default the cache directory when one is set).
-    With ``remote_ok`` (an abandonable thread) call it without ``_compile_lock``: the worker
-    compiles, the lock is taken to load; else with it held."""
+    came from the disk cache (``folder``, by default the cache directory when one is set; its
+    entry's name ``on_disk`` if known).  With ``remote_ok`` (an abandonable thread) call it without
+    ``_compile_lock``: the worker compiles, the lock is taken to load; else with it held."""
     folder = folder if folder is not None else cache.cache_dir()
-    on_disk = _disk_name(text, opt) if folder is not None else None
+    if on_disk is None and folder is not None:
+        on_disk = _disk_name(text, opt)
     stored = cache.load(on_disk, folder) if on_disk else None
     loaded = stored is not None
     if stored is None and remote_ok:
@@ -468,24 +496,36 @@ def interpreter_ready() -> bool:
 
 
 def interpreter() -> Interpreter:
-    """The interpreter's machine code: compiled once a process (or loaded from the disk cache)."""
+    """The interpreter's machine code: compiled once a process (or loaded from the disk cache,
+    on the calling thread)."""
     if _interpreter:
         return _interpreter[0]
-    return background.run_interruptibly(_load_interpreter)
+    text = _once(lambda: ir.interpreter_ir(array_data_offset()))
+    folder = cache.shared_dir()
+    if folder is not None and elf.supported():
+        stored = cache.load(_disk_name(text(), 2), folder)
+        code = elf.load(stored) if stored is not None else None
+        if code is not None:
+            with _lock:
+                _stats["loaded"] += 1
+                if not _interpreter:
+                    _interpreter.append(Interpreter(code))
+                return _interpreter[0]
+    return background.run_interruptibly(lambda: _load_interpreter(text()))
 
 
-def _load_interpreter() -> Interpreter:
+def _load_interpreter(text: str) -> Interpreter:
     with _compile_lock:
         if not _interpreter:
-            _interpreter.append(Interpreter(_load(*_interpreter_code())))
+            _interpreter.append(Interpreter(_load(*_interpreter_code(text))))
         return _interpreter[0]
 
 
-def _interpreter_code() -> tuple[bytes, int]:
+def _interpreter_code(text: str) -> tuple[bytes, int]:
     """The interpreter's object code and its optimisation level.  Optimised (-O2: an instruction
     ~15% faster) when it can be kept in the shared cache: compiled once a machine (~0.1 s) and
-    loaded by every later process (~3 ms); else quick code (-O0, ~10 ms) every process."""
-    text = ir.interpreter_ir(array_data_offset())
+    loaded by every later process (~3 ms); else quick code (-O0, ~10 ms) every process.  ``text``:
+    its IR (:func:`symad.native.ir.interpreter_ir`)."""
     folder = cache.shared_dir()
     if folder is not None:
         name = _disk_name(text, 2)
