@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 import symad
 from symad import PointError, SymadError, VariableError
 from symad.native import jit
-from symad.objectives import row_sums
+from symad.runtime.blocks import BLOCK
 
 D = 5
 LOGISTIC = "log(1 + exp(-y*(" + " + ".join(f"w{j}*x{j}" for j in range(D)) + " + b)))"
@@ -79,7 +79,7 @@ def test_mean_divides_by_the_rows_used():
 
 
 def test_the_same_bits_on_one_core_or_several():
-    X, y = classification(3 * row_sums.BLOCK_ROWS + 17)
+    X, y = classification(3 * BLOCK + 17)
     wb = np.random.default_rng(2).normal(size=D + 1)
     results = []
     for threads in (1, 2, 3):
@@ -100,7 +100,7 @@ def test_the_interpreter_serves_until_the_optimised_loop_arrives_with_the_same_b
     compiled = []
     compile_rows = native.compile_rows
     monkeypatch.setattr(native, "compile_rows", lambda s, src, opt=2: compiled.append(opt) or compile_rows(s, src, opt))
-    X, y = classification(2 * row_sums.BLOCK_ROWS + 3)  # blocks of both parities, the last one odd
+    X, y = classification(2 * BLOCK + 3)  # blocks of both parities, the last one odd
     wb = np.random.default_rng(5).normal(size=D + 1)
     idx = np.random.default_rng(6).choice(len(y), size=999)
 

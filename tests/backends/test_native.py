@@ -10,7 +10,7 @@ from symad.core.ops import OPS
 from symad.native import codegen
 from symad.native import ir as llvm_ir
 from symad.native import jit as native
-from symad.runtime import batches, policy
+from symad.runtime import blocks, policy
 from symad.schedule import schedule
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="llvmlite not installed")
@@ -94,20 +94,20 @@ def test_native_batch_matches_numpy_batch(text):
 def test_large_batches_are_split_across_threads(monkeypatch, threads):
     """Parts of uneven size (1001 points in 2 or 3 parts), rows of 3 inputs and 4 outputs:
     each part reads and writes its own rows, and the whole equals one pass."""
-    monkeypatch.setattr(batches, "PARALLEL_MIN_POINTS", 10)
-    monkeypatch.setattr(batches, "BATCH_THREADS", threads)
-    monkeypatch.setattr(batches, "_pool", [])
+    monkeypatch.setattr(blocks, "PARALLEL_MIN_ROWS", 10)
+    monkeypatch.setattr(blocks, "THREADS", threads)
+    monkeypatch.setattr(blocks, "_pool", [])
     e = parse("100*(y-x^2)^2+(1-x)^2 + z*x", Graph())
     pts = np.random.default_rng(1).normal(size=(1001, 3))
     program = e.compile(backend="native").value_grad_program()
     split = program.batch(pts)
-    assert batches._pool and batches._pool[0]._max_workers == threads
+    assert blocks._pool and blocks._pool[0][0] == threads
     whole = np.empty_like(split)
     program.native.batch(pts.ctypes.data, whole.ctypes.data, len(pts))
     np.testing.assert_array_equal(split, whole)
     vp, gp = e.compile(backend="python").value_and_grad(pts)
     np.testing.assert_allclose(split, np.column_stack([vp, gp]), rtol=1e-14)
-    batches._pool[0].shutdown()
+    blocks._pool[0][1].shutdown()
 
 
 @pytest.mark.parametrize("text, point, expected", [
