@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import operator
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from symad.schedule.schedule import Schedule
 _RET = 0xC3
 _TRAMPOLINE = 16  # ff 25 00 00 00 00 (jmp *0(%rip)), the address, two bytes of padding
 MAX_FRAME_SLOTS = (2**31 - 8) // 8  # a frame offset is a 32-bit displacement
+_NODE, _OP, _ARGS = (operator.itemgetter(k) for k in range(3))  # a step's fields
 
 
 @without_gc
@@ -49,13 +51,12 @@ def layout(schedule: Schedule, library: Library,
     inputs = set(schedule.inputs)
     const_nodes = [node for node in schedule.consts if node not in inputs]
     n = len(steps)
-    nodes, ops, args = zip(*steps) if n else ((), (), ())
-    nodes_a = np.fromiter(nodes, dtype=np.int64, count=n)
-    op_ids = np.fromiter(map(library.ops.__getitem__, ops), dtype=np.int64, count=n)
-    # An op's arity is the table's (every primitive has one): the steps' argument tuples are read
-    # once, for their nodes, not a second time for their lengths (a pass over memory a step).
+    # One pass over the steps for each field (no tuples of the fields built), and an op's arity
+    # is the table's (every primitive has one): the argument tuples are read once, for their nodes.
+    nodes_a = np.fromiter(map(_NODE, steps), dtype=np.int64, count=n)
+    op_ids = np.fromiter(map(library.ops.__getitem__, map(_OP, steps)), dtype=np.int64, count=n)
     arity = library.arity[op_ids]
-    flat_args = itertools.chain.from_iterable(args)
+    flat_args = itertools.chain.from_iterable(map(_ARGS, steps))
     flat = np.fromiter(flat_args, dtype=np.int64, count=int(arity.sum()))
     if next(flat_args, None) is not None:
         raise ValueError("a step has more arguments than its op")
@@ -77,7 +78,8 @@ def layout(schedule: Schedule, library: Library,
     sources, keep = registers(operands, arity, base)
     reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
     uses = np.bincount(operands[:, :3][reads_memory], minlength=base + n) + np.bincount(outs, minlength=base + n)
-    number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2] + 64 * keep + 128 * (uses[base:] > 0)
+    number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2]  # (int8: at most 42)
+    number = number + 64 * keep + 128 * (uses[base:] > 0)
     stencil = library.variants[op_ids, number]
     # The outputs' slots one after another, in order, where each is a step of its own: the entries
     # then copy them out in one block (gathering a thousand partials one by one costs more).
@@ -118,8 +120,11 @@ def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.nd
     kept_slot = _last_before(keep, base)
     acc_slot = _last_before(~keep, base)
     slots = operands[:, :3]
-    sources = np.where(present & (slots == kept_slot[:, None]), KEEP,
-                       np.where(present & (slots == acc_slot[:, None]), ACC, MEMORY))
+    in_keep = present & (slots == kept_slot[:, None])
+    in_acc = present & (slots == acc_slot[:, None]) & ~in_keep
+    sources = np.full((n, 3), MEMORY, dtype=np.int8)
+    sources[in_keep] = KEEP
+    sources[in_acc] = ACC
     return sources, keep
 
 
@@ -142,7 +147,7 @@ def _earliest_ends(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
     while k < m:
         kept.append(k)
         k = after[k]
-    return starts[kept]
+    return starts[np.fromiter(kept, dtype=np.int64, count=len(kept))]
 
 
 def _last_before(which: np.ndarray, base: int) -> np.ndarray:
