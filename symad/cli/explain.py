@@ -63,5 +63,6 @@ def _run_loops(args: argparse.Namespace, expr: Expr) -> None:
         raise SymadError("with sums kept as loops, symad explain shows reverse mode (no --mode forward, --seed)")
     if args.markdown or args.latex:
         raise SymadError("with sums kept as loops, symad explain prints text or --json (no --markdown, --latex)")
-    result = explain(expr, parse_point(args.at), iteration=args.iteration)
+    # entries written out beside the loops (x[1], x[2] of a short product) from x=[...] or x=0.5
+    result = explain(expr, indexed.expand_point(expr.variables, parse_point(args.at)), iteration=args.iteration)
     print(result.to_json() if args.json else result.to_text())

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from symad.cli.common import emit, format_number, json_number, parse_point
-from symad.core import binders
+from symad.core import binders, indexed
 from symad.core.errors import SymadError
 from symad.core.printing import to_infix
 from symad.expr import Expr
@@ -54,7 +54,8 @@ def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: b
 def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
     """``--at`` for an IndexedFunction ``f``: a vector given whole (``x=[...]``) or as one number
     for every entry (``x=0.5``)."""
-    point = parse_point(at)
+    # entries written out beside the loops (x[1], x[2] of a short product) from x=[...] or x=0.5
+    point = indexed.expand_point([n for n in (*f.wrt, *f.data) if n not in f.spans], parse_point(at))
     for name, given in point.items():
         if name in f.spans and isinstance(given, float):
             point[name] = [given] * math.prod(hi - lo + 1 for lo, hi in f.spans[name])
@@ -157,9 +158,9 @@ def _row_partials(expr: Expr, k: int) -> list[tuple[str, str, tuple[str, int, in
 
 
 def _entries(variable: str) -> list[str]:
-    """``x[1..3]`` -> ``x[1], x[2], x[3]``; a scalar's name as it is."""
+    """``x[1..3]`` -> ``x[1], x[2], x[3]``; a scalar's name (or an entry's, ``x[3]``) as it is."""
     base, bracket, rest = variable.partition("[")
-    if not bracket:
+    if not bracket or ".." not in rest:  # a scalar, or an entry written out beside the loops (x[3])
         return [variable]
     low, high = (int(v) for v in rest[:-1].split(".."))
     return [f"{base}[{k}]" for k in range(low, high + 1)]
