@@ -28,14 +28,24 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from symad.core import forksafe
-from symad.native import cache, codegen, elf, ir, loop_ir, remote, stencils
-from symad.native import stitcher as stitching
+from symad.native import cache, codegen, elf, ir, loop_ir
 from symad.runtime import background
 from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
+
+if TYPE_CHECKING:  # imported at their first use (_native): code loaded from the disk cache needs none of them
+    from symad.native import remote, stencils  # noqa: F401 - remote: the dependency, for the import-graph checks
+    from symad.native import stitcher as stitching
+
+def _native(name: str) -> Any:
+    """The module ``symad.native.<name>`` (``remote``, ``stencils``, ``stitcher``), imported at its
+    first use: the compile worker's client (and subprocess) and the stitcher cost milliseconds
+    to import, which a program loaded from the disk cache would spend for nothing."""
+    return background.module(f"symad.native.{name}")
+
 
 _lock = threading.Lock()
 _compile_lock = threading.Lock()
@@ -406,7 +416,7 @@ def _engine(text: str, opt: int, size: int, remote_ok: bool = False, folder: Pat
     stored = cache.load(on_disk, folder) if on_disk else None
     loaded = stored is not None
     if stored is None and remote_ok:
-        stored = remote.object_code(text, opt, size)
+        stored = _native("remote").object_code(text, opt, size)
         if stored is None:  # no worker: compile here, as a foreground compile does
             with _llvm_for_background():
                 stored = codegen.object_code(text, _target_machine_for(opt), opt, size)
@@ -457,7 +467,9 @@ def _abandon_background_compiles() -> None:
     # At exit: a compile in the worker is dropped with it; one loading code here is waited
     # for, and none may start.  The lock is released again: a fork in a later exit hook
     # waits for it, and a compile a later exit hook waits for takes it.
-    remote.abandon()
+    client = background.imported("symad.native.remote")
+    if client is not None:  # else no worker was started
+        client.abandon()
     with _compile_lock:
         _exiting.append(True)
 
@@ -579,7 +591,7 @@ def stencils_ready() -> bool:
         folder = cache.shared_dir()
         # Where a cache is kept, a process of its own compiles the stencils into it (a short run
         # leaves them for the next); else a background task, for this process alone.
-        started = folder is not None and cache.writable(folder) and remote.build_stencils(str(folder))
+        started = folder is not None and cache.writable(folder) and _native("remote").build_stencils(str(folder))
         _stencils_task.append(True if started else background.submit(_stencils_in_background))
     return False
 
@@ -589,7 +601,7 @@ def stitch(schedule: Schedule) -> stitching.StitchedProgram:
     (:mod:`symad.native.stitcher`): a :class:`NativeProgram`'s entries, built in about a
     microsecond a step, no compiler run; the stencils are compiled once a machine."""
     library, entries = _stencils[0] if _stencils else background.run_interruptibly(_load_stencils)
-    return stitching.StitchedProgram(schedule, library, entries)
+    return _native("stitcher").StitchedProgram(schedule, library, entries)
 
 
 def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
@@ -597,7 +609,7 @@ def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
         if not _stencils:
             objects = stencil_objects(compile_missing=True)
             if objects is None or not _install(*objects):
-                raise stencils.StencilError("the stencils' entries cannot be loaded in this process")
+                raise _native("stencils").StencilError("the stencils' entries cannot be loaded in this process")
         return _stencils[0]
 
 
@@ -612,10 +624,10 @@ def _install(stencil_object: bytes, entries_object: bytes) -> bool:
     image = elf.load(entries_object)
     if image is None:
         return False
-    library = stencils.parse(stencil_object)
+    library = _native("stencils").parse(stencil_object)
     with _lock:
         if not _stencils:
-            _stencils.append((library, stitching.Entries(image)))
+            _stencils.append((library, _native("stitcher").Entries(image)))
     return True
 
 
@@ -624,8 +636,9 @@ def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[byt
     rules; the stencils keyed by the op table's lowerings, the CPU and LLVM), else compiled and
     stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),
     else None."""
-    entries_text = stencils.entries_ir(array_data_offset())
-    wanted = [(stencils.library_digest(), stencils.library_ir, STENCIL_OPT, "stencils"),
+    library = _native("stencils")
+    entries_text = library.entries_ir(array_data_offset())
+    wanted = [(library.library_digest(), library.library_ir, STENCIL_OPT, "stencils"),
               (entries_text, lambda: entries_text, 2, "")]
     folder = cache.shared_dir()
     found = []
@@ -648,7 +661,7 @@ def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[byt
 def _compile_shared(text: str, opt: int, remote_ok: bool) -> bytes:
     """Object code of ``text`` at ``opt`` (:data:`STENCIL_OPT`: the stencils'), in the worker process
     if ``remote_ok`` and there is one, else here (the caller holds ``_compile_lock`` unless ``remote_ok``)."""
-    stored = remote.object_code(text, opt, 1) if remote_ok else None
+    stored = _native("remote").object_code(text, opt, 1) if remote_ok else None
     if stored is not None:
         return stored
     background.import_compile_modules()

@@ -25,6 +25,7 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any, TypeVar
 
 from symad.core import forksafe
@@ -38,10 +39,11 @@ forksafe.hold_across_fork(_threads_lock)
 # Modules a compile imports on first use (only to compile: code from the disk cache or the
 # compile worker loads without them), held by a lock that a fork waits for: a child forked
 # half-way through an import in a compile thread would keep a half-initialised module for ever.
-_COMPILE_IMPORTS = ("llvmlite", "llvmlite.binding")  # symad's own modules are imported at its import
+_COMPILE_IMPORTS = ("llvmlite", "llvmlite.binding")
 _imported: list[bool] = []
 _import_lock = threading.Lock()
 forksafe.hold_across_fork(_import_lock)
+_modules: dict[str, ModuleType] = {}  # imported by module()
 
 
 def import_compile_modules() -> None:
@@ -56,6 +58,22 @@ def import_compile_modules() -> None:
                 except ImportError:  # llvmlite is optional: the native backend is then off
                     pass
             _imported.append(True)
+
+
+def module(name: str) -> ModuleType:
+    """The module ``name``, imported at its first use under the lock a fork waits for (as the
+    compile modules are): for the parts of the native runtime that most processes never run
+    (the compile worker's client, the stitcher), which code loaded from the disk cache needs not."""
+    found = _modules.get(name)
+    if found is None:
+        with _import_lock:
+            found = _modules[name] = importlib.import_module(name)
+    return found
+
+
+def imported(name: str) -> ModuleType | None:
+    """The module ``name`` if :func:`module` has imported it, else None."""
+    return _modules.get(name)
 
 
 def start(target: Callable[[], Any], name: str = "symad-compile-foreground") -> threading.Thread:

@@ -189,7 +189,9 @@ LOOPS = """
     x = np.linspace(-1.5, 1.5, 2001)
     value, grad = f.value_and_grad(x)
     print(json.dumps({"value": float(value).hex(), "grad": [float(g).hex() for g in np.ravel(grad)],
-                      "stats": jit.compile_stats(), "threads": len(started)}))
+                      "stats": jit.compile_stats(), "threads": len(started),
+                      "modules": [m for m in ("symad.native.remote", "symad.native.stencils", "symad.native.stitcher",
+                                              "subprocess", "llvmlite.binding") if m in sys.modules]}))
 """
 
 
@@ -203,9 +205,19 @@ def loops_child(folder: Path) -> dict:
 
 @own_loader
 def test_a_loops_program_run_again_loads_its_code_without_a_thread_and_gives_the_same_bits(tmp_path):
+    """In fresh processes: the first compiles its loops' code, the second loads it, importing nothing
+    it needs only to compile or to stitch code."""
     folder = tmp_path / "cache"
     first = loops_child(folder)
     assert first["stats"]["compiles"] > first["stats"]["loaded"] and first["threads"] > 0
     again = loops_child(folder)
     assert again["stats"]["loaded"] == again["stats"]["compiles"] > 0 and again["threads"] == 0
+    assert again["modules"] == []  # nor the compile worker's client, the stitcher or LLVM imported
     assert (again["value"], again["grad"]) == (first["value"], first["grad"])
+
+
+def test_a_module_imported_at_first_use_is_imported_once():
+    name = "symad.native.stitcher"
+    module = background.module(name)
+    assert module is sys.modules[name] and background.module(name) is module
+    assert background.imported(name) is module and background.imported("symad.no_such_module") is None
