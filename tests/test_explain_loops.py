@@ -226,3 +226,16 @@ def test_entries_written_out_beside_a_loop_take_the_vectors_number() -> None:
     assert grad["x[20]"] == pytest.approx(300 * 0.25 / 1000 * (1 + 0.5 / 1000) ** 19, rel=1e-13)
     got = json.loads(run("explain", text, "--at", "x=1,y=0.5", "--iteration", "3", "--json").stdout)
     assert got["gradient"]["x[20]"] == grad["x[20]"] and got["gradient"]["y[3]"] == grad["y[3]"]
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_a_fixed_entry_in_a_nested_body_is_read_by_every_iteration(k: int) -> None:
+    e = symad.parse("sum(i = 1..400, x[i]*sum(j = 1..400, x[j]*x[3]*cos(y[i] - y[j])))", Graph())
+    point = {"x": np.linspace(0, 1, 400), "y": np.linspace(0, 2, 400)}
+    out = symad.explain(e, point, iteration=k)
+    fixed = next(t for t in out.gathers[f"x[{k}]"] if t.entry == "x[3]")
+    assert (fixed.count, fixed.at) == (160_000 if k == 3 else 0, {"i": [1, 400], "j": [1, 400]})
+    want = symad.compile(e).grad(np.concatenate([point["x"], point["y"]]))
+    assert out.gradient[f"x[{k}]"] == want[k - 1]
+    assert math.isclose(math.fsum(t.value for t in out.gathers[f"x[{k}]"]), want[k - 1], rel_tol=1e-12)
+    assert k == 3 or "x[3] in z1/w1 (a fixed entry)" in out.to_text()

@@ -503,7 +503,11 @@ def _iterations(ex: _Explainer, chain: list[int], item: int, k: int) -> tuple[di
     for lvl, (low, high) in sorted(ranges.items()):
         if lvl not in coef:
             at[ex.names[lvl]] = [low, high]
-    if len(coef) == 1:
+    if not coef:  # x[3] in a body: every iteration reads it, or none
+        if const != k:
+            return at, 0, "a fixed entry"
+        count = 1
+    elif len(coef) == 1:
         (lvl, a), = coef.items()
         low, high = ranges[lvl]
         if (k - const) % a:
