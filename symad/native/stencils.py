@@ -231,6 +231,7 @@ class Library:
     calls: list[str]
     arity: np.ndarray  # by op number: each op's number of operands (the table's)
     addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
+    tail: np.ndarray | None = None  # the bytes after a stitched body (the stitcher's, once built)
 
 
 def parse(obj: bytes) -> Library:

@@ -181,17 +181,13 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: by
     whole[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
     buf = whole[len(prefix):]  # (every address below is relative: the same bytes at any offset)
     buf[int(starts[-1])] = _RET
-    buf[data_at:data_at + len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
-    addresses = _call_addresses(library)
-    for k, address in enumerate(addresses):
-        at = tramp_at + _TRAMPOLINE * k
-        buf[at:at + 6] = (0xFF, 0x25, 0, 0, 0, 0)
-        buf[at + 6:at + 14] = np.frombuffer((address or 0).to_bytes(8, "little"), dtype=np.uint8)
+    buf[data_at:] = _tail(library)
     called: set[int] = set()
     for lo in range(0, n, _CHUNK):
         hi = min(n, lo + _CHUNK)
         _copy(library, stencil[lo:hi], starts[lo:hi + 1], buf)
         called.update(_patch(library, stencil[lo:hi], operands[lo:hi], starts[lo:hi + 1], buf, data_at, tramp_at))
+    addresses = _call_addresses(library)
     for k in called:
         if addresses[k] is None:
             raise OSError(f"the C library function {library.calls[k]} is not in this process")
@@ -233,6 +229,21 @@ def _patch(library: Library, stencil: np.ndarray, operands: np.ndarray, starts: 
     value[relative] += target[relative] - where[relative]
     buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
     return set(np.unique(arg[calls]).tolist())
+
+
+def _tail(library: Library) -> np.ndarray:
+    """What follows every body from its data on (at a multiple of 16 bytes): the stencils' data,
+    then at the next multiple of 16 a trampoline to each C function they call (``jmp *0(%rip)``,
+    the function's address in this process); built once."""
+    if library.tail is None:
+        tail = np.zeros(-(-len(library.data) // 16) * 16 + _TRAMPOLINE * len(library.calls), dtype=np.uint8)
+        tail[:len(library.data)] = np.frombuffer(library.data, dtype=np.uint8)
+        for k, address in enumerate(_call_addresses(library)):
+            at = len(tail) - _TRAMPOLINE * (len(library.calls) - k)
+            tail[at:at + 6] = (0xFF, 0x25, 0, 0, 0, 0)
+            tail[at + 6:at + 14] = np.frombuffer((address or 0).to_bytes(8, "little"), dtype=np.uint8)
+        library.tail = tail
+    return library.tail
 
 
 def _call_addresses(library: Library) -> list[int | None]:
@@ -293,6 +304,7 @@ class StitchedProgram:
     own: they release the GIL), and ``call(x, rest) -> output 0`` on NumPy arrays (in the program's
     own frame: the caller keeps the GIL), or None."""
 
+    @without_gc  # (it creates no cycles: a collection due to earlier work waits till after)
     def __init__(self, schedule: Schedule, library: Library, entries: Entries):
         if len(schedule.inputs) + len(schedule.consts) + schedule.size > MAX_FRAME_SLOTS:
             raise PointError("a program this large has no stitched code")
