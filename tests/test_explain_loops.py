@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.cli_helpers import run
 
 import symad
@@ -239,3 +241,29 @@ def test_a_fixed_entry_in_a_nested_body_is_read_by_every_iteration(k: int) -> No
     assert out.gradient[f"x[{k}]"] == want[k - 1]
     assert math.isclose(math.fsum(t.value for t in out.gathers[f"x[{k}]"]), want[k - 1], rel_tol=1e-12)
     assert k == 3 or "x[3] in z1/w1 (a fixed entry)" in out.to_text()
+
+
+_OUTER = ["x[i]", "sin(x[i+1])", "(1 + y[i]^2)", "x[i]*y[i]"]
+_INNER = ["x[j]*y[i]", "cos(x[j] - x[i])", "x[i+j]*y[j]", "exp(x[j+1]/4)*y[i+j]", "x[2*j]*x[i]", "(i - j)*x[j]"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(outer=st.sampled_from(_OUTER), inner=st.sampled_from(_INNER), seed=st.integers(0, 2**16),
+       k=st.integers(1, 70))
+def test_random_nested_loops_gather_the_compiled_gradient(outer: str, inner: str, seed: int, k: int) -> None:
+    """Random nested bodies: explain prints the compiled partials bit for bit, and its gathered terms
+    add up to them (each term a compiled sum over its iterations: rounding apart, the same sum)."""
+    e = symad.parse(f"sum(i = 1..40, {outer}*sum(j = 1..20, {inner}))", Graph())
+    f = symad.compile(e)
+    rng = np.random.default_rng(seed)
+    point = {name: rng.uniform(-1, 1, hi - lo + 1) for name, ((lo, hi),) in f.spans.items()}
+    lo = f.spans["x"][0][0]
+    spans = f.spans.values()  # --iteration k: an entry of every vector
+    k = min(max(k, *(low for ((low, _),) in spans)), *(high for ((_, high),) in spans))
+    out = symad.explain(e, point, iteration=k)
+    want = f.grad(np.concatenate([point[name] for name in f.wrt]))
+    assert out.gradient[f"x[{k}]"] == want[k - lo]
+    terms = out.gathers[f"x[{k}]"]
+    scale = 1 + sum(abs(t.value) for t in terms)
+    assert abs(math.fsum(t.value for t in terms) - want[k - lo]) <= 1e-12 * 800 * scale
+    assert {t.count for t in terms} <= {0, 1, 20, 40, *range(1, 21)}
