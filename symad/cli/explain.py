@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--latex", action="store_true", help="print the steps as a LaTeX aligned block")
     parser.add_argument("--iteration", type=int, metavar="K",
-                        help="with sums kept as loops: show each loop's body at i = K and gather df/dx[K] "
-                             "(default: the loop's first index)")
+                        help="with sums kept as loops: show each loop's body at i = K (a loop inside it at "
+                             "i = j = K) and gather df/dx[K] (default: each loop's first index)")
     parser.epilog = (f"Text tables align their columns up to {ALIGN_MAX} characters: a longer cell (a node "
                      "with many users)\nis printed whole but unpadded. Every row, term and value is printed "
                      "in full, also\nwith --markdown and --json, so the output grows with the DAG.\n\n"
