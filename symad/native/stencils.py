@@ -232,6 +232,7 @@ class Library:
     arity: np.ndarray  # by op number: each op's number of operands (the table's)
     addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
     tail: np.ndarray | None = None  # the bytes after a stitched body (the stitcher's, once built)
+    split: tuple | None = None  # the relocations, holes and relative ones apart (the stitcher's, once built)
 
 
 def parse(obj: bytes) -> Library:

@@ -133,7 +133,8 @@ def _earliest_ends(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
     by earliest end keeps: in order of end (then of start), each one that starts at or after the
     end of the last one kept.  The one kept after wait ``k`` is the first in that order starting
     at or after its end (any such ends later), found for every wait at once; only the walk along
-    the kept ones is a loop."""
+    the kept ones is a loop, and it steps over a chain's links (each kept one followed by the
+    next in order) a run at a time."""
     if not len(starts):
         return starts
     key = np.sort(ends * n + starts)  # keys are distinct: the starts are
@@ -142,12 +143,21 @@ def _earliest_ends(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
     at = np.full(n + 1, m, dtype=np.int64)  # at[t]: the first wait in order starting at t
     at[starts] = np.arange(m)
     first_from = np.minimum.accumulate(at[::-1])[::-1]  # ... starting at t or later
-    after = first_from[ends].tolist()
-    kept, k = [], 0
+    after = first_from[ends]  # (m: none)
+    order = np.arange(m)
+    link = after == order + 1
+    link[-1] = False
+    run_end = np.minimum.accumulate(np.where(link, m, order)[::-1])[::-1]  # the first non-link at or after k
+    jump = after[run_end]
+    heads, k = [], 0
     while k < m:
-        kept.append(k)
-        k = after[k]
-    return starts[np.fromiter(kept, dtype=np.int64, count=len(kept))]
+        heads.append(k)
+        k = int(jump[k])
+    head = np.fromiter(heads, dtype=np.int64, count=len(heads))
+    runs = np.zeros(m + 1, dtype=np.int64)  # the kept ones: each head to its run's end
+    runs[head] += 1
+    runs[run_end[head] + 1] -= 1
+    return starts[np.cumsum(runs[:m]) > 0]
 
 
 def _last_before(which: np.ndarray, base: int) -> np.ndarray:
@@ -207,28 +217,56 @@ def _copy(library: Library, stencil: np.ndarray, starts: np.ndarray, buf: np.nda
 def _patch(library: Library, stencil: np.ndarray, operands: np.ndarray, starts: np.ndarray, buf: np.ndarray,
            data_at: int, tramp_at: int) -> set[int]:
     """The relocations of the stencils ``stencil`` (at ``starts`` in ``buf``, on frame slots
-    ``operands``) written, each a scattered write of four bytes; the C functions they call."""
-    counts = library.rel_count[stencil]
-    m = int(counts.sum())
-    if not m:
+    ``operands``) written, each a scattered write of four bytes; the C functions they call.
+    Holes (most relocations) and relative ones apart: each kind's values without masks."""
+    holes, relative = _relocations(library)
+    step, row = _rows(holes, stencil)
+    if len(row):
+        value = library.rel_addend[row] + 8 * operands[step, library.rel_arg[row]]
+        _write(buf, starts[step] + library.rel_offset[row], value)
+    step, row = _rows(relative, stencil)
+    if not len(row):
         return set()
-    n = len(stencil)
-    step = np.repeat(np.arange(n), counts)  # the relocations' steps, row r of the library's table each
-    row = np.repeat(library.rel_start[stencil] - (np.cumsum(counts) - counts), counts) + np.arange(m)
     kind, arg = library.rel_kind[row], library.rel_arg[row]
     where = starts[step] + library.rel_offset[row]
-    value = library.rel_addend[row]
-    hole = kind == HOLE
-    value[hole] += 8 * operands[step[hole], arg[hole]]
-    relative = ~hole
-    target = np.zeros(m, dtype=np.int64)
+    target = np.zeros(len(row), dtype=np.int64)
     target[kind == PC_NEXT] = starts[step[kind == PC_NEXT] + 1]
     target[kind == PC_DATA] = data_at + arg[kind == PC_DATA]
     calls = kind == PC_CALL
     target[calls] = tramp_at + _TRAMPOLINE * arg[calls]
-    value[relative] += target[relative] - where[relative]
-    buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(m, 4)
+    _write(buf, where, library.rel_addend[row] + target - where)
     return set(np.unique(arg[calls]).tolist())
+
+
+def _rows(table: tuple[np.ndarray, np.ndarray, np.ndarray], stencil: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of the library's relocations in ``table`` (a stencil's first and count, and the
+    rows) for each step of ``stencil``, and their steps."""
+    first, count, rows = table
+    counts = count[stencil]
+    m = int(counts.sum())
+    step = np.repeat(np.arange(len(stencil)), counts)
+    at = np.repeat(first[stencil] - (np.cumsum(counts) - counts), counts) + np.arange(m)
+    return step, rows[at]
+
+
+def _write(buf: np.ndarray, where: np.ndarray, value: np.ndarray) -> None:
+    """``value[r]`` as four little-endian bytes at ``buf[where[r]]``."""
+    buf[where[:, None] + np.arange(4)] = value.astype("<i4").view(np.uint8).reshape(len(value), 4)
+
+
+def _relocations(library: Library) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """The library's relocations split into holes and relative ones, each as a stencil's first row
+    and count, and the rows (of the library's table); built once."""
+    if library.split is None:
+        owner = np.repeat(np.arange(len(library.rel_count)), library.rel_count)
+        rows = np.repeat(library.rel_start - (np.cumsum(library.rel_count) - library.rel_count),
+                         library.rel_count) + np.arange(len(owner))  # by stencil, in each its own order
+        tables = []
+        for which in (library.rel_kind[rows] == HOLE, library.rel_kind[rows] != HOLE):
+            count = np.bincount(owner[which], minlength=len(library.rel_count))
+            tables.append((np.cumsum(count) - count, count, rows[which]))
+        library.split = tuple(tables)
+    return library.split
 
 
 def _tail(library: Library) -> np.ndarray:
