@@ -13,6 +13,9 @@ from typing import Any
 from benchmarks.harness import fmt_ratio, fmt_time, rerender, table
 
 CODEGEN_MS_PER_1000 = 1.0
+# Linear: a size's time per 1,000 operations (CPU) at most this times the size below's (a decade
+# smaller); a fixed cost a program makes smaller sizes dearer per operation, never larger ones.
+CODEGEN_GROWTH = 1.25
 STITCHED_VS_O2, STITCHED_VS_VM = 2.0, 5.0
 SOLVE_VS_CASADI = 0.3
 
@@ -50,6 +53,11 @@ def render(data: dict[str, Any]) -> str:
         first = [r.get("first_stitch_s") for r in data["codegen"] if r.get("first_stitch_s") is not None]
         targets.append(["code generation under 1 ms per 1,000 operations, 10^3 to 10^6 (CPU; wall beside it)",
                         shown, _verdict(None if worst_cpu is None else worst_cpu < CODEGEN_MS_PER_1000 * 1e-3)])
+        per_cpu = [_ratio(r.get("stitch_cpu_s"), (r["ops"] or 0) / 1000) for r in data["codegen"]]
+        steps = [b / a for a, b in zip(per_cpu, per_cpu[1:]) if a and b]
+        targets.append([f"code generation linear: per 1,000 operations (CPU) at most {CODEGEN_GROWTH}x the "
+                        "size a decade below's", "growth " + ", ".join(f"{g:.2f}x" for g in steps) if steps else "—",
+                        _verdict(None if not steps else max(steps) <= CODEGEN_GROWTH)])
         sections.append("## Code generation\n\nA random program's value and gradient (stencils loaded): stitched "
                         "code, the instruction VM's program, and -O0 code (LLVM's fast instruction selection) whole, "
                         "in chunks of 1,000 operations, and that time halved: the best two cores could do with the "
