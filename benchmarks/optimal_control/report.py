@@ -202,7 +202,10 @@ def render(data: dict[str, Any]) -> str:
            "(symad: parsing the texts, compiling the loops and the sparse derivatives; CasADi: SX expressions "
            "built in Python and `nlpsol`'s set-up), IPOPT's solve (tol 1e-8, MUMPS). "
            "The two peers use different builds of IPOPT: symad the system's through cyipopt, CasADi the one it "
-           "bundles; the iteration counts show they take the same path. **total** is the whole process "
+           "bundles; the iteration counts show they take the same path"
+           + ("" if not any(WHEELS in peers for peers in results.values()) else
+              " (**symad with cyipopt-wheels** below: a third build, the one cyipopt's own wheel bundles)")
+           + ". **total** is the whole process "
            "(Python's own start-up aside); a ratio below 1 means symad reaches the optimum sooner. **CPU** is "
            "the process's CPU time over the same span, every thread's (less noisy than wall time on a shared "
            "machine; symad's loops may run on two threads). symad runs "
