@@ -131,6 +131,10 @@ def test_explain_of_nested_loops_gathers_symad_grads_partials(iteration) -> None
         assert math.isclose(math.fsum(t["value"] for t in terms), want[entry], rel_tol=1e-12, abs_tol=1e-12)
     x_terms = {(t["loop"], t["entry"]): t for t in got["gather"][f"x[{k}]"]}
     assert x_terms[(outer["id"], "x[i]")]["count"] == 1 and x_terms[(outer["id"], "x[i]")]["iteration"] == k
+    # at the iteration shown, the term is the body's adjoint of the entry times the loop's, as shown
+    row = next(r["id"] for r in outer["forward"] if r["op"] == "x[i]")
+    adjoint = next(r["derivative"] for r in outer["sweep"] if r["id"] == row)
+    assert x_terms[(outer["id"], "x[i]")]["value"] == outer["scale"] * adjoint
     summed = x_terms[(inner["id"], "x[j]")]
     assert summed["at"] == {"i": [1, 400], "j": k} and summed["count"] == 400 and summed["iteration"] is None
 

@@ -11,9 +11,11 @@ a worklist, never by recursion.
 The gather of ``df/dx[k]`` adds, over every scope and every entry of ``x`` it reads (``x[i]``,
 ``x[j + 1]``), what flows into that entry over every iteration that reads ``x[k]``: one iteration
 where the entry's index fixes every index around it, else a sum over the free ones (``x[i]`` read
-in the body of ``sum(j = 1..2000, ...)`` is read by its 2000 iterations).  Each such sum is the
-compiled gradient's: the function with that one entry read from a copy of ``x`` (only in that
-scope), differentiated along the copy.  The partials printed are
+in the body of ``sum(j = 1..2000, ...)`` is read by its 2000 iterations).  At the iteration shown,
+a term is the body's partial times its loops' adjoints, as the tables have them; any other is the
+compiled gradient's: the function with the body's entries each read from a copy of their vector
+(only in that body), differentiated along the copies (one function per body).  The partials
+printed are
 :class:`~symad.indexed_function.IndexedFunction`'s (``symad grad``'s), bit for bit.
 """
 
@@ -313,30 +315,34 @@ class _Explainer:
             at += size
         return out
 
-    def route(self, chain: list[int], item: int, copy: str, array: np.ndarray, lows: int) -> tuple[np.ndarray, int]:
-        """The compiled partials along ``copy``, a copy of the item's vector read by ``item`` in the body
-        of the last loop of ``chain`` only (not in the loops inside it), and the copy's first index."""
+    def routes(self, chain: list[int], items: Mapping[int, str]) -> dict[str, tuple[np.ndarray, int]]:
+        """The compiled partials along copies of the vectors: each item of ``items`` (of the body of
+        the last loop of ``chain``) reads its copy, named there, in that body only (not in the loops
+        inside it); per copy, its partials and its first index.  One function for the whole body."""
         g = self.graph
-        new = binders.item(g, g.vector(copy), *g.args[item][1:])
-        old = item
+        old: int = -1
+        new: int = -1
+        swaps = {item: binders.item(g, g.vector(copy), *g.args[item][1:]) for item, copy in items.items()}
         for loop in reversed(chain):
-            body = _swapped(g, g.args[loop][0], old, new)
+            body = _swapped(g, g.args[loop][0], swaps)
             level, low, high = g.data[loop]  # type: ignore[misc]
             old, new = loop, binders.reduce(g, g.op[loop], level, low, high, body)
+            swaps = {old: new}
             if self.lv[old] < 0:  # a loop closed in itself (the outermost is) is the same node wherever it is read
                 break
-        root = binders.substitute(g, self.root, {old: new})
-        h = IndexedFunction(Expr(g, root))
-        lo, hi = h.spans[copy][0]
+        h = IndexedFunction(Expr(g, binders.substitute(g, self.root, {old: new})))
         given = self.given_to(h)
-        given[copy] = array[lo - lows:hi - lows + 1]
+        for item, copy in items.items():
+            name = g.data[g.args[item][0]]
+            (lo, hi), (first, _) = h.spans[copy][0], self.f.spans[name][0]  # type: ignore[index]
+            given[copy] = self.vectors[name][lo - first:hi - first + 1]  # type: ignore[index]
         _, grad = h.value_and_grad(given)
-        at = 0
+        out, at = {}, 0
         for name in h.wrt:
-            if name == copy:
-                return grad[at:at + hi - lo + 1], lo
+            if name in items.values():
+                out[name] = (grad[at:at + h.length(name)], h.spans[name][0][0])
             at += h.length(name)
-        raise SymadError("internal error: the copy of the entry is not differentiated")
+        return out
 
 
 def _constant(value: float) -> Explanation:
@@ -345,13 +351,14 @@ def _constant(value: float) -> Explanation:
     return Explanation(format_number(value), {}, "reverse", [row], [row], {}, {})
 
 
-def _swapped(graph: Graph, root: int, old: int, new: int) -> int:
-    """``root`` with ``old`` replaced by ``new`` in its own scope: the loops in it are kept as they are."""
+def _swapped(graph: Graph, root: int, swaps: Mapping[int, int]) -> int:
+    """``root`` with each node of ``swaps`` replaced by its image in its own scope: the loops in it
+    are kept as they are."""
     op_of, args_of, data_of = graph.op, graph.args, graph.data
     done: dict[int, int] = {}
-    for node in binders.scope_nodes(graph, root, lambda n: n != old and op_of[n] not in BINDERS):
-        if node == old:
-            done[node] = new
+    for node in binders.scope_nodes(graph, root, lambda n: n not in swaps and op_of[n] not in BINDERS):
+        if node in swaps:
+            done[node] = swaps[node]
             continue
         args = args_of[node]
         if op_of[node] in BINDERS or not args:
@@ -451,6 +458,9 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
     first = next((g.data[s.node][1] for s in scopes if s.node is not None), None)  # type: ignore[index]
     gathers: dict[str, list[NestedTerm]] = {}
     gradient: dict[str, float] = {}
+    copies: dict[str, dict[int, str]] = {}  # per body, the entries whose sums are compiled -> their copies' names
+    taken = {*f.variables, *f.data}
+    pending: list[tuple[NestedTerm, str, int]] = []  # a term, the copy its entry reads, x[k]'s k
     for name in f.wrt:
         if name not in f.spans:
             gradient[name] = float(ex.grad[offsets[name]])
@@ -470,26 +480,43 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
                     if text == entry:
                         terms.append(NestedTerm("", text, {}, 1, scope.explanation.result[text]))
                     continue
-                chain, s = [], scope
-                while s.node is not None:
-                    chain.append(s.node)
-                    s = s.parent  # type: ignore[assignment]
-                chain.reverse()
-                where, count, missed = _iterations(ex, chain, item, k)
-                value = 0.0
-                if count:
-                    copy = f"{name}_entry"  # (not x': the compiled function's tangents are named so)
-                    while copy in f.variables or copy in f.data:
-                        copy += "_"
-                    partial, first_copy = ex.route(chain, item, copy, ex.vectors[name], lo)
-                    value = float(partial[k - first_copy]) if 0 <= k - first_copy < len(partial) else 0.0
+                where, count, missed = _iterations(ex, _chain(ex, scope), item, k)
                 condition = ""
                 if sum(1 for c in binders.affine(g, g.args[item][1])[0].values() if c) > 1:  # type: ignore[index]
                     condition = f"{ex.text(g.args[item][1])} = {k}"
-                terms.append(NestedTerm(scope.path, text, where, count, value, missed, condition))
+                term = NestedTerm(scope.path, text, where, count, 0.0, missed, condition)
+                shown = {ex.names[lvl]: v for lvl, v in sorted(scope.at.items())}
+                if count == 1 and where == shown:  # the iteration shown: its body's partial times its loops'
+                    term.value = scope.scale * scope.explanation.result[text]
+                elif count:  # a compiled sum (the copy is not x': the compiled function's tangents are named so)
+                    copy = f"{name}_entry{sum(len(c) for c in copies.values()) + 1}"
+                    while copy in taken:
+                        copy += "_"
+                    copies.setdefault(scope.path, {})[item] = copy
+                    pending.append((term, copy, k))
+                terms.append(term)
         gathers[entry] = terms
         gradient[entry] = float(ex.grad[offsets[name] + k - lo])
+    partials: dict[str, tuple[np.ndarray, int]] = {}
+    for scope in scopes:  # one compiled function per body: its entries each read a copy of their vector
+        if scope.path in copies:
+            partials.update(ex.routes(_chain(ex, scope), copies[scope.path]))
+    for term, copy, k in pending:
+        values, first_copy = partials[copy]
+        term.value = float(values[k - first_copy]) if 0 <= k - first_copy < len(values) else 0.0
     return gathers, gradient
+
+
+def _chain(ex: _Explainer, scope: _Scope) -> list[int]:
+    """The loops around a body, outermost first, its own last (from the innermost loop closed in
+    itself: the loops around that one do not change it)."""
+    chain = []
+    while scope.node is not None:
+        chain.append(scope.node)
+        if ex.lv[scope.node] < 0:
+            break
+        scope = scope.parent  # type: ignore[assignment]
+    return chain[::-1]
 
 
 def _iterations(ex: _Explainer, chain: list[int], item: int, k: int) -> tuple[dict[str, Any], int, str]:
