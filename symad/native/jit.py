@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # imported at their first use (_native): code loaded from the
     from symad.native import remote, stencils  # noqa: F401 - remote: the dependency, for the import-graph checks
     from symad.native import stitcher as stitching
 
+
 def _native(name: str) -> Any:
     """The module ``symad.native.<name>`` (``remote``, ``stencils``, ``stitcher``), imported at its
     first use: the compile worker's client (and subprocess) and the stitcher cost milliseconds
