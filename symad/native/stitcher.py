@@ -304,13 +304,22 @@ class _MethodDef(ctypes.Structure):
                 ("doc", ctypes.c_char_p)]
 
 
+@functools.lru_cache(maxsize=1)
+def _new_function() -> Any:
+    """CPython's ``PyCFunction_NewEx`` through a prototype of our own (ctypes.pythonapi's shared
+    function objects keep their settings), made once; None where it is not at hand."""
+    try:
+        return ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
+            ("PyCFunction_NewEx", ctypes.pythonapi))
+    except AttributeError:
+        return None
+
+
 def _fast_function(address: int, owner: Any) -> Any:
     """A builtin function (``METH_FASTCALL``) running the machine code at ``address``, which keeps
     ``owner`` alive (its ``self``); None where CPython's API is not at hand."""
-    try:  # a prototype of our own: ctypes.pythonapi's shared function objects keep their settings
-        new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
-            ("PyCFunction_NewEx", ctypes.pythonapi))
-    except AttributeError:
+    new = _new_function()
+    if new is None:
         return None
     definition = _MethodDef(b"call", address, _METH_FASTCALL, None)
     owner.keep += (definition,)
