@@ -106,7 +106,8 @@
       });
       h += "</table>";
     } else if (row.loop) {
-      h += "<div class=\"sx-label\">a loop: one step here; its body is shown after the top level.</div>";
+      h += "<div class=\"sx-label\">a loop: one step here; its body is shown after " +
+        (sec === top ? "the top level" : "the body around it") + ".</div>";
     } else {
       h += "<div class=\"sx-label\">an input: its value is the point's.</div>";
     }
