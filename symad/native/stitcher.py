@@ -20,6 +20,7 @@ import ctypes
 import functools
 import itertools
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -60,20 +61,16 @@ def layout(schedule: Schedule, library: Library,
     flat = np.fromiter(flat_args, dtype=np.int64, count=int(arity.sum()))
     if next(flat_args, None) is not None:
         raise ValueError("a step has more arguments than its op")
-    top = max(nodes_a.max(initial=-1), max(schedule.inputs, default=-1), max(const_nodes, default=-1)) + 1
-    lut = np.full(top, -1, dtype=np.int64)
-    lut[np.array(schedule.inputs, dtype=np.int64)] = np.arange(n_in)
     base = n_in + len(const_nodes)
-    lut[np.array(const_nodes, dtype=np.int64)] = np.arange(n_in, base)
-    lut[nodes_a] = np.arange(base, base + n)
+    slot = _slots(np.array(schedule.inputs, dtype=np.int64), np.array(const_nodes, dtype=np.int64), nodes_a)
     first = np.cumsum(arity) - arity
     operands = np.empty((n, 4), dtype=np.int64)
     for k in range(3):
-        operands[:, k] = lut[flat[first + np.minimum(k, arity - 1)]]
+        operands[:, k] = slot(flat[first + np.minimum(k, arity - 1)])
     operands[:, 3] = base + np.arange(n)
     frame = np.zeros(base + n)
     frame[n_in:base] = [schedule.consts[node] for node in const_nodes]
-    outs = lut[np.array(schedule.outputs, dtype=np.int64)]
+    outs = slot(np.array(schedule.outputs, dtype=np.int64))
 
     sources, keep = registers(operands, arity, base)
     reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
@@ -91,6 +88,33 @@ def layout(schedule: Schedule, library: Library,
         order[base:][rest] = base + len(outs) + np.arange(int(rest.sum()))
         operands, outs = order[operands], order[outs]
     return stencil, operands, frame, outs
+
+
+_TABLE_RATIO, _TABLE_SLACK = 8, 4096  # a table by node id where its ids are this dense (see _slots)
+
+
+def _slots(*parts: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Node ids to frame slots: an id's place in ``parts`` one after another (its last part's).
+    A table indexed by node id where the ids are dense enough; else (a small program in a large
+    graph) a binary search of the sorted ids, so that the time is the program's, not the graph's."""
+    keys = np.concatenate(parts)
+    top = int(keys.max(initial=-1)) + 1
+    if top > _TABLE_RATIO * len(keys) + _TABLE_SLACK:
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        if (np.diff(ordered) > 0).all():
+            def search(ids: np.ndarray) -> np.ndarray:
+                at = np.minimum(np.searchsorted(ordered, ids), len(ordered) - 1)
+                if not (ordered[at] == ids).all():
+                    raise ValueError("a step reads a node no step, input or constant gives")
+                return order[at]
+            return search
+    table = np.full(top, -1, dtype=np.int64)
+    at = 0
+    for part in parts:
+        table[part] = np.arange(at, at + len(part))
+        at += len(part)
+    return table.__getitem__
 
 
 def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:

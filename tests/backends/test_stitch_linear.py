@@ -70,3 +70,22 @@ def test_the_body_in_chunks_is_the_body_in_one_piece(monkeypatch):
     for size in (1, 7, 256, 1 << 20):
         monkeypatch.setattr(stitching, "_CHUNK", size)
         assert stitching.body(library, stencil, operands, prefix=bytes(32)).tobytes() == whole, size
+
+
+def test_a_small_program_in_a_large_graph_gets_the_code_of_a_fresh_graph(monkeypatch):
+    """The frame slots found by binary search where the graph's node ids are sparse (a small
+    program in a large graph), by a table where dense: the same layout and bytes either way."""
+    text = "sin(x)*y + exp(x - y)/(1 + x^2) + where(x > y, x*y, y^3)"
+    big = Graph()
+    symad.parse("+".join(f"cos(u{k})*u{k + 1}" for k in range(3000)), big)
+    e = symad.parse(text, big)
+    late = e.compile(backend="python").value_grad_program().schedule
+    keys = len(late.inputs) + len(late.consts) + late.size  # (at least the ids the slots are found for)
+    assert max(node for node, _, _ in late.steps) > stitching._TABLE_RATIO * keys + stitching._TABLE_SLACK
+    fresh = _schedule(text)
+    library = jit._load_stencils()[0]
+    sparse = stitching.layout(late, library)
+    monkeypatch.setattr(stitching, "_TABLE_RATIO", 10**9)  # a table whatever the ids
+    dense = stitching.layout(late, library)
+    for a, b, c in zip(sparse, dense, stitching.layout(fresh, library)):
+        assert a.tobytes() == b.tobytes() == c.tobytes()
