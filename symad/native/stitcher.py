@@ -74,9 +74,11 @@ def layout(schedule: Schedule, library: Library,
 
     sources, keep = registers(operands, arity, base)
     reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
-    uses = np.bincount(operands[:, :3][reads_memory], minlength=base + n) + np.bincount(outs, minlength=base + n)
+    read = np.zeros(base + n, dtype=bool)  # read from the frame, or an output
+    read[operands[:, :3][reads_memory]] = True
+    read[outs] = True
     number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2]  # (int8: at most 42)
-    number = number + 64 * keep + 128 * (uses[base:] > 0)
+    number = number + 64 * keep + 128 * read[base:]
     stencil = library.variants[op_ids, number]
     # The outputs' slots one after another, in order, where each is a step of its own: the entries
     # then copy them out in one block (gathering a thousand partials one by one costs more).
