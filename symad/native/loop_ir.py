@@ -107,10 +107,10 @@ def nest_ir(nest: LoopNest) -> str:
     if sums:
         done += ["  %fin = fadd double %la, %lb", "  store double %fin, ptr %out"]
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * m)})\n" for fn, m in declared.items())
+    lines = _allocas_first(entry + ["  br label %head", *head, "row:", *body, *tail, *done])
     return ("; a loop nest, optimised whatever its size\n" + decls
             + "\ndefine void @nest(ptr noalias %w, ptr noalias %bases, i64 %start, i64 %end, ptr noalias %out) {\n"
-            + "entry:\n" + "\n".join(entry) + "\n  br label %head\n" + "\n".join(head) + "\nrow:\n"
-            + "\n".join(body + tail) + "\n" + "\n".join(done) + "\n  ret void\n}\n\nattributes #0 = { nobuiltin }\n")
+            + "entry:\n" + _with_helpers("\n".join(lines) + "\n  ret void\n}\n") + "\nattributes #0 = { nobuiltin }\n")
 
 
 def _inputs_and_vectors(inputs: list[int], tag: str, vectors: int, names: dict[int, str]) -> list[str]:
@@ -194,7 +194,10 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     lane (independent additions, which the SLP vectoriser packs into vector registers), then the
     last terms one at a time, each to its lane.  A sum taken in parts: the lanes start from
     ``start`` (IR values) and, with ``kept``, are appended to it, not added (every part but the
-    last a multiple of ``lanes`` terms long)."""
+    last a multiple of ``lanes`` terms long).  A whole range longer than a block runs a block at
+    a time (:func:`_blocked_sum`)."""
+    if first is None and last_index is None and scope.high - scope.low + 1 > BLOCK:
+        return _blocked_sum(scope, indices, names, lines, block, p, declared, clamp, lanes, hoisted)
     first = str(scope.low) if first is None else first
     last_index = str(scope.high) if last_index is None else last_index
     before = block[0]
@@ -254,6 +257,136 @@ def lanes_added(lines: list[str], parts: list[str], name: str) -> str:
     return parts[0]
 
 
+def _blocked_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str], block: list[str],
+                 p: str, declared: dict[str, int], clamp: bool, lanes: int, hoisted: Hoisted | None) -> str:
+    """A sum inside a loop's body over more than one block: a loop over its blocks of :data:`BLOCK`
+    terms, each block's sum (:func:`_inner_sum` over the block's indices, in ``lanes`` lanes) stored
+    in a stack array, then the blocks' sums added (:func:`_blocks_added`): the order of
+    :func:`symad.backends.arrays.blocked_sum`, in code the same size whatever the range.  The array
+    is its nesting level's (``%ib<level>``, the largest such sum's size): a sum runs its blocks and
+    adds them before any other sum of its level starts, and the sums it encloses are of other
+    levels."""
+    blocks = -(-(scope.high - scope.low + 1) // BLOCK)
+    acc = f"%ib{scope.level}"
+    lines.append(f"  {acc} = alloca double, i64 {blocks}")  # moved to the function's entry (_allocas_first)
+
+    def one(k: str) -> str:
+        lo, hi = _block_bounds(lines, f"{p}B", k, scope.low, scope.high)
+        return _inner_sum(scope, indices, names, lines, block, f"{p}Y", declared, lo, hi, clamp=clamp, lanes=lanes,
+                          hoisted=hoisted)
+
+    _blocks_loop(blocks, acc, lines, block, f"{p}B", one)
+    return _blocks_added(acc, blocks, lines, f"{p}B")
+
+
+def _block_bounds(lines: list[str], p: str, k: str, low: int, high: int) -> tuple[str, str]:
+    """The first and last index of block ``k`` (an i64 IR value) of a range ``low`` … ``high``."""
+    lines += [f"  %{p}r0 = mul i64 {k}, {BLOCK}", f"  %{p}lo = add i64 %{p}r0, {low}",
+              f"  %{p}hi0 = add i64 %{p}lo, {BLOCK - 1}", f"  %{p}over = icmp sgt i64 %{p}hi0, {high}",
+              f"  %{p}hi = select i1 %{p}over, i64 {high}, i64 %{p}hi0"]
+    return f"%{p}lo", f"%{p}hi"
+
+
+def _blocks_loop(blocks: int, acc: str, lines: list[str], block: list[str], p: str,
+                 each: Callable[[str], str]) -> None:
+    """A loop over blocks ``0`` … ``blocks - 1`` storing ``each(k)`` (the IR value of block ``k``'s
+    sum, written by ``each`` at the i64 ``k``) at ``acc[k]``."""
+    before = block[0]
+    lines += [f"  br label %K{p}h", f"K{p}h:", f"  %{p}k = phi i64 [0, %{before}], [%{p}kn, %K{p}e]",
+              f"  %{p}more = icmp slt i64 %{p}k, {blocks}", f"  br i1 %{p}more, label %K{p}s, label %K{p}x",
+              f"K{p}s:"]
+    block[0] = f"K{p}s"
+    value = each(f"%{p}k")
+    lines += [f"  %{p}at = getelementptr double, ptr {acc}, i64 %{p}k", f"  store double {value}, ptr %{p}at",
+              f"  br label %K{p}e", f"K{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %K{p}h", f"K{p}x:"]
+    block[0] = f"K{p}x"
+
+
+# Up to this many blocks, their sums are added by code written out (loads and additions); more, by
+# a call of ``@pairwise`` (:data:`PAIRWISE_IR`), the same order in code of a fixed size.
+UNROLLED_BLOCKS = 8
+
+
+def _blocks_added(acc: str, blocks: int, lines: list[str], p: str) -> str:
+    """The ``blocks`` sums in the array ``acc`` added as NumPy's pairwise sum adds a contiguous array
+    (:func:`_pairwise`); returns the IR value.  One block: its sum."""
+    if blocks > UNROLLED_BLOCKS:
+        lines.append(f"  %{p}all = call double @pairwise(ptr {acc}, i64 {blocks})")
+        return f"%{p}all"
+    parts = []
+    for b in range(blocks):
+        lines += [f"  %{p}s{b}a = getelementptr double, ptr {acc}, i64 {b}", f"  %{p}s{b} = load double, ptr %{p}s{b}a"]
+        parts.append(f"%{p}s{b}")
+    if blocks == 1:
+        return parts[0]
+    fresh = [0]
+
+    def add(a: str, b: str) -> str:
+        fresh[0] += 1
+        r = f"%{p}p{fresh[0]}"
+        lines.append(f"  {r} = fadd double {a}, {b}")
+        return r
+
+    return _pairwise(parts, add)
+
+
+def _pairwise_ir() -> str:
+    """``double @pairwise(ptr a, i64 n)``: ``a[0]`` … ``a[n-1]`` added as :func:`_pairwise` adds them
+    (NumPy's pairwise sum): under 8 in order from 0.0; up to 128 in eight interleaved partial sums
+    added as a tree, the rest after; beyond, the two halves (the first a multiple of 8) each so,
+    then added (a call for each: depth log2(n / 128))."""
+    eight = [f"  %a{j}p = getelementptr double, ptr %a, i64 {j}\n  %r{j} = load double, ptr %a{j}p" for j in range(8)]
+    heads = [f"  %e{j} = phi double [%r{j}, %eight], [%e{j}n, %eb]" for j in range(8)]
+    steps = [f"  %e{j}o = add i64 %ei, {j}\n  %e{j}p = getelementptr double, ptr %a, i64 %e{j}o\n"
+             f"  %e{j}v = load double, ptr %e{j}p\n  %e{j}n = fadd double %e{j}, %e{j}v" for j in range(8)]
+    tree: list[str] = []
+    total = lanes_added(tree, [f"%e{j}" for j in range(8)], "%t")
+    return "\n".join([
+        "define double @pairwise(ptr %a, i64 %n) {", "entry:", "  %few = icmp slt i64 %n, 8",
+        "  br i1 %few, label %seq, label %many",
+        "seq:", "  br label %sh",
+        "sh:", "  %si = phi i64 [0, %seq], [%sin, %sb]", "  %ss = phi double [0.0, %seq], [%ssn, %sb]",
+        "  %sgo = icmp slt i64 %si, %n", "  br i1 %sgo, label %sb, label %sx",
+        "sb:", "  %sp = getelementptr double, ptr %a, i64 %si", "  %sv = load double, ptr %sp",
+        "  %ssn = fadd double %ss, %sv", "  %sin = add i64 %si, 1", "  br label %sh",
+        "sx:", "  ret double %ss",
+        "many:", "  %big = icmp sgt i64 %n, 128", "  br i1 %big, label %halves, label %eight",
+        "halves:", "  %h0 = lshr i64 %n, 1", "  %h = and i64 %h0, -8",
+        "  %first = call double @pairwise(ptr %a, i64 %h)", "  %b = getelementptr double, ptr %a, i64 %h",
+        "  %m = sub i64 %n, %h", "  %second = call double @pairwise(ptr %b, i64 %m)",
+        "  %both = fadd double %first, %second", "  ret double %both",
+        "eight:", *eight, "  %rem = and i64 %n, 7", "  %whole = sub i64 %n, %rem", "  br label %eh",
+        "eh:", "  %ei = phi i64 [8, %eight], [%ein, %eb]", *heads, "  %ego = icmp slt i64 %ei, %whole",
+        "  br i1 %ego, label %eb, label %et",
+        "eb:", *steps, "  %ein = add i64 %ei, 8", "  br label %eh",
+        "et:", *tree, "  br label %th",
+        "th:", "  %ti = phi i64 [%ei, %et], [%tin, %tb]", f"  %ts = phi double [{total}, %et], [%tsn, %tb]",
+        "  %tgo = icmp slt i64 %ti, %n", "  br i1 %tgo, label %tb, label %tx",
+        "tb:", "  %tp = getelementptr double, ptr %a, i64 %ti", "  %tv = load double, ptr %tp",
+        "  %tsn = fadd double %ts, %tv", "  %tin = add i64 %ti, 1", "  br label %th",
+        "tx:", "  ret double %ts", "}", ""])
+
+
+def _with_helpers(functions: str) -> str:
+    """``functions`` (a module's definitions), with ``@pairwise`` defined if they call it."""
+    return functions + ("\n" + _pairwise_ir() if "@pairwise(" in functions else "")
+
+
+def _allocas_first(lines: list[str]) -> list[str]:
+    """A function's lines (the entry block's first) with its stack arrays first (an alloca inside a
+    loop would take more stack at every step), one array of each name: the largest (the arrays the
+    sums inside of a nesting level share)."""
+    sizes: dict[str, int] = {}
+    rest = []
+    for line in lines:
+        name, eq, size = line.partition(" = alloca double, i64 ")
+        if eq:
+            sizes[name] = max(sizes.get(name, 0), int(size))
+        else:
+            rest.append(line)
+    return [f"{name} = alloca double, i64 {size}" for name, size in sizes.items()] + rest
+
+
 # ===================================================================== a whole program with loops
 def program_ir(program: LoopProgram) -> str:
     """LLVM IR of ``prog(w, bases, outs)`` for a :class:`~symad.schedule.loop_nest.LoopProgram`: the
@@ -292,7 +425,8 @@ def program_ir(program: LoopProgram) -> str:
             lines.append(f"  store double {names[node]}, ptr %out{k}")
     return ("; a program with loops, optimised whatever its size\n" + _declarations(declared)
             + "\ndefine void @prog(ptr noalias %w, ptr noalias %bases, ptr noalias %outs) {\nentry:\n"
-            + "\n".join(lines) + "\n  ret void\n}\n" + _call_entry(program) + "\nattributes #0 = { nobuiltin }\n")
+            + _with_helpers("\n".join(_allocas_first(lines)) + "\n  ret void\n}\n") + _call_entry(program)
+            + "\nattributes #0 = { nobuiltin }\n")
 
 
 def _program_entry(program: LoopProgram) -> tuple[list[str], dict[int, str]]:
@@ -399,10 +533,10 @@ def _tiled_ir(program: LoopProgram) -> str:
         if kind != "each":
             lines.append(f"  store double {names[node]}, ptr %out{k}")
     head = "(ptr noalias %w, ptr noalias %bases, ptr noalias %outs) {\nentry:\n"
+    functions = ("\ndefine void @part" + head + "\n".join(_allocas_first(part)) + "\n  ret void\n}\n"
+                 + "\ndefine void @prog" + head + "\n".join(_allocas_first(lines)) + "\n  ret void\n}\n")
     return ("; a program with loops run block by block, optimised whatever its size\n" + _declarations(declared)
-            + "\ndefine void @part" + head + "\n".join(part) + "\n  ret void\n}\n"
-            + "\ndefine void @prog" + head + "\n".join(lines) + "\n  ret void\n}\n"
-            + "\nattributes #0 = { nobuiltin }\n")
+            + _with_helpers(functions) + "\nattributes #0 = { nobuiltin }\n")
 
 
 def _call_entry(program: LoopProgram) -> str:
@@ -468,7 +602,7 @@ def _hoist(outer: Scope, names: dict[int, str], lines: list[str], block: list[st
             continue
         q = f"{p}n{node}"
         clamp = not _inside(inner, outer)
-        across = _across(inner, outer)
+        across = _across(inner, outer) and inner.high - inner.low < BLOCK  # (its lanes are one block's)
         size = 8 * rows * (INNER_LANES if across else 1)
         if size > stack[0]:
             continue
@@ -587,45 +721,20 @@ def _top_sum(scope: Scope, names: dict[int, str], lines: list[str], block: list[
              declared: dict[str, int], hoisted: Hoisted | None = None) -> str:
     """A top-level sum: its blocks of :data:`BLOCK` rows one after another, each block's sum into a
     stack array, then those added in NumPy's pairwise order."""
-    count = scope.high - scope.low + 1
-    blocks = -(-count // BLOCK)
+    blocks = -(-(scope.high - scope.low + 1) // BLOCK)
     lines.append(f"  %{p}acc = alloca double, i64 {blocks}")
-    before = block[0]
-    lines += [f"  br label %K{p}h", f"K{p}h:", f"  %{p}k = phi i64 [0, %{before}], [%{p}kn, %K{p}e]",
-              f"  %{p}more = icmp slt i64 %{p}k, {blocks}", f"  br i1 %{p}more, label %K{p}s, label %K{p}x",
-              f"K{p}s:"]
-    block[0] = f"K{p}s"
-    value = _sum_block(scope, names, lines, block, p, declared, f"%{p}k", hoisted)
-    lines += [f"  %{p}at = getelementptr double, ptr %{p}acc, i64 %{p}k", f"  store double {value}, ptr %{p}at",
-              f"  br label %K{p}e", f"K{p}e:", f"  %{p}kn = add i64 %{p}k, 1", f"  br label %K{p}h", f"K{p}x:"]
-    block[0] = f"K{p}x"
-    parts = []
-    for b in range(blocks):
-        lines += [f"  %{p}s{b}a = getelementptr double, ptr %{p}acc, i64 {b}",
-                  f"  %{p}s{b} = load double, ptr %{p}s{b}a"]
-        parts.append(f"%{p}s{b}")
-    if blocks == 1:
-        return parts[0]
-    fresh = [0]
-
-    def add(a: str, b: str) -> str:
-        fresh[0] += 1
-        r = f"%{p}p{fresh[0]}"
-        lines.append(f"  {r} = fadd double {a}, {b}")
-        return r
-
-    return _pairwise(parts, add)
+    _blocks_loop(blocks, f"%{p}acc", lines, block, p,
+                 lambda k: _sum_block(scope, names, lines, block, p, declared, k, hoisted))
+    return _blocks_added(f"%{p}acc", blocks, lines, p)
 
 
 def _sum_block(scope: Scope, names: dict[int, str], lines: list[str], block: list[str], p: str,
                declared: dict[str, int], k: str, hoisted: Hoisted | None = None) -> str:
     """The sum of block ``k`` (an i64 IR value; past the last block, 0.0) of a top-level sum, its
     rows in the canonical two lanes; returns its IR value."""
-    lines += [f"  %{p}r0 = mul i64 {k}, {BLOCK}", f"  %{p}lo = add i64 %{p}r0, {scope.low}",
-              f"  %{p}hi0 = add i64 %{p}lo, {BLOCK - 1}", f"  %{p}over = icmp sgt i64 %{p}hi0, {scope.high}",
-              f"  %{p}hi = select i1 %{p}over, i64 {scope.high}, i64 %{p}hi0"]
+    lo, hi = _block_bounds(lines, p, k, scope.low, scope.high)
     # the entries of a sum of the expression lie inside their vectors (the vectors' spans are theirs)
-    return _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, f"%{p}lo", f"%{p}hi", clamp=False,
+    return _inner_sum(scope, {}, names, lines, block, f"{p}i", declared, lo, hi, clamp=False,
                       lanes=2, hoisted=hoisted)
 
 

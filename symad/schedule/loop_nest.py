@@ -7,9 +7,11 @@ entry's element offset is affine in the indices: ``x[i + 1]``, ``A[i, j]``, ``A[
 index clamped into its vector's range, as the NumPy evaluator reads past an end), and the
 captures it takes from the top level (the same in every row).
 
-A sum inside runs in the canonical order (:func:`symad.backends.arrays.blocked_sum`):
-:data:`INNER_LANES` lanes from 0.0 by the offset modulo their number, then added as a tree of
-adjacent pairs; ranges of one block at most (:data:`INNER_MAX`), longer ones stay in NumPy.
+A sum inside runs in the canonical order (:func:`symad.backends.arrays.blocked_sum`): blocks of
+:data:`BLOCK` terms, each in :data:`INNER_LANES` lanes from 0.0 by the offset modulo their number,
+then added as a tree of adjacent pairs; the blocks' sums kept in a stack array and added as NumPy's
+pairwise sum adds them.  Its code is the same whatever its range, its memory one array of 8 bytes
+a block: ranges up to :data:`INNER_MAX` terms (longer ones stay in NumPy).
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ from symad.core.dag import BINDERS, Graph
 from symad.schedule.lowering import Step, lower
 
 BLOCK = 8192  # terms a block of the canonical order of a sum (the NumPy evaluator's and every loop's)
-INNER_MAX = BLOCK  # a loop inside runs as one block of the canonical order
+# A sum inside a loop's body runs a block at a time, each block's sum stored in a stack array that
+# the sums at its nesting level share (8 bytes a block: 256 KB a level at most, a thread's stack
+# being megabytes), then the blocks' sums added; a longer sum (2^28 terms) stays in NumPy.
+INNER_MAX_BLOCKS = 32768
+INNER_MAX = BLOCK * INNER_MAX_BLOCKS
 # Lanes of a sum inside a loop's body (a top-level sum has two, the row-sum loop's): eight
 # independent additions a step, two vector registers of four, so that a dot product of a row
 # (``sum(j, A[i,j]*x[j])``) runs at the vector units' pace rather than one addition's latency.
@@ -237,8 +243,10 @@ def _scope(graph: Graph, node: int, spans: Mapping[str, Sequence[tuple[int, int]
     known = outer | set(nodes)
     for inside in inner_loops:
         _, lo, hi = graph.data[inside]  # type: ignore[misc]
-        if graph.op[inside] != "sum" or hi - lo + 1 > INNER_MAX:
-            raise NotCompiled("a loop inside that is not a sum of one block")
+        if graph.op[inside] != "sum":
+            raise NotCompiled("a loop inside that is not a sum")
+        if hi - lo + 1 > INNER_MAX:
+            raise NotCompiled(f"a sum inside of more than {INNER_MAX:,} terms")
         scope.inner[inside] = _scope(graph, inside, spans, vectors, known)
     return scope
 
