@@ -90,16 +90,20 @@ def percall(quick: bool, repeats: int) -> list[dict[str, Any]]:
     return rows
 
 
+# A peer's other call forms, measured beside its shared one: the worker's arguments.
+FORMS = {"symad.minimize": ["--peer", "symad", "--variant", "minimize"]}
+
+
 def _alternated(task: str, peer_pool: list[str], n: int, args: list[str], keys: tuple[str, ...], repeats: int,
                 script: Path = WORKER) -> list[dict[str, Any]]:
     """``task`` for symad and each installed peer of ``peer_pool`` in turn, ``repeats`` fresh processes
     each; per peer its samples and the median of each of ``keys``."""
-    peers = ["symad"] + [p for p in peer_pool if importlib.util.find_spec(p)]
+    peers = ["symad"] + [p for p in peer_pool if p in FORMS or importlib.util.find_spec(p)]
     rows: dict[str, list[dict[str, Any]]] = {p: [] for p in peers}
     for _ in range(repeats):
         for peer in peers:  # alternating
-            rows[peer].append(_run(["--task", task, "--peer", peer, *args, "--size", str(n)], 600, script=script,
-                                   last=task))
+            rows[peer].append(_run(["--task", task, *FORMS.get(peer, ["--peer", peer]), *args, "--size", str(n)], 600,
+                                   script=script, last=task))
     out = []
     for peer, samples in rows.items():
         out.append({"peer": peer, "n": n, "samples": samples, **{k: _median(samples, k) for k in keys}})
@@ -113,7 +117,7 @@ def hotloop(quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 
 def solve(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    return _alternated("solve", ["casadi"], SOLVE_N[quick], ["--workload", "rosenbrock"],
+    return _alternated("solve", ["symad.minimize", "casadi"], SOLVE_N[quick], ["--workload", "rosenbrock"],
                        ("total_s", "build_s", "solve_s", "import_s", "nfev"), repeats, script=SOLVE_WORKER)
 
 
