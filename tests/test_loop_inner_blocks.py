@@ -19,6 +19,7 @@ from symad.core import binders
 from symad.core.dag import Graph
 from symad.indexed_function import IndexedFunction
 from symad.native import jit, loop_ir
+from symad.runtime import native_loops
 from symad.runtime.native_loops import WholeProgram
 from symad.schedule.loop_nest import BLOCK, INNER_MAX, NotCompiled, loop_program
 
@@ -88,12 +89,17 @@ def test_hessian_vector_products_of_sums_inside_of_several_blocks_give_numpys_bi
     assert got[n:] == pytest.approx(dxy.T @ dx + dyy * dy, abs=1e-12)
 
 
-@pytest.mark.parametrize("rows", [2 * BLOCK + 4097, 8 * BLOCK + 8191])
-def test_a_gather_whose_sums_inside_run_over_the_rows_gives_numpys_bits(rows: int) -> None:
-    # the gradient over y is each(k = 1..17, sum(i = 1..rows, ...)): a map over y of sums of many blocks
+@pytest.mark.parametrize("rows, tiled", [(2 * BLOCK + 4097, False), (8 * BLOCK + 8191, False),
+                                         (2 * BLOCK + 4097, True)])
+def test_a_gather_whose_sums_inside_run_over_the_rows_gives_numpys_bits(rows: int, tiled: bool, monkeypatch) -> None:
+    # the gradient over y is each(k = 1..17, sum(i = 1..rows, ...)): a map over y of sums of many
+    # blocks; tiled, each block of the rows' loops runs on the block threads, the map in one of them
+    if tiled:
+        monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 1000)
     rng = np.random.default_rng(rows)
     x, y = rng.uniform(-1, 1, rows), rng.uniform(-2, 2, 17)
     compiled, numpy_only = _functions(f"sum(i = 1..{rows}, x[i]*sum(j = 1..17, cos(y[j] - x[i])))")
+    assert compiled._whole is not None and compiled._whole.program.tiled == tiled
     point = {"x": x, "y": y}
     _, grad = _same_bits(compiled, numpy_only, point)
     assert grad[rows:] == pytest.approx(-(x @ np.sin(y[None, :] - x[:, None])), abs=1e-13 * rows)
