@@ -190,15 +190,29 @@ def bound(op: str, over: Index, body: Any) -> Any:
 
 def _product(graph: Graph, body: int, level: int, low: int, high: int) -> int:
     """The product written out left to right, as the text writes a ``prod`` (1 when empty)."""
-    if high - low + 1 > binders.PROD_MAX_FACTORS:
-        raise LimitError(f"symad.prod over {high - low + 1:,} factors: a prod is written out (not kept as a "
-                         f"loop), at most {binders.PROD_MAX_FACTORS:,} factors; for positive factors write "
-                         "symad.exp(symad.sum(i, symad.log(...)))")
+    factors = (high - low + 1) * _factors(graph, body)
+    if factors > binders.PROD_MAX_FACTORS:
+        raise LimitError(f"symad.prod would be written out as {factors:,} factors: a prod is written out (not "
+                         f"kept as a loop), at most {binders.PROD_MAX_FACTORS:,} factors; for positive factors "
+                         "write symad.exp(symad.sum(index, symad.log(...)))")
     total = None
     for k in range(low, high + 1):
         term = rebuilt(graph, body, graph.const(float(k)), level, entries=True)
         total = term if total is None else graph.make("mul", total, term)
     return graph.const(1.0) if total is None else total
+
+
+def _factors(graph: Graph, body: int) -> int:
+    """The factors of ``body`` as a product: the leaves of the products at its root (a written-out
+    ``prod`` inside it counts each of its factors), 1 for a body that is no product."""
+    count, stack, op_of, args_of = 0, [body], graph.op, graph.args
+    while stack and count <= binders.PROD_MAX_FACTORS:
+        node = stack.pop()
+        if op_of[node] == "mul":
+            stack.extend(args_of[node])
+        else:
+            count += 1
+    return count + len(stack)
 
 
 def _free(graph: Graph, root: int) -> set[int]:

@@ -67,7 +67,7 @@ def test_bounds_are_l_bfgs_bs_own():
 
 
 def test_options_are_checked():
-    with pytest.raises(SymadError, match="memory must be a positive integer"):
+    with pytest.raises(SymadError, match="memory must be an integer from 1 to 1000"):
         symad.minimize("x^2", {"x": 1.0}, method="l-bfgs-b", memory=0)
     with pytest.raises(SymadError, match="does not take lr"):
         symad.minimize("x^2", {"x": 1.0}, method="l-bfgs-b", lr=0.1)
@@ -117,3 +117,82 @@ def test_the_command_line_takes_l_bfgs_b_for_any_expression():
 
     out = json.loads(done.stdout)
     assert out["method"] == "l-bfgs-b" and out["success"] is True and abs(out["x"]["x"] - 1) < 1e-8
+
+
+def _blas_threads() -> list[int]:
+    return [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_solves_on_two_threads_give_the_blas_threads_back():
+    """The limit is the process's, and OpenBLAS raises a count only from the thread that lowered it:
+    the first solve in holds the limit and restores it on its thread.  Here it ends while a second
+    solve, on another thread, runs (each restoring on its own thread left BLAS on one thread for
+    good: the second thread's restore did not take)."""
+    import threading
+
+    symad.minimize("(x - 1)^2", {"x": 0.0}, method="l-bfgs-b")  # the routine and BLAS loaded
+    before = _blas_threads()
+    a_in, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    during_a: list[list[int]] = []
+
+    def first_callback(result):
+        a_in.set()
+        b_in.wait(30)
+        during_a.append(_blas_threads())
+        return True  # the first solve ends while the second is inside
+
+    def second_callback(result):
+        b_in.set()
+        a_done.wait(30)
+        return True
+
+    def second():
+        a_in.wait(30)
+        symad.minimize("(x - 2)^2 + 3*y^2", {"x": 0.0, "y": 1.0}, method="l-bfgs-b", callback=second_callback)
+
+    t = threading.Thread(target=second)
+    t.start()
+    r = symad.minimize(ROSENBROCK, START, variables=[f"x{i}" for i in range(1, N + 1)], method="l-bfgs-b",
+                       callback=first_callback)
+    a_done.set()
+    t.join(60)
+    assert r.status == 4 and during_a and set(during_a[0]) == {1}
+    assert _blas_threads() == before
+    symad.minimize("(x - 1)^2", {"x": 0.0}, method="l-bfgs-b", callback=lambda res: during_a.append(_blas_threads()))
+    assert set(during_a[-1]) == {1} and _blas_threads() == before  # and a later solve limits again
+
+
+def test_an_error_in_the_callback_gives_the_blas_threads_back_at_once():
+    symad.minimize("(x - 1)^2", {"x": 0.0}, method="l-bfgs-b")
+    before = _blas_threads()
+
+    def fail(result):
+        raise ValueError("from the callback")
+
+    with pytest.raises(ValueError, match="from the callback") as caught:
+        symad.minimize(ROSENBROCK, START, variables=[f"x{i}" for i in range(1, N + 1)], method="l-bfgs-b",
+                       callback=fail)
+    assert caught.value is not None and _blas_threads() == before  # while the traceback still lives
+
+
+def test_where_f_no_longer_decreases_the_result_says_so():
+    r = symad.minimize("n = 300; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)", {"x": 0.0},
+                       method="l-bfgs-b", bounds={"x": (-0.5, 0.8)})
+    assert r.status in (0, 1)
+    if r.status == 1:
+        assert "f no longer decreases (L-BFGS-B's own test)" in r.message and r.grad_norm > 1e-8
+
+
+def test_memory_is_bounded():
+    with pytest.raises(SymadError, match="memory must be an integer from 1 to 1000"):
+        symad.minimize("x^2", {"x": 1.0}, method="l-bfgs-b", memory=10**6)
+
+
+def test_scipy_optimize_imported_later_has_its_routine_attribute():
+    code = ("import sys, symad\n"
+            "assert symad.minimize('(x - 1)^2', {'x': 0.0}, method='l-bfgs-b').success\n"
+            "assert 'scipy.optimize._lbfgsb' not in sys.modules\n"
+            "import scipy.optimize\n"
+            "assert hasattr(scipy.optimize, '_lbfgsb') and hasattr(scipy.optimize._lbfgsb, 'setulb')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -80,7 +80,7 @@ SETTINGS: dict[str, tuple[str, Callable[[Any], bool]]] = {  # name: (what it mus
     "lr": ("a positive number", _positive),
     "radius": ("a positive number", _positive),
     "eps": ("a positive number", _positive),
-    "memory": ("a positive integer", lambda v: isinstance(v, numbers.Integral) and _real(v) and v >= 1),
+    "memory": ("an integer from 1 to 1000", lambda v: isinstance(v, numbers.Integral) and _real(v) and 1 <= v <= 1000),
     **{b: ("a number in [0, 1)", lambda v: _real(v) and 0 <= v < 1) for b in ("beta", "beta1", "beta2")},
 }
 
@@ -208,43 +208,45 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
         falling = stalled = False
         path = [(x, f, gnorm)]
         steps = METHODS[name](p, x, f, g, **options)
-        while True:
-            if f <= -UNBOUNDED_F:
-                status, message = 7, f"{STATUS[7]} (f = {f:.3g})"
-            elif not (math.isfinite(f) and math.isfinite(gnorm)):
-                status, message = 5, STATUS[5]
-            elif gnorm <= tol:
-                status, message = 0, STATUS[0]
-            elif falling and (size := float(np.linalg.norm(x))) >= EXPLODED_X:
-                status, message = 7, f"{STATUS[7]} (f still falling at |x| = {size:.3g})"
-            elif stalled:
-                status, message = 1, STATUS[1]
-            elif nit >= max_iter:
-                status, message = 2, STATUS[2]
-            elif max_time is not None and time.perf_counter() - t0 >= max_time:
-                status, message = 3, STATUS[3]
-            if status >= 0:
-                break
-            try:
-                x, f_new, g, step = next(steps)
-            except StopIteration as stop:
-                status, message = 6, str(stop.value)
-                break
-            nit += 1
-            falling, f = f_new < f, f_new
-            gnorm = float(np.linalg.norm(p.pgrad(x, g)))
-            if keep_path:
-                path.append((x, f, gnorm))
-            if callback is not None:
-                try:
-                    stop_now = callback(OptimizeResult(x=x, fun=f, jac=g, nit=nit, grad_norm=gnorm))
-                except StopIteration:
-                    stop_now = True
-                if stop_now is True:
-                    status, message = 4, STATUS[4]
+        try:
+            while True:
+                if f <= -UNBOUNDED_F:
+                    status, message = 7, f"{STATUS[7]} (f = {f:.3g})"
+                elif not (math.isfinite(f) and math.isfinite(gnorm)):
+                    status, message = 5, STATUS[5]
+                elif gnorm <= tol:
+                    status, message = 0, STATUS[0]
+                elif falling and (size := float(np.linalg.norm(x))) >= EXPLODED_X:
+                    status, message = 7, f"{STATUS[7]} (f still falling at |x| = {size:.3g})"
+                elif stalled:
+                    status, message = 1, STATUS[1]
+                elif nit >= max_iter:
+                    status, message = 2, STATUS[2]
+                elif max_time is not None and time.perf_counter() - t0 >= max_time:
+                    status, message = 3, STATUS[3]
+                if status >= 0:
                     break
-            stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
-        steps.close()  # a method's resources (L-BFGS-B's BLAS threads) are given back now
+                try:
+                    x, f_new, g, step = next(steps)
+                except StopIteration as stop:  # a message (a failed line search), or a status and its message
+                    status, message = stop.value if isinstance(stop.value, tuple) else (6, str(stop.value))
+                    break
+                nit += 1
+                falling, f = f_new < f, f_new
+                gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+                if keep_path:
+                    path.append((x, f, gnorm))
+                if callback is not None:
+                    try:
+                        stop_now = callback(OptimizeResult(x=x, fun=f, jac=g, nit=nit, grad_norm=gnorm))
+                    except StopIteration:
+                        stop_now = True
+                    if stop_now is True:
+                        status, message = 4, STATUS[4]
+                        break
+                stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
+        finally:
+            steps.close()  # a method's resources (L-BFGS-B's hold on BLAS threads), even on an error
     batch: dict[str, Any] = {}
     if isinstance(p, DataProblem) and p.fn.batched:
         # the run saw mini-batches; the result reports the objective over every row at x (one pass)

@@ -54,23 +54,25 @@ def lbfgsb(fn: Any, layout: Layout, x0: np.ndarray, lower: np.ndarray, upper: np
         f, g = fg(x)
         outcome = judge(x, f, g, math.inf)
         steps = lbfgsb_steps(fg, x, f, g, lower, upper)
-        while outcome is None:
-            if calls["nit"] >= max_iter:
-                outcome = 2, STATUS[2]
-                break
-            try:
-                x, f, g, step = next(steps)
-            except StopIteration as stop:
-                outcome = 6, str(stop.value)
-                break
-            calls["nit"] += 1
-            outcome = judge(x, f, g, step)
-            if outcome is None and max_time is not None and time.perf_counter() - t1 >= max_time:
-                outcome = 3, STATUS[3]
-            if outcome is None and callback is not None:
-                callback(OptimizeResult(x=x, fun=f, jac=g, nit=calls["nit"],
-                                        grad_norm=float(np.linalg.norm(pgrad(x, g)))))
-        steps.close()
+        try:
+            while outcome is None:
+                if calls["nit"] >= max_iter:
+                    outcome = 2, STATUS[2]
+                    break
+                try:
+                    x, f, g, step = next(steps)
+                except StopIteration as stop:  # a status and its message, or a failed line search's message
+                    outcome = stop.value if isinstance(stop.value, tuple) else (6, str(stop.value))
+                    break
+                calls["nit"] += 1
+                outcome = judge(x, f, g, step)
+                if outcome is None and max_time is not None and time.perf_counter() - t1 >= max_time:
+                    outcome = 3, STATUS[3]
+                if outcome is None and callback is not None:
+                    callback(OptimizeResult(x=x, fun=f, jac=g, nit=calls["nit"],
+                                            grad_norm=float(np.linalg.norm(pgrad(x, g)))))
+        finally:
+            steps.close()
     status, message = outcome
     return OptimizeResult(
         x=x, fun=f, jac=g, nit=calls["nit"], nfev=calls["nfev"], njev=calls["nfev"], nhev=0,

@@ -10,8 +10,8 @@ pays for nothing:
   extension module is loaded on its own, by file, when scipy.optimize is not imported already;
 * BLAS threads: the routine's BLAS work is on vectors of the variables and ``2m × 2m`` matrices,
   too small for threads to help, and OpenBLAS's threads wait for work by spinning, so on a machine
-  whose cores are busy a solve took many times longer.  The BLAS libraries run on one thread for
-  the solve (threadpoolctl), as they were after it.
+  whose cores are busy a solve took many times longer.  The BLAS libraries run on one thread during
+  a solve (threadpoolctl), and get their threads back as it ends.
 
 The same routine, options and points as ``scipy.optimize.minimize(method="L-BFGS-B")`` with its
 own tests off: the same iterates.  scipy lays the routine out this way from 1.15 (its C version).
@@ -22,8 +22,9 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ MEMORY = 10  # corrections kept (scipy's maxcor)
 LINE_STEPS = 20  # most evaluations of one line search (scipy's maxls)
 _FG, _NEW_X, _CONVERGENCE = 3, 1, 4  # the routine's task codes (scipy's status_messages)
 _ABNORMAL = 8  # the line search ended without a lower point
+STALLED = (1, "stalled: f no longer decreases (L-BFGS-B's own test), but the gradient norm is above tol")
 _REASONS = {601: "rounding errors prevent progress", 602: "the step reached its largest length",
             603: "the step reached its smallest length", 604: "the line search's x tolerance was met"}
 _NEEDS = "method l-bfgs-b runs scipy's L-BFGS-B routine (scipy 1.15 or later): pip install \"symad[scipy]\""
@@ -73,6 +75,10 @@ def _load_alone() -> Any:
                 found = importlib.util.spec_from_file_location("scipy.optimize._lbfgsb", path, loader=loader)
                 module = importlib.util.module_from_spec(found)  # type: ignore[arg-type]
                 loader.exec_module(module)
+                # not left in sys.modules without its package: a later `import scipy.optimize` loads
+                # it as usual (and sets its attribute on the package)
+                if sys.modules.get("scipy.optimize._lbfgsb") is module:
+                    del sys.modules["scipy.optimize._lbfgsb"]
                 return module
     raise SymadError(_NEEDS)
 
@@ -114,22 +120,42 @@ class _Work:
                self.task, self.lsave, self.isave, self.dsave, LINE_STEPS, self.line_task)
 
 
-def one_blas_thread() -> AbstractContextManager[Any]:
-    """The loaded BLAS libraries on one thread while in the block (nothing where threadpoolctl is
-    not installed)."""
+_blas: dict[str, Any] = {"owner": None, "limits": None}  # the thread holding the limit, and threadpoolctl's limits
+_blas_lock = threading.Lock()
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """The loaded BLAS libraries on one thread while in the block.  The limit is the process's, and
+    OpenBLAS raises a count again only from the thread that lowered it: so the first solve to enter
+    sets it and gives the threads back as it leaves, on its own thread; a solve entering meanwhile
+    runs under that limit (and, outliving it, with the threads back).  Nothing where threadpoolctl
+    is not installed."""
+    mine = False
+    with _blas_lock:
+        if _blas["owner"] is None:
+            try:
+                from threadpoolctl import threadpool_limits
+            except ImportError:
+                pass
+            else:
+                _blas["limits"] = threadpool_limits(limits=1, user_api="blas")
+                _blas["owner"], mine = threading.get_ident(), True
     try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+        yield
+    finally:
+        if mine:
+            with _blas_lock:
+                _blas["limits"].restore_original_limits()
+                _blas["owner"] = _blas["limits"] = None
 
 
 def lbfgsb_steps(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray, f: float, g: np.ndarray,
                  lower: np.ndarray, upper: np.ndarray, memory: int = MEMORY) -> Iterator[Step]:
     """L-BFGS-B's iterates from ``x`` (inside the box ``lower``, ``upper``; ``f``, ``g`` its value
     and gradient), keeping ``memory`` corrections: yields ``(x, f, g, step length)`` at each
-    iterate; a step of length 0 where f no longer decreases; returns (ends) with a message where
-    its line search fails."""
+    iterate; returns (ends) with :data:`STALLED` (a status and its message) where an iterate no
+    longer lowers f, or with a message where its line search fails."""
     setulb = routine()
     work = _Work(x, lower, upper, int(memory))
     last, first = work.x.copy(), True
@@ -147,9 +173,11 @@ def lbfgsb_steps(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.nda
                 step, last = float(np.linalg.norm(here - last)), here
                 yield here, float(work.f), work.g.copy(), step
                 work.call(setulb, float(work.f), work.g)
-            elif task == _CONVERGENCE:  # with its tests off: f no longer decreases
-                yield work.x.copy(), float(work.f), work.g.copy(), 0.0
-                return "L-BFGS-B: f no longer decreases"
+            elif task == _CONVERGENCE:  # with its tests off: this iterate did not lower f at all
+                here = work.x.copy()
+                if not np.array_equal(here, last):
+                    yield here, float(work.f), work.g.copy(), float(np.linalg.norm(here - last))
+                return STALLED
             elif task == _ABNORMAL:
                 return (f"line search failed (L-BFGS-B: no lower point in {LINE_STEPS} evaluations along "
                         "its direction, or a value that is not finite there)")

@@ -184,8 +184,11 @@ def test_a_prod_past_its_factor_limit_is_refused_at_once_with_the_log_sum_form()
         symad.parse("sum(k = 1..2, prod(i = 1..1000, prod(j = 1..1000, x[i] + x[j])))", Graph())
     g = Graph()
     x, i = symad.indexed("x", g), symad.index("i", 1, over)
-    with pytest.raises(LimitError, match="symad.prod over 100,001 factors"):
+    with pytest.raises(LimitError, match="symad.prod would be written out as 100,001 factors"):
         symad.prod(i, 1 + x[i])
+    y, j, k = symad.indexed("y", g), symad.index("j", 1, 400), symad.index("k", 1, 400)
+    with pytest.raises(LimitError, match="160,000 factors"):  # a prod inside a prod: its factors count
+        symad.prod(j, symad.prod(k, 1 + x[j]*y[k]))
     assert symad.parse(f"prod(i = 1..{binders.PROD_MAX_FACTORS}, x[i])", Graph()) is not None
 
 
