@@ -265,17 +265,22 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def command_line(prog: str, argv: Sequence[str]) -> str:
-    """The command as run, less where it wrote (``--out-dir``), which does not change what it measures."""
+def without_option(argv: Sequence[str], option: str) -> list[str]:
+    """The arguments less ``option VALUE`` (or ``option=VALUE``)."""
     kept, skip = [], False
     for a in argv:
         if skip:
             skip = False
-        elif a == "--out-dir":
+        elif a == option:
             skip = True
-        elif not a.startswith("--out-dir="):
+        elif not a.startswith(option + "="):
             kept.append(a)
-    return " ".join([prog, *kept])
+    return kept
+
+
+def command_line(prog: str, argv: Sequence[str]) -> str:
+    """The command as run, less where it wrote (``--out-dir``), which does not change what it measures."""
+    return " ".join([prog, *without_option(argv, "--out-dir")])
 
 
 def write(folder: Path, name: str, data: Any, page: str) -> None:

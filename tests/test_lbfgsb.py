@@ -8,10 +8,10 @@ libraries run on one thread during the solve and as before after it.
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from support.cli_helpers import fresh_python
 
 import symad
 from symad.core.errors import SymadError
@@ -105,8 +105,7 @@ def test_the_routine_loads_without_scipy_optimize_and_scipy_optimize_still_impor
         "r = symad.minimize('(x - 1)^2', {'x': 0.0}, method='l-bfgs-b')\n"
         "assert r.success\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    fresh_python(code)
 
 
 def test_the_command_line_takes_l_bfgs_b_for_any_expression():
@@ -194,5 +193,4 @@ def test_scipy_optimize_imported_later_has_its_routine_attribute():
             "assert 'scipy.optimize._lbfgsb' not in sys.modules\n"
             "import scipy.optimize\n"
             "assert hasattr(scipy.optimize, '_lbfgsb') and hasattr(scipy.optimize._lbfgsb, 'setulb')\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
+    fresh_python(code)

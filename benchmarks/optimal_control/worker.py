@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.harness import emit  # noqa: E402
+from benchmarks.harness import emit, without_option  # noqa: E402
 from benchmarks.optimal_control.problems import casadi_problem, symad_problem  # noqa: E402
 
 T_START = time.perf_counter()  # the benchmark's own machinery is loaded: every later import is a peer's cost
@@ -96,15 +96,7 @@ def option(text: str) -> tuple[str, Any]:
 
 def without_python(argv: list[str]) -> list[str]:
     """The arguments less ``--python PATH`` (or ``--python=PATH``)."""
-    kept, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--python":
-            skip = True
-        elif not a.startswith("--python="):
-            kept.append(a)
-    return kept
+    return without_option(argv, "--python")
 
 
 def main(argv: list[str] | None = None) -> int:

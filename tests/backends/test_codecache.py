@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from support.cli_helpers import fresh_python
 
 import symad
 from symad.native import cache as codecache
@@ -422,10 +423,7 @@ INTERPRETER = """
 
 
 def interpreter_child(env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(INTERPRETER)], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(fresh_python(textwrap.dedent(INTERPRETER), env=env).strip().splitlines()[-1])
 
 
 @native_only

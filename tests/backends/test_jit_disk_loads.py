@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.cli_helpers import fresh_python
 
 from symad import Graph, parse
 from symad.native import cache as codecache
@@ -196,11 +196,8 @@ LOOPS = """
 
 
 def loops_child(folder: Path) -> dict:
-    env = dict(os.environ, SYMAD_CACHE_DIR=str(folder))
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(LOOPS)], env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out = fresh_python(textwrap.dedent(LOOPS), env=dict(os.environ, SYMAD_CACHE_DIR=str(folder)))
+    return json.loads(out.strip().splitlines()[-1])
 
 
 @own_loader

@@ -20,4 +20,12 @@ def run(*args: str, stdin: str | None = None, timeout: float = 120) -> subproces
                           stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
-__all__ = ["checkout_env", "run", "symad_command", "sys"]
+def fresh_python(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> str:
+    """``code`` run by this interpreter in a fresh process; its standard output (the test fails
+    with the process's standard error if it does)."""
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+__all__ = ["checkout_env", "fresh_python", "run", "symad_command", "sys"]
