@@ -271,3 +271,42 @@ def test_random_nested_loops_gather_the_compiled_gradient(outer: str, inner: str
     scale = 1 + sum(abs(t.value) for t in terms)
     assert abs(math.fsum(t.value for t in terms) - want[k - lo]) <= 1e-12 * 800 * scale
     assert {t.count for t in terms} <= {0, 1, 20, 40, *range(1, 21)}
+
+
+# ------------------------------------------------------------------ one level, the case of depth one
+@pytest.mark.parametrize("k", [3, 5])
+def test_a_fixed_entry_in_a_loops_body_is_gathered_over_every_iteration(k: int) -> None:
+    """x[3] in the body of a loop of the top level: read by all 1000 iterations (a compiled sum),
+    not an iteration outside the range; the terms add up to the compiled partial."""
+    e = symad.parse("sum(i = 1..1000, sin(x[i]*x[3]))", Graph())
+    x = np.linspace(-1, 1, 1000)
+    out = symad.explain(e, {"x": x}, iteration=k)
+    want = symad.compile(e).grad(x)
+    assert out.gradient[f"x[{k}]"] == want[k - 1]
+    fixed = next(t for t in out.gathers[f"x[{k}]"] if t.entry == "x[3]")
+    assert fixed.count == (1000 if k == 3 else 0) and fixed.at == {"i": [1, 1000]}
+    assert math.isclose(math.fsum(t.value for t in out.gathers[f"x[{k}]"]), want[k - 1], rel_tol=1e-12)
+    text = out.to_text()
+    assert "x[3] at i = 1..1000 (1,000 iterations)" in text if k == 3 else "x[3] (a fixed entry)" in text
+    assert " in z1" not in text  # one level: no paths in the gather
+
+
+def test_two_entries_of_one_place_stay_two_rows() -> None:
+    """At i = 505, x[i] and x[1010 - i] both read x[505]: two rows of the body, each gathered once."""
+    e = symad.parse("sum(i = 1..1000, x[i]*cos(x[1010 - i]))", Graph())
+    x = np.linspace(-1, 1, 1009)
+    out = symad.explain(e, {"x": x}, iteration=505)
+    body = out.loops[0].body
+    assert sorted(r.expr for r in body.rows if r.expr.startswith("x[")) == ["x[1010 - i]", "x[i]"]
+    want = symad.compile(e).grad(x)
+    assert out.gradient["x[505]"] == want[504]
+    terms = {t.entry: t for t in out.gathers["x[505]"]}
+    assert [t.iteration for t in terms.values()] == [505, 505]
+    assert math.isclose(math.fsum(t.value for t in terms.values()), want[504], rel_tol=1e-13)
+
+
+def test_one_level_json_keeps_its_keys() -> None:
+    """A loop of one level: the JSON has no nesting keys (parent, at, scale; count, where)."""
+    js = json.loads(symad.explain(symad.parse(ROSENBROCK.format(n=1000), Graph()), {"x": 0.5}).to_json())
+    assert list(js["loops"][0]) == ["id", "loop", "index", "range", "iteration", "seed", "forward", "sweep"]
+    assert [list(t) for t in js["gather"]["x[1]"]] == [["loop", "entry", "iteration", "value"]] * 2

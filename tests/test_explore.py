@@ -164,6 +164,18 @@ def test_a_loop_is_one_box_holding_its_body_at_one_iteration():
     assert next(r for r in top["rows"] if r["z"] == "z3").get("loop")  # one step of the top level
 
 
+def test_the_gathers_on_the_page_say_what_explain_says():
+    """A term no iteration reaches says why, as symad explain does (a stride, the range's edge)."""
+    e = parse("n = 400; sum(i = 1..n, 100*(x[2*i] - x[2*i-1]^2)^2 + (1 - x[2*i-1])^2)", Graph())
+    point = {"x": np.linspace(-1, 1, 800)}
+    data = page_data(explore(e, at=point, iteration=4))
+    want = explain(e, point, iteration=4)
+    (gather,) = data["gathers"]
+    assert [t["text"] for t in gather["terms"]] == ["x[2*i] in z1 at i = 2", "x[2*i - 1] in z1 (2 does not divide 5)"]
+    assert [exact(t["value"]) for t in gather["terms"]] == [t.value for t in want.gathers["x[4]"]]
+    assert "x[2*i] at i = 2 + x[2*i - 1] (2 does not divide 5)" in want.to_text()
+
+
 # ------------------------------------------------------------------ the command
 @pytest.mark.slow
 def test_symad_graph_writes_the_page(tmp_path):

@@ -229,8 +229,8 @@ def explain(expr: Expr, point: Mapping[str, Any], mode: str = "reverse",
             direction: Mapping[str, float] | None = None, iteration: int | None = None) -> Any:
     """The step-by-step tables of ``mode`` ("reverse" or "forward") at ``point``.  An expression
     with sums kept as loops is explained in reverse mode, each loop's body at ``iteration``
-    (:func:`symad.tools.loop_explanation.explain_loops`, with loops inside loops
-    :func:`symad.tools.explanation_nested.explain_nested`; a vector given whole or as one number).
+    (:func:`symad.tools.loop_explanation.explain_loops`, loops inside loops too; a vector given
+    whole or as one number).
 
     >>> from symad import parse
     >>> print(explain(parse("(x+y)+x*(x+y)"), {"x": 1, "y": 2}).to_text().splitlines()[-1])
@@ -242,9 +242,6 @@ def explain(expr: Expr, point: Mapping[str, Any], mode: str = "reverse",
     if g.scoped and binders.has_scoped(g, [root]):
         if mode != "reverse":
             raise SymadError("forward mode is not explained over sums kept as loops yet: use reverse mode")
-        nested = importlib.import_module("symad.tools.explanation_nested")
-        if nested.has_nested(g, root):  # loops inside loops: each body at one iteration of every index
-            return nested.explain_nested(expr, point, iteration)
         return importlib.import_module("symad.tools.loop_explanation").explain_loops(expr, point, iteration)
     if g.op[root] == "const":
         raise SymadError(f"nothing to explain: the expression is the number {format_number(g.data[root])} "

@@ -2,7 +2,8 @@
 
 The steps are ``symad explain``'s over loops (:func:`symad.tools.loop_explanation.explain_loops`):
 the top level, where a loop is one step receiving its adjoint; each loop's body once, at one
-iteration (its rows ``w1``, ``w2``, ...); the gathers of the partials along an entry ``x[k]``.
+iteration (its rows ``w1``, ``w2``, ..., a loop inside it a box inside its box, its rows ``v1``,
+...); the gathers of the partials along an entry ``x[k]``.
 The picture is drawn from those rows (each row's arguments are the names its text uses), so every
 step has its node: the top level's outside the boxes, a body's inside its loop's box, with the
 loop's own node (Σ) fed by the body's last row.
@@ -23,8 +24,8 @@ from symad.core.ops import OPS
 from symad.expr import Expr, parse
 from symad.tools import viz
 from symad.tools.explanation import Explanation, explain
-from symad.tools.explanation_nested import LETTERS, NestedExplanation, term_text
 from symad.tools.explore_data import number, rows_layout_attrs, shown, sweep_data
+from symad.tools.loop_explanation import LETTERS, term_text
 
 _LOOP_SYMBOL = {"sum": "Σ", "prod": "Π", "each": "each"}
 _BOX_FILLS = ("#f8f4fd", "#efe6fa", "#e6d8f6", "#dccaf1")  # a box inside a box a shade darker
@@ -60,8 +61,8 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
     sections = [{"key": "", "rows": top_rows, "sweep": sweep_data(steps.top)}]
     boxes: dict[str, graphviz.Digraph] = {}
     for k, step in enumerate(steps.loops, 1):  # a loop before the loops of its body (their boxes go in its box)
-        key, parent = step.name, getattr(step, "parent", "")
-        at = _at_text(step)
+        key, parent = step.name, step.parent
+        at = ", ".join(f"{k} = {v}" for k, v in step.at.items())
         rows = _rows(step.body, key)
         box = boxes[key] = graphviz.Digraph(name=f"cluster_loop{k}")
         depth = key.count("/")
@@ -82,7 +83,7 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
             for a in row["args"]:
                 edge(f"sx-{key}-{a}", f"sx-{key}-{row['z']}", box)
         bar = _bar(key.rsplit("/", 1)[-1])
-        scale = getattr(step, "scale", step.seed)
+        scale = step.scale
         whose = (f" (for 1 of the body of {parent}); the body's adjoints are for 1, times {shown(scale)} for f "
                  f"(the adjoints of the loops around it, multiplied)" if parent else
                  f"; the body's adjoints are for 1, times {shown(scale)} for f" + (
@@ -93,16 +94,15 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
             "note": f"{key} = {step.text}: its body at {at} (of {step.low}..{step.high}). "
                     f"Each term receives {bar} = {shown(step.seed)}{whose}."})
     for step in reversed(steps.loops):  # the innermost boxes first: a box is whole when it goes in its parent's
-        parent = getattr(step, "parent", "")
-        (boxes[parent] if parent else dot).subgraph(boxes[step.name])
+        (boxes[step.parent] if step.parent else dot).subgraph(boxes[step.name])
     for row in top_rows:
         for a in row["args"]:
             edge(f"sx-{a}", f"sx-{row['z']}")
     gathers = []
-    nested = isinstance(steps, NestedExplanation)
+    nested = steps.nested
     for entry, terms in steps.gathers.items():
         gathers.append({"entry": entry, "d": number(steps.gradient[entry]), "terms": [
-            {"text": term_text(t) if nested else _one_level_text(t), "value": number(t.value)} for t in terms],
+            {"text": term_text(t), "value": number(t.value)} for t in terms],
             "note": f"The partial along {entry} adds, over every body's entries of the vector, what the entry passes "
                     f"on (its adjoint times its loops') over the iterations that read {entry}: a sum over the "
                     f"indices the entry leaves free, from the compiled gradient." if nested else
@@ -120,19 +120,6 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
 
 def _bar(name: str) -> str:
     return f"{name[0]}\u0304{name[1:]}"
-
-
-def _one_level_text(t: Any) -> str:
-    if not t.loop:
-        return t.entry
-    return f"{t.entry} in {t.loop} at i = {t.iteration}" if t.iteration is not None else \
-        f"{t.entry} in {t.loop} (outside its range)"
-
-
-def _at_text(step: Any) -> str:
-    """The iteration a body is shown at: ``i = 3`` (one level) or ``i = 3, j = 1`` (inside a loop)."""
-    at = getattr(step, "at", None) or {step.index: step.iteration}
-    return ", ".join(f"{k} = {v}" for k, v in at.items())
 
 
 def _rows(steps: Explanation, key: str) -> list[dict[str, Any]]:
