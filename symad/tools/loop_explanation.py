@@ -302,10 +302,8 @@ class _Explainer:
             mapping[n] = g.var(name)
             point[name] = self.entry_value(vector, place)
             shown[name] = text
-        stand_in = 0
-        for n, value in zip(loops, self.loop_values(loops, scope.at)):
-            stand_in += 1
-            name = f"S{stand_in}"
+        for k, (n, value) in enumerate(zip(loops, self.loop_values(loops, scope.at)), 1):
+            name = f"S{k}"
             while name in self.taken:
                 name += "_"
             mapping[n] = g.var(name)
