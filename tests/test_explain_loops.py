@@ -310,3 +310,22 @@ def test_one_level_json_keeps_its_keys() -> None:
     js = json.loads(symad.explain(symad.parse(ROSENBROCK.format(n=1000), Graph()), {"x": 0.5}).to_json())
     assert list(js["loops"][0]) == ["id", "loop", "index", "range", "iteration", "seed", "forward", "sweep"]
     assert [list(t) for t in js["gather"]["x[1]"]] == [["loop", "entry", "iteration", "value"]] * 2
+
+
+def test_iteration_past_a_shorter_vector_gathers_its_nearest_entry() -> None:
+    """--iteration k sets each index to the nearest k in its range, and each vector's gather to its
+    nearest entry: a vector shorter than k is gathered at its last (it was refused)."""
+    text = "sum(i = 1..3000, x[i]*sum(j = 1..20, y[j]/(i + j)))"
+    r = run("explain", text, "--at", "x=1,y=2", "--iteration", "100")
+    assert r.returncode == 0, r.stderr
+    assert "df/dx[100] = " in r.stdout and "df/dy[20] = " in r.stdout
+    grad = run("grad", text, "--at", "x=1,y=2")
+    want = {line.split("=")[0].strip(): line.split("=")[1].strip() for line in grad.stdout.splitlines() if "=" in line}
+    shown = r.stdout.split("gradient:")[-1]
+    assert f"df/dx[100] = {want['df/dx[100]']}" in shown and f"df/dy[20] = {want['df/dy[20]']}" in shown
+
+
+@pytest.mark.parametrize("iteration", [2.5, "5", True])
+def test_an_iteration_that_is_no_whole_number_is_a_clear_error(iteration) -> None:
+    with pytest.raises(symad.SymadError, match="iteration must be a whole number"):
+        symad.explain(symad.parse("sum(i = 1..1000, x[i]^2)"), {"x": 1.0}, iteration=iteration)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -450,6 +451,8 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
     (a number or an array per vector: a number sets every entry): each body at ``iteration`` of its
     index and of the indices around it (the nearest in each range; by default each loop's first),
     and the gathers of the entries ``x[iteration]`` (by default the first loop's first index)."""
+    if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, numbers.Integral)):
+        raise SymadError(f"iteration must be a whole number (an index value), got {iteration!r:.40}")
     ex = _Explainer(expr, point)
     g = ex.graph
     top = _Scope("", 0, None, ex.root, {})
@@ -523,9 +526,8 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
             gradient[name] = float(ex.grad[offsets[name]])
             continue
         lo, hi = f.spans[name][0]
-        k = iteration if iteration is not None else min(max(first if first is not None else lo, lo), hi)
-        if not lo <= k <= hi:
-            raise SymadError(f"--iteration {k}: {name}[{k}] is outside {name}[{lo}..{hi}]")
+        # the entry at the iteration asked for, or the nearest inside the vector (as a body's index)
+        k = min(max(iteration if iteration is not None else first if first is not None else lo, lo), hi)
         entry = f"{name}[{k}]"
         terms = []
         for scope in (*scopes[1:], scopes[0]):  # the entries beside the loops last
