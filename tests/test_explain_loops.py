@@ -314,7 +314,8 @@ def test_one_level_json_keeps_its_keys() -> None:
 
 def test_iteration_past_a_shorter_vector_gathers_its_nearest_entry() -> None:
     """--iteration k sets each index to the nearest k in its range, and each vector's gather to its
-    nearest entry: a vector shorter than k is gathered at its last (it was refused)."""
+    nearest entry: a vector shorter than k is gathered at its last (it was refused); a k outside
+    every vector stays an error (test_what_explain_does_not_show_over_loops_says_so)."""
     text = "sum(i = 1..3000, x[i]*sum(j = 1..20, y[j]/(i + j)))"
     r = run("explain", text, "--at", "x=1,y=2", "--iteration", "100")
     assert r.returncode == 0, r.stderr

@@ -521,12 +521,16 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
     taken = {*f.variables, *f.data}
     pending: list[tuple[GatherTerm, str, int]] = []  # a term, the copy its entry reads, x[k]'s k
     strided = False
+    spans = [(name, *f.spans[name][0]) for name in f.wrt if name in f.spans]
+    if iteration is not None and spans and not any(lo <= iteration <= hi for _, lo, hi in spans):
+        name, lo, hi = spans[0]
+        raise SymadError(f"--iteration {iteration}: {name}[{iteration}] is outside {name}[{lo}..{hi}]")
     for name in f.wrt:
         if name not in f.spans:
             gradient[name] = float(ex.grad[offsets[name]])
             continue
         lo, hi = f.spans[name][0]
-        # the entry at the iteration asked for, or the nearest inside the vector (as a body's index)
+        # the entry at the iteration asked for, or, past a shorter vector's end, its nearest
         k = min(max(iteration if iteration is not None else first if first is not None else lo, lo), hi)
         entry = f"{name}[{k}]"
         terms = []
