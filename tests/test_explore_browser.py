@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.cli_helpers import run
+from support.offline_page import URL, offline_context
 
 from symad import Graph, parse
 from symad.tools.explore import explore
@@ -29,7 +30,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not 
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = "(x+y)+x*(x+y)"
-URL = "http://symad.invalid/page.html"
 SCREENSHOT = ROOT / "docs" / "images" / "explore.png"
 
 # The panel's state, read from the page: the step, its phase and node, and every number it shows
@@ -68,17 +68,8 @@ def open_page(browser):
     contexts, requests, errors = [], [], []
 
     def opener(text: str, width: int = 1100, height: int = 620):
-        context = browser.new_context(viewport={"width": width, "height": height})
+        context = offline_context(browser, text, requests, width, height)
         contexts.append(context)
-
-        def route(r):
-            if r.request.url == URL:
-                r.fulfill(body=text, content_type="text/html; charset=utf-8")
-            else:
-                requests.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(URL)

@@ -26,12 +26,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from support.offline_page import URL, offline_context  # noqa: E402
 
 from benchmarks import harness  # noqa: E402
 from benchmarks.explore import report  # noqa: E402
 
-URL = "http://symad.invalid/page.html"
 SIZE_TARGET = 1_000_000
 OPEN_TARGET_S = 2.0
 
@@ -77,17 +78,8 @@ def write_page(case: dict, folder: Path) -> tuple[Path, float]:
 def open_times(browser, html: str, repeats: int) -> dict:
     """Median seconds to the page ready and to its last step, over ``repeats`` new contexts."""
     ready, to_end, refused, nodes = [], [], [], None
-    for _ in range(repeats):  # (the route reads html: the same page each time)
-        context = browser.new_context(viewport={"width": 1100, "height": 620})
-
-        def route(r):
-            if r.request.url == URL:
-                r.fulfill(body=html, content_type="text/html; charset=utf-8")
-            else:
-                refused.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
+    for _ in range(repeats):
+        context = offline_context(browser, html, refused)
         page = context.new_page()
         start = time.perf_counter()
         page.goto(URL)
