@@ -94,8 +94,7 @@ def test_hessian_vector_products_of_sums_inside_of_several_blocks_give_numpys_bi
 def test_a_gather_whose_sums_inside_run_over_the_rows_gives_numpys_bits(rows: int, tiled: bool, monkeypatch) -> None:
     # the gradient over y is each(k = 1..17, sum(i = 1..rows, ...)): a map over y of sums of many
     # blocks; tiled, each block of the rows' loops runs on the block threads, the map in one of them
-    if tiled:
-        monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 1000)
+    monkeypatch.setattr(native_loops, "WHOLE_MAX_ROWS", 1000 if tiled else 10**9)
     rng = np.random.default_rng(rows)
     x, y = rng.uniform(-1, 1, rows), rng.uniform(-2, 2, 17)
     compiled, numpy_only = _functions(f"sum(i = 1..{rows}, x[i]*sum(j = 1..17, cos(y[j] - x[i])))")
@@ -199,3 +198,11 @@ def test_a_sum_inside_past_the_largest_range_stays_in_numpy() -> None:
         else:
             with pytest.raises(NotCompiled, match="more than"):
                 loop_program(expr.graph, [expr.id], spans)
+
+
+def test_long_sums_inside_a_loop_of_two_blocks_or_more_run_tiled_but_a_short_outer_loop_does_not() -> None:
+    """The tiles are taken by the block threads where the work is the inner sums' (rows times terms)
+    and the outer loop has blocks for them to share; x'Ax over 2,000 rows stays one call."""
+    long_outer = symad.compile(f"sum(i = 1..{2 * BLOCK}, x[i]*sum(j = 1..40, cos(y[j] - x[i])))")
+    short_outer = symad.compile("n = 2000; sum(i = 1..n, x[i]*sum(j = 1..n, A[i,j]*x[j]))", wrt=["x"])
+    assert long_outer._whole.program.tiled and not short_outer._whole.program.tiled

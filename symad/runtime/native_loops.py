@@ -366,6 +366,34 @@ def _rows(graph: Graph, roots: list[int]) -> int:
                if graph.op[n] in ("sum", "each", "prod"))
 
 
+def _iterations(graph: Graph, roots: list[int]) -> int:
+    """The iterations of all the loops computing ``roots``: a loop's range times the iterations of
+    the loops around it."""
+    total, work = 0, [(r, 1) for r in roots]
+    while work:  # (loops nest at most binders.MAX_NESTING deep)
+        root, around = work.pop()
+        for n in binders.scope_nodes(graph, root, lambda m: graph.op[m] != "item"):
+            if graph.op[n] in ("sum", "each", "prod"):
+                _, low, high = graph.data[n]  # type: ignore[misc]
+                iterations = around * max(0, high - low + 1)
+                total += iterations
+                work.append((graph.args[n][0], iterations))
+    return total
+
+
+def _tiled(graph: Graph, roots: list[int]) -> bool:
+    """Whether to run the whole program tiled: past :data:`WHOLE_MAX_ROWS` rows of its top-level
+    loops, or past that many iterations in all (long sums inside their bodies) where the top-level
+    loops have a loop of two blocks at least for the threads to share (one block would only add the
+    tiles' cost: x'Ax over 2,000 rows ran 3-5x slower tiled)."""
+    if _rows(graph, roots) > WHOLE_MAX_ROWS:
+        return True
+    longest = max((graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
+                   for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
+                   if graph.op[n] in ("sum", "each", "prod")), default=0)
+    return longest >= 2 * blocks.BLOCK and _iterations(graph, roots) > WHOLE_MAX_ROWS
+
+
 def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
     """The whole program in one function where it compiles (native code): one call up to
     :data:`WHOLE_MAX_ROWS` rows in all, tiled beyond (if no loop reads what another computes);
@@ -373,6 +401,6 @@ def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> W
     if not native.available():
         return None
     try:
-        return WholeProgram(graph, roots, spans, tiled=_rows(graph, roots) > WHOLE_MAX_ROWS)
+        return WholeProgram(graph, roots, spans, tiled=_tiled(graph, roots))
     except (NotCompiled, SymadError, KeyError):
         return None
