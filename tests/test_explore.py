@@ -215,3 +215,14 @@ def test_a_loop_inside_a_loop_is_a_box_inside_a_box():
     assert {p["var"]: exact(p["d"]) for p in data["gradient"]} == want["gradient"]
     with pytest.raises(SymadError, match="iteration is for sums kept as loops"):
         explore(SEED, at={"x": 1, "y": 2}, iteration=3)
+
+
+def test_symad_graph_html_takes_the_iteration_as_explain_does(tmp_path):
+    text = "sum(i = 1..1000, (x[i+1] - x[i])^2)"
+    out = tmp_path / "page.html"
+    p = run("graph", text, "--at", "x=0.5", "--iteration", "7", "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert out.read_text(encoding="utf-8") == explore(text, at={"x": 0.5}, title=text, iteration=7).html
+    assert explore(text, at={"x": 0.5}, title=text, iteration=7).html != explore(text, at={"x": 0.5}, title=text).html
+    p = run("graph", "x*y", "--iteration", "3")
+    assert p.returncode == 2 and "--iteration places the loops' bodies in an .html page" in p.stderr

@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "(implies --grad)")
     parser.add_argument("--rankdir", type=str.upper, choices=("TB", "LR", "BT", "RL"), default="TB",
                         help="layout direction: TB top to bottom (default), LR left to right")
+    parser.add_argument("--iteration", type=int, metavar="K",
+                        help="in an .html page over sums kept as loops, the iteration each loop's body is "
+                             "shown at and the entry x[K] gathered, as symad explain --iteration (default: "
+                             "each loop's first)")
     parser.add_argument("--max-nodes", type=int, default=None, metavar="N",
                         help=f"refuse to draw more than N nodes (default {MAX_NODES}); in an .html page, "
                              f"collapse subgraphs past N drawn nodes (default {MAX_DRAWN})")
@@ -38,6 +42,8 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if args.output.lower().endswith(".html"):
         _page(args, text, expr)
         return
+    if args.iteration is not None:
+        raise SymadError("--iteration places the loops' bodies in an .html page of the sweep (-o page.html)")
     args.max_nodes = MAX_NODES if args.max_nodes is None else args.max_nodes
     point = parse_point(args.at) if args.at else None
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()] if args.wrt else None
@@ -70,7 +76,7 @@ def _page(args: argparse.Namespace, text: str, expr: Expr) -> None:
         raise SymadError("--wrt is for pictures: an .html page steps through the whole sweep")
     title = text.strip() if len(text.strip()) <= 200 and "\n" not in text.strip() else None
     page = explore(expr, parse_point(args.at), max_drawn=args.max_nodes or MAX_DRAWN, title=title,
-                   rankdir=args.rankdir)
+                   rankdir=args.rankdir, iteration=args.iteration)
     page.save(args.output)
     if args.json:
         emit(args, {"expr": text.strip(), "output": args.output, "nodes": page.nodes, "drawn": page.drawn,
