@@ -1,20 +1,21 @@
 """Sums and maps kept as loops, run as machine code, whatever their range.
 
-Up to :data:`WHOLE_MAX_ROWS` rows in all, a function's outputs are one call of one function
-(:class:`WholeProgram`, :func:`symad.native.compile_program`).  Beyond, the same program runs
-tiled: block ``b`` of every loop at once (x read once, the gradient written once), the blocks
-taken by the block threads in any order, unless a loop reads what another computes.  Then, and
-for the other programs over loops (Hessian-vector products...), each top-level loop runs on its
-own: its body is scheduled once over its inputs (each entry ``x[i + c]`` a column, ``x``
-read in place; its captures and, where the body reads it, its first index, the same in every
-row).  A ``sum`` runs the row-sum loop (:func:`symad.native.compile_rows`, the loop an objective's
-sums over data run) over blocks of :data:`~symad.runtime.blocks.BLOCK` rows; an ``each`` runs the
-vectorised map loop (:func:`symad.native.compile_map`) over the rows whose entries lie inside their
-vectors, a block at a time, and its clamped twin over the few edge rows; a loop with loops inside
-runs as a loop nest (:func:`symad.native.compile_nest`).  Blocks, threads and the addition of the
-blocks' sums are :mod:`symad.runtime.blocks`'s, the one mechanism of every loop over rows: every
-sum adds in the canonical order of :func:`symad.backends.arrays.blocked_sum`, so the bits are
-NumPy's on any number of cores.  Compile time and memory depend on the body, not on the range.
+Up to :data:`WHOLE_MAX_ROWS` rows in all (and iterations, counting the sums inside the bodies), a
+function's outputs are one call of one function (:class:`WholeProgram`,
+:func:`symad.native.compile_program`). Beyond, the same program runs tiled: block ``b`` of every
+loop at once (x read once, the gradient written once), the blocks taken by the block threads in
+any order, unless a loop reads what another computes. Then, and for the other programs over loops
+(Hessian-vector products...), each top-level loop runs on its own: its body is scheduled once over
+its inputs (each entry ``x[i + c]`` a column, ``x`` read in place; its captures and, where the
+body reads it, its first index, the same in every row). A ``sum`` runs the row-sum loop
+(:func:`symad.native.compile_rows`, the loop an objective's sums over data run) over blocks of
+:data:`~symad.runtime.blocks.BLOCK` rows; an ``each`` runs the vectorised map loop
+(:func:`symad.native.compile_map`) over the rows whose entries lie inside their vectors, a block
+at a time, and its clamped twin over the few edge rows; a loop with loops inside runs as a loop
+nest (:func:`symad.native.compile_nest`). Blocks, threads and the addition of the blocks' sums are
+:mod:`symad.runtime.blocks`'s, the one mechanism of every loop over rows: every sum adds in the
+canonical order of :func:`symad.backends.arrays.blocked_sum`, so the bits are NumPy's on any
+number of cores. Compile time and memory depend on the body, not on the range.
 """
 
 from __future__ import annotations
@@ -359,11 +360,20 @@ def _steps(top: Scope) -> int:
     return count
 
 
+def _top_loops(graph: Graph, root: int) -> list[int]:
+    """The loops of ``root``'s own scope (not those inside their bodies)."""
+    return [n for n in binders.scope_nodes(graph, root, lambda m: graph.op[m] != "item")
+            if graph.op[n] in ("sum", "each", "prod")]
+
+
+def _range(graph: Graph, loop: int) -> int:
+    _, low, high = graph.data[loop]  # type: ignore[misc]
+    return max(0, high - low + 1)
+
+
 def _rows(graph: Graph, roots: list[int]) -> int:
-    """The rows of all the loops computing ``roots``, loops inside counted once a row of theirs."""
-    return sum(graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
-               for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
-               if graph.op[n] in ("sum", "each", "prod"))
+    """The rows of all the top-level loops computing ``roots``."""
+    return sum(_range(graph, n) for r in roots for n in _top_loops(graph, r))
 
 
 def _iterations(graph: Graph, roots: list[int]) -> int:
@@ -372,31 +382,27 @@ def _iterations(graph: Graph, roots: list[int]) -> int:
     total, work = 0, [(r, 1) for r in roots]
     while work:  # (loops nest at most binders.MAX_NESTING deep)
         root, around = work.pop()
-        for n in binders.scope_nodes(graph, root, lambda m: graph.op[m] != "item"):
-            if graph.op[n] in ("sum", "each", "prod"):
-                _, low, high = graph.data[n]  # type: ignore[misc]
-                iterations = around * max(0, high - low + 1)
-                total += iterations
-                work.append((graph.args[n][0], iterations))
+        for n in _top_loops(graph, root):
+            iterations = around * _range(graph, n)
+            total += iterations
+            work.append((graph.args[n][0], iterations))
     return total
 
 
 def _tiled(graph: Graph, roots: list[int]) -> bool:
     """Whether to run the whole program tiled: past :data:`WHOLE_MAX_ROWS` rows of its top-level
-    loops, or past that many iterations in all (long sums inside their bodies) where the top-level
-    loops have a loop of two blocks at least for the threads to share (one block would only add the
-    tiles' cost: x'Ax over 2,000 rows ran 3-5x slower tiled)."""
-    if _rows(graph, roots) > WHOLE_MAX_ROWS:
+    loops, or past that many iterations in all (long sums inside their bodies) where a top-level
+    loop has two blocks at least for the threads to share (one block would only add the tiles'
+    cost: x'Ax over 2,000 rows ran 3-5x slower tiled)."""
+    rows = [_range(graph, n) for r in roots for n in _top_loops(graph, r)]
+    if sum(rows) > WHOLE_MAX_ROWS:
         return True
-    longest = max((graph.data[n][2] - graph.data[n][1] + 1  # type: ignore[index]
-                   for r in roots for n in binders.scope_nodes(graph, r, lambda m: graph.op[m] != "item")
-                   if graph.op[n] in ("sum", "each", "prod")), default=0)
-    return longest >= 2 * blocks.BLOCK and _iterations(graph, roots) > WHOLE_MAX_ROWS
+    return max(rows, default=0) >= 2 * blocks.BLOCK and _iterations(graph, roots) > WHOLE_MAX_ROWS
 
 
 def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
-    """The whole program in one function where it compiles (native code): one call up to
-    :data:`WHOLE_MAX_ROWS` rows in all, tiled beyond (if no loop reads what another computes);
+    """The whole program in one function where it compiles (native code): one call, or tiled
+    where it pays (:func:`_tiled`; if no loop reads what another computes);
     else None."""
     if not native.available():
         return None
