@@ -22,8 +22,8 @@ LAYERS = [
     ("runtime.background",),  # the compile threads: the native runtime compiles in them
     ("backends", "native"),  # code for a schedule: portable evaluators, and the LLVM runtime the VM runs on
     ("runtime",),
-    ("functions", "symbolic_array", "expr", "function", "indexed_function", "indexed_vector_function", "indices", "second_order", "vector_function",
-     "objectives", "caches", "persist", "interop"),  # the public API objects
+    ("functions", "symbolic_array", "expr", "function", "indexed_function", "indexed_vector_function", "indices",
+     "second_order", "vector_function", "objectives", "caches", "persist", "interop"),  # the public API objects
     ("tools", "optimize"),  # what users do with them
     ("cli", "__main__"),
 ]
