@@ -289,10 +289,12 @@ def test_ctrl_c_at_exit_ends_promptly_and_silently():
 
 @pytest.mark.slow
 def test_a_script_ended_by_ctrl_c_does_not_wait_for_compiles():
+    """Ended as a Ctrl-C ends it: 130 when a compile was still under way at exit, killed by
+    SIGINT (Python's own ending) when the compile had not started or had ended."""
     code = BACKGROUND_AT_EXIT + "raise KeyboardInterrupt\n"
     started = time.perf_counter()
     p = _python(code)
-    assert p.returncode == 130, p.stderr
+    assert p.returncode in (130, -signal.SIGINT), p.stderr
     assert time.perf_counter() - started < 30
     assert "Abort" not in p.stderr
 

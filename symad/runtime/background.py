@@ -344,10 +344,10 @@ def on_exit(action: Callable[[], None]) -> None:
 
 @atexit.register
 def _settle() -> None:
-    _close_pool()
+    busy = bool(_threads or _running) or "llvmlite.binding" in sys.modules
+    _close_pool()  # clears _running: what was running is read before
     try:
-        if getattr(sys, "last_type", None) is KeyboardInterrupt and \
-                (_threads or _running or "llvmlite.binding" in sys.modules):
+        if getattr(sys, "last_type", None) is KeyboardInterrupt and busy:
             raise KeyboardInterrupt  # what a compile cut short left behind must not be torn down either
         while True:
             # again after each wait: a compile may start another
