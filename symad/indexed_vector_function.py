@@ -67,8 +67,6 @@ class IndexedVectorFunction(IndexedInputs):
                 if level != 0:
                     raise SymadError("an each(...) output must not be inside another loop")
                 count = high - low + 1
-            elif graph.op[root] == "prod":
-                raise SymadError("derivatives through prod(...) kept as a loop are not supported yet")
             self.rows.append((at, count))
             at += count
         self.m = at

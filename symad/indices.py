@@ -29,9 +29,9 @@ from typing import Any
 
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
-from symad.core.errors import LimitError, SymadError
+from symad.core.errors import SymadError
 from symad.core.term import Arithmetic, Term, as_node, unwrapped
-from symad.core.unrolling import entries_as_items, lowered, rebuilt, summed
+from symad.core.unrolling import entries_as_items, lowered, summed
 from symad.expr import Expr, default_graph
 from symad.symbolic_array import plain_name
 
@@ -170,10 +170,8 @@ def bound(op: str, over: Index, body: Any) -> Any:
     free = _free(graph, root) - {over.level}
     if not free:  # the outermost: every level becomes the text's, then the text's decisions
         root = binders.substitute(graph, root, {mine: graph.index(0)})
-        if op == "sum":
-            node = summed(graph, root, 0, over.low, over.high)
-        elif op == "prod":  # its terms read as the text's, outside any loop
-            node = lowered(graph, _product(graph, root, 0, over.low, over.high))
+        if op in ("sum", "prod"):
+            node = summed(graph, root, 0, over.low, over.high, op=op)
         else:
             node = binders.reduce(graph, "each", 0, over.low, over.high, lowered(graph, root, inside=True))
         return Expr(graph, entries_as_items(graph, node))
@@ -183,36 +181,7 @@ def bound(op: str, over: Index, body: Any) -> Any:
     # inside a sum still open: a loop past every level the body uses, until the outermost binds
     top = 1 + max(_levels_used(graph, root))
     root = binders.substitute(graph, root, {mine: graph.index(top)})
-    if op == "prod":
-        return Expr(graph, _product(graph, root, top, over.low, over.high))
-    return Expr(graph, binders.reduce(graph, "sum", top, over.low, over.high, root))
-
-
-def _product(graph: Graph, body: int, level: int, low: int, high: int) -> int:
-    """The product written out left to right, as the text writes a ``prod`` (1 when empty)."""
-    factors = (high - low + 1) * _factors(graph, body)
-    if factors > binders.PROD_MAX_FACTORS:
-        raise LimitError(f"symad.prod would be written out as {factors:,} factors: a prod is written out (not "
-                         f"kept as a loop), at most {binders.PROD_MAX_FACTORS:,} factors; for positive factors "
-                         "write symad.exp(symad.sum(index, symad.log(...)))")
-    total = None
-    for k in range(low, high + 1):
-        term = rebuilt(graph, body, graph.const(float(k)), level, entries=True)
-        total = term if total is None else graph.make("mul", total, term)
-    return graph.const(1.0) if total is None else total
-
-
-def _factors(graph: Graph, body: int) -> int:
-    """The factors of ``body`` as a product: the leaves of the products at its root (a written-out
-    ``prod`` inside it counts each of its factors), 1 for a body that is no product."""
-    count, stack, op_of, args_of = 0, [body], graph.op, graph.args
-    while stack and count <= binders.PROD_MAX_FACTORS:
-        node = stack.pop()
-        if op_of[node] == "mul":
-            stack.extend(args_of[node])
-        else:
-            count += 1
-    return count + len(stack)
+    return Expr(graph, binders.reduce(graph, op, top, over.low, over.high, root))
 
 
 def _free(graph: Graph, root: int) -> set[int]:

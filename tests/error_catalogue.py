@@ -106,10 +106,6 @@ ENTRIES: list[tuple[str, str, str, str]] = [
      "python -c 'import symad, symad.core.limits as L; L.LIMITS.max_program_ops = 2; "
      "symad.parse(\"sin(x)*cos(y)\").compile().value(x=1, y=2)' 2>&1 | grep '^symad.core.errors'"),
     ("Limits", "A limit flag that is not a number", "", 'symad eval "x" --at x=1 --max-input lots'),
-    ("Limits", "A product too long to write out",
-     "A `prod` is written out factor by factor (it is not kept as a loop), at most 100,000 factors; past "
-     "that the text is refused at once, with the log-sum form for positive factors.",
-     'symad grad "prod(i = 1..1000000, 1 + x[i]^2)" --at x=0.5'),
     # ------------------------------------------------------------ usage
     ("Usage errors", "No command", "`symad` alone prints the help (on stdout) and exits with status 2.",
      "symad >/dev/null"),

@@ -24,6 +24,8 @@ ROSENBROCK = "n = {n}; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
 MIXED = ("n = {n}; a*sum(i = 1..n, sin(x[i])*exp(-x[i+1]^2/i) + where(x[i] > 0, sqrt(x[i]), x[i+2]/3)) "
          "+ a^2*x[5] + sum(i = 1..n, abs(x[i] - c[i]))")
 QUADRATIC = "n = {n}; sum(i = 1..n, x[i]*sum(j = 1..n, A[i,j]*x[j]))"
+# a product at the top level (its blocks' products a tree) and inside a sum's body; its gradient's loops
+PRODUCT = "n = {n}; prod(i = 1..n, 1 + x[i]/n) + sum(i = 1..n, x[i]*prod(j = 1..20, 1 + x[i]*y[j]/20))"
 
 
 def bits(values) -> list[str]:
@@ -56,6 +58,7 @@ def c_library(tmp_path: Path, expr: symad.Expr) -> ctypes.CDLL:
     (ROSENBROCK, 140 * 8192 - 3),  # 140 blocks: its halves
     (MIXED, 20_000),
     (QUADRATIC, 300),  # a loop inside a loop, data of two indices (loops at any size here)
+    (PRODUCT, 5 * 8192 + 7),  # six blocks: a prod's tree of pairs with one left over
 ])
 def test_exported_c_loops_compute_symads_bits(tmp_path: Path, text: str, n: int) -> None:
     expr = symad.parse(text.format(n=n), Graph())
@@ -80,7 +83,7 @@ def python_function(tmp_path: Path, expr: symad.Expr):
     return module.f
 
 
-@pytest.mark.parametrize("text, n", [(ROSENBROCK, 20_000), (MIXED, 20_000), (QUADRATIC, 120)])
+@pytest.mark.parametrize("text, n", [(ROSENBROCK, 20_000), (MIXED, 20_000), (QUADRATIC, 120), (PRODUCT, 20_000)])
 def test_exported_python_loops_compute_symads_bits(tmp_path: Path, text: str, n: int) -> None:
     expr = symad.parse(text.format(n=n), Graph())
     if not expr.graph.scoped:

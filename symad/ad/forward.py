@@ -16,10 +16,10 @@ import functools
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from symad.ad import products
 from symad.ad.branches import SELECTS
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Ks, active, forward_nodes
-from symad.core import binders
 from symad.core.dag import SCOPED, Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
@@ -39,7 +39,8 @@ class ForwardAlgebra:
         raise SymadError("this forward sweep does not take loops yet")
 
     def loop(self, node: int, body: Any) -> Any:
-        """The tangent of binder ``node`` (``sum(i = ..., body)``), given its body's tangent."""
+        """The tangent of binder ``node`` (``sum(i = ..., body)``), given its body's tangent
+        (:func:`symad.ad.products.loop_tangent`)."""
         raise SymadError("this forward sweep does not take loops yet")
 
     def combine(self, node: int, ks: Ks, tangents: list[Any]) -> Any:
@@ -142,8 +143,7 @@ class Tangent(ForwardAlgebra):
         return self.graph.item(vector, *self.graph.args[node][1:])
 
     def loop(self, node: int, body: int) -> int:
-        level, low, high = self.graph.data[node]  # type: ignore[misc]
-        return binders.reduce(self.graph, self.graph.op[node], level, low, high, body)
+        return products.loop_tangent(self.graph, node, body)
 
 
 class Tangents(ForwardAlgebra):
@@ -185,10 +185,7 @@ class Tangents(ForwardAlgebra):
         return tuple(None if v is None else g.item(v, *g.args[node][1:]) for v in vector)
 
     def loop(self, node: int, body: tuple[int | None, ...]) -> tuple[int | None, ...] | None:
-        g = self.graph
-        level, low, high = g.data[node]  # type: ignore[misc]
-        return self.kept(tuple(None if b is None else binders.reduce(g, g.op[node], level, low, high, b)
-                               for b in body))
+        return self.kept(tuple(None if b is None else products.loop_tangent(self.graph, node, b) for b in body))
 
 
 @without_gc

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from symad.ad import branches
+from symad.ad import branches, products
 from symad.ad.local import local_partials, times
 from symad.ad.sweep import Dead, Ks, active, canonical_order, reverse_nodes
 from symad.core import binders
@@ -161,9 +161,10 @@ _BODY_ADJOINTS: weakref.WeakKeyDictionary[Graph, dict[int, dict[int, int]]] = we
 
 
 def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
-    """For binder ``node``, ``{leaf: ∂body/∂leaf}`` as nodes (expressions of its index), for the
-    leaves of its body (its captures and its items) and the loops directly inside it.  The body's
-    own reverse sweep, done once."""
+    """For binder ``node``, ``{leaf: ∂node/∂leaf}`` at one iteration, as nodes (expressions of its
+    index), for the leaves of its body (its captures and its items) and the loops directly inside
+    it: ``∂body/∂leaf`` for a sum or an each, times the product of the other factors for a prod
+    (:mod:`symad.ad.products`).  The body's own reverse sweep, done once."""
     done = _BODY_ADJOINTS.setdefault(graph, {})
     known = done.get(node)
     if known is not None:
@@ -179,19 +180,24 @@ def body_adjoints(graph: Graph, node: int) -> dict[int, int]:
     dead = {c: tuple(range(len(graph.args[c]))) for c in caps}
     adjoint = backward(graph, order, body, Nodes(graph), active(graph, order, sources, dead), dead)
     kept = [*sources, *binders.nested(graph, body, level)]  # a loop inside passes on to its own entries
-    known = done[node] = {n: adjoint[n] for n in kept if n in adjoint}
+    known = {n: adjoint[n] for n in kept if n in adjoint}
+    if graph.op[node] == "prod":  # each iteration's factor passes on the product of the others
+        weight = products.factor_partial(graph, node)
+        known = {n: graph.make("mul", weight, partial) for n, partial in known.items()}
+    done[node] = known
     return known
 
 
 def scoped_partials(graph: Graph, node: int, ks: Ks) -> list[int | float]:
     """The local partials of an indexed node: an item is a leaf of the sweeps (its vector's
-    gradient is gathered from the binders, :mod:`symad.ad.gather`); a sum's partial along its
-    body is 0 and along a capture ``c`` is ``sum(i, ∂body/∂c)``."""
+    gradient is gathered from the binders, :mod:`symad.ad.gather`); a sum's or a prod's partial
+    along its body is 0 and along a capture ``c`` is ``sum(i, ∂node/∂c at i)``
+    (:func:`body_adjoints`)."""
     op = graph.op[node]
     if op not in BINDERS:
         return [0.0 for _ in ks]
-    if op != "sum":
-        raise SymadError(f"derivatives through {op}(...) kept as a loop are not supported yet")
+    if op == "each":
+        raise SymadError("derivatives through each(...) kept as a loop are not supported yet")
     level, low, high = graph.data[node]  # type: ignore[misc]
     inner = body_adjoints(graph, node)
     args = graph.args[node]

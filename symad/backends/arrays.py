@@ -7,7 +7,8 @@ small powers as products, ``where`` as a select, so the numbers are the other ba
 
 A ``sum`` adds its terms in the order every backend uses (:func:`blocked_sum`): blocks of
 :data:`BLOCK` terms, each in two lanes (a sum inside a loop's body: eight), then the blocks' sums
-by NumPy's pairwise sum.
+by NumPy's pairwise sum.  A ``prod`` runs here in every backend, in the order of
+:func:`blocked_prod`.
 """
 
 from __future__ import annotations
@@ -57,6 +58,30 @@ def _lanes(blocks: np.ndarray, lanes: int) -> np.ndarray:
     while len(sums) > 1:
         sums = [sums[k] + sums[k + 1] for k in range(0, len(sums), 2)]
     return sums[0]
+
+
+def blocked_prod(factors: np.ndarray) -> Any:
+    """``factors`` multiplied along their last axis in one fixed order: blocks of :data:`BLOCK`
+    factors, each block's product left to right from 1.0, then the blocks' products as a tree of
+    adjacent pairs (an odd one out passed up as it is).  Only elementwise products and a running
+    product (``cumprod``), never NumPy's reduction, whose order depends on the processor's vector
+    width.  A float for 1-D factors, else an array of the leading shape."""
+    factors = np.asarray(factors)
+    if factors.ndim == 0:
+        factors = factors.reshape(1)
+    lead, n = factors.shape[:-1], factors.shape[-1]
+    if n == 0:
+        return 1.0 if not lead else np.ones(lead)
+    rows = factors.reshape(-1, n)
+    count = -(-n // BLOCK)
+    padded = np.ones((len(rows), count * BLOCK))  # x*1.0 is x: the padding changes no bits
+    padded[:, :n] = rows
+    running = np.cumprod(padded.reshape(len(rows), count, BLOCK), axis=2)
+    level = [running[:, b, -1] for b in range(count)]
+    while len(level) > 1:
+        level = [level[k] * level[k + 1] if k + 1 < len(level) else level[k] for k in range(0, len(level), 2)]
+    out = level[0]
+    return float(out[0]) if not lead else out.reshape(lead)
 
 
 class _Scope:
@@ -140,6 +165,9 @@ class ArrayProgram:
         if op == "sum":
             lanes = 2 if level == 0 else INNER_LANES
             total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1), lanes), level)
+            return float(total.reshape(())) if level == 0 else total
+        if op == "prod":
+            total = np.expand_dims(blocked_prod(np.moveaxis(result, level, -1)), level)
             return float(total.reshape(())) if level == 0 else total
         if op == "each" and level == 0:
             return np.array(result.reshape(-1))

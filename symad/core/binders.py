@@ -15,7 +15,8 @@ so an indexed sum enters reverse mode as one node with one rule: ``∂S/∂c = s
 Constants and vectors are never captured: a vector is reached through its items.
 
 Ranges short enough unroll as the text is read (:data:`UNROLL_MAX_TERMS`); longer ones stay
-one node whatever their length, so the DAG grows with the text, not with the range.
+one node whatever their length, so the DAG grows with the text, not with the range: a ``prod``
+as a ``sum`` does (its derivative: :mod:`symad.ad.products`).
 """
 
 from __future__ import annotations
@@ -45,10 +46,6 @@ UNROLL_MAX_STEPS = 10_000
 # Inside a loop's body a sum stays a loop past this many terms: the body is compiled once, and
 # a short sum written out there (three coordinates) is what code generation wants.
 UNROLL_INSIDE_LOOP = 16
-# A prod is written out (its derivative as a loop needs prefix and suffix products, not built yet):
-# past this many factors, a short text would take minutes (a 10^6-factor product of entries took
-# over a minute to a gradient on the command line), so it is refused and the log-sum form offered.
-PROD_MAX_FACTORS = 100_000
 # Binders nest at most this deep (their rules recurse once per level).
 MAX_NESTING = 8
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 
+REDUCTIONS = {"sum": ("add", 0.0), "prod": ("mul", 1.0)}  # the op combining the terms, the empty value
+
 
 def rebuilt(graph: Graph, body: int, position: int, level: int = 0, deeper: int = 0, entries: bool = False) -> int:
     """``body`` with its index ``index(level)`` replaced by node ``position``, the deeper indices and
@@ -89,27 +91,31 @@ def keeps_loop(length: int, body_repeats: int, inside: bool) -> bool:
     return length * body_repeats > limit
 
 
-def written_out(graph: Graph, body: int, level: int, low: int, high: int, inside: bool = False) -> int:
-    """The sum of ``body`` over ``index(level) = low..high`` written out as the text unrolls it: the
-    body once per index value (its sums decided in turn), entries of a constant index the scalar
-    variables ``x[k]``, the terms added left to right (``((t1 + t2) + t3) + ...``); 0 when empty."""
+def written_out(graph: Graph, body: int, level: int, low: int, high: int, inside: bool = False,
+                op: str = "sum") -> int:
+    """The sum (``op="prod"``: the product) of ``body`` over ``index(level) = low..high`` written
+    out as the text unrolls it: the body once per index value (its sums decided in turn), entries
+    of a constant index the scalar variables ``x[k]``, the terms combined left to right
+    (``((t1 + t2) + t3) + ...``); 0 (1) when empty."""
+    combine, empty = REDUCTIONS[op]
     order = _dependents(graph, body, level)  # the same for every term
-    has_sums = any(graph.op[n] == "sum" for n in graph.reachable([body]))
+    has_sums = any(graph.op[n] in REDUCTIONS for n in graph.reachable([body]))
     total = None
     for k in range(low, high + 1):
         term = _replayed(graph, order, body, graph.const(float(k)), level, 0, True)
         if has_sums:
             term = lowered(graph, term, inside)
-        total = term if total is None else graph.make("add", total, term)
-    return graph.const(0.0) if total is None else total
+        total = term if total is None else graph.make(combine, total, term)
+    return graph.const(empty) if total is None else total
 
 
-def summed(graph: Graph, body: int, level: int, low: int, high: int, inside: bool = False) -> int:
-    """The sum of ``body`` over ``index(level) = low..high`` as the text builds it: one loop node
-    (:func:`keeps_loop`), its body's sums decided inside it, or written out (:func:`written_out`)."""
+def summed(graph: Graph, body: int, level: int, low: int, high: int, inside: bool = False, op: str = "sum") -> int:
+    """The sum (``op="prod"``: the product) of ``body`` over ``index(level) = low..high`` as the
+    text builds it: one loop node (:func:`keeps_loop`), its body's sums decided inside it, or
+    written out (:func:`written_out`)."""
     if keeps_loop(max(0, high - low + 1), repeats(graph, body), inside):
-        return binders.reduce(graph, "sum", level, low, high, lowered(graph, body, inside=True))
-    return written_out(graph, body, level, low, high, inside)
+        return binders.reduce(graph, op, level, low, high, lowered(graph, body, inside=True))
+    return written_out(graph, body, level, low, high, inside, op)
 
 
 def lowered(graph: Graph, root: int, inside: bool = False) -> int:
@@ -122,15 +128,15 @@ def lowered(graph: Graph, root: int, inside: bool = False) -> int:
         node = stack.pop()
         if node not in todo:
             todo.add(node)
-            if op_of[node] != "sum":
+            if op_of[node] not in REDUCTIONS:
                 stack.extend(a for a in args_of[node] if a not in todo)
     done: dict[int, int] = {}
     for node in sorted(todo):  # children first
         args = args_of[node]
         op = op_of[node]
-        if op == "sum":
+        if op in REDUCTIONS:
             level, low, high = data_of[node]  # type: ignore[misc]
-            done[node] = summed(graph, args[0], level, low, high, inside)
+            done[node] = summed(graph, args[0], level, low, high, inside, op)
             continue
         new = tuple(done[a] for a in args)
         if new == args:

@@ -19,10 +19,10 @@ from symad.core.errors import LimitError, ParseError
 from symad.core.limits import LIMITS
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS, PREC_CMP
 from symad.core.term import Term
+from symad.core.unrolling import REDUCTIONS
 from symad.frontend.tokens import Token, line_column
 
 _LARGEST_INDEX = 2**31  # indices and bounds are whole numbers within ±this
-_REDUCTIONS = {"sum": ("add", 0.0), "prod": ("mul", 1.0)}  # op accumulating the terms, the empty value
 
 
 def _arith(op: str, args: list[float | None]) -> float | None:
@@ -228,18 +228,12 @@ class Folder:
         terms = (high - low + 1) * self._inner_terms(body)
         limit = binders.UNROLL_INSIDE_LOOP if self.loops else binders.UNROLL_MAX_TERMS
         long = terms > limit or terms * len(body) > binders.UNROLL_MAX_STEPS
-        if reduction == "each" or (reduction == "sum" and long):  # an each is a vector: always one node
+        if reduction == "each" or long:  # an each is a vector: always one node
             if self.loops >= binders.MAX_NESTING:
                 raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
                                  f"{binders.MAX_NESTING} deep", opened)
             self.work.append(self._loop(reduction, index, low, high, body))
             return
-        if reduction == "prod" and terms > binders.PROD_MAX_FACTORS:
-            line, column = line_column(self.text, opened.pos)
-            raise LimitError(f"prod(...) at line {line}, column {column} would be written out as {terms:,} factors "
-                             f"(unrolling a prod, which is not kept as a loop, stops at "
-                             f"{binders.PROD_MAX_FACTORS:,}); for positive factors write it as "
-                             f"exp(sum({index} = ..., log(...)))")
         steps = max(0, high - low + 1) * len(body)
         if self.replayed + steps > LIMITS.max_nodes:
             raise self._too_long()
@@ -248,7 +242,7 @@ class Folder:
     def _unroll(self, reduction: str, index: str, low: int, high: int, body: tuple[Token, ...]) -> Iterator[Token]:
         """The body once per index value; the terms' sum (or product) is left on the stack."""
         graph, stack = self.graph, self.stack
-        op, empty = _REDUCTIONS[reduction]
+        op, empty = REDUCTIONS[reduction]
         scope: dict[str, int] = {}
         self.scopes.append(scope)
         total = None

@@ -87,12 +87,13 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
         whose = (f" (for 1 of the body of {parent}); the body's adjoints are for 1, times {shown(scale)} for f "
                  f"(the adjoints of the loops around it, multiplied)" if parent else
                  f"; the body's adjoints are for 1, times {shown(scale)} for f" + (
-                     " (with what the bodies that read it pass on)" if scale != step.seed else ""))
+                     " (with what the bodies that read it pass on)" if scale != step.seed and step.factor is None
+                     else ""))
         sections.append({
             "key": key, "rows": rows, "sweep": sweep_data(step.body), "box": f"sx-box-{key}",
             "title": f"the body of {key} at {at}",
             "note": f"{key} = {step.text}: its body at {at} (of {step.low}..{step.high}). "
-                    f"Each term receives {bar} = {shown(step.seed)}{whose}."})
+                    f"{step.received(bar, shown).capitalize()}{whose}."})
     for step in reversed(steps.loops):  # the innermost boxes first: a box is whole when it goes in its parent's
         (boxes[step.parent] if step.parent else dot).subgraph(boxes[step.name])
     for row in top_rows:

@@ -31,12 +31,13 @@ import json
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from symad.ad import products
 from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
@@ -70,10 +71,20 @@ class LoopStep:
     seed: float  # the loop's adjoint in its parent's table (for 1 of the parent's body, or for f at the top)
     scale: float  # the loop's adjoint for f at that iteration: the seeds down its path multiplied
     body: Explanation  # the body at ``at``, its rows named by depth (w1, w2, ... or v1, v2, ...)
+    factor: float | None = None  # a prod's: the product of the other factors at ``at`` (in ``scale``)
 
     @property
     def iteration(self) -> int:
         return self.at[self.index]
+
+    def received(self, bar: str, shown: Callable[[float], str] | None = None) -> str:
+        """What the body receives, as a sentence's end: ``each term receives z̄1 = 1``, or for a
+        prod ``its factor receives z̄1 = 1 times the product of the other factors, 0.5``."""
+        shown = shown or number_text
+        if self.factor is None:
+            return f"each term receives {bar} = {shown(self.seed)}"
+        return f"its factor receives {bar} = {shown(self.seed)} times the product of the other factors, " \
+               f"{shown(self.factor)}"
 
 
 @dataclass
@@ -123,17 +134,16 @@ class LoopExplanation:
         lines += sweep[:sweep.index("")]
         for step in self.loops:
             bar = _bar(step.name.rsplit("/", 1)[-1])
-            own = not step.parent and step.scale == step.seed  # z̄1 is already for f
+            own = not step.parent and step.scale == step.seed and step.factor is None  # z̄1 is already for f
             times = f"times {bar}" if own else f"times {number_text(step.scale)} for f"
             if step.parent:
                 whose = f" (in the body of {step.parent}, for 1)"
-            elif step.scale != step.seed:
+            elif step.scale != step.seed and step.factor is None:
                 whose = f" above, {number_text(step.scale)} with what the bodies that read it pass on"
             else:
                 whose = ""
             scaled = "" if step.scale == 1 else f" (the adjoints below are for 1: {times})"
-            lines += ["", f"body of {step.name} at {_at_text(step.at)}: each term receives {bar} = "
-                      f"{number_text(step.seed)}{whose}{scaled}"]
+            lines += ["", f"body of {step.name} at {_at_text(step.at)}: {step.received(bar)}{whose}{scaled}"]
             body = step.body.to_text().splitlines()
             sweep = body[body.index("") + 2:]
             lines += sweep[:sweep.index("")]
@@ -151,7 +161,8 @@ class LoopExplanation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the top level's, each loop's and the gathers' steps, and the partials.
         With loops inside loops, a loop also says its ``parent``, the iteration ``at`` of every index
-        and its adjoint for f (``scale``); a gathered term its iterations (``at``: a number, or
+        and its adjoint for f (``scale``); a prod the product of its other factors (``factor``) and
+        ``scale``; a gathered term its iterations (``at``: a number, or
         ``[low, high]`` summed over), their ``count`` and the condition ``where`` on them."""
         top = self.top.to_dict()
 
@@ -164,6 +175,7 @@ class LoopExplanation:
             loops.append({"id": s.name, **nesting({"parent": s.parent}), "loop": s.text, "index": s.index,
                           "range": [s.low, s.high], "iteration": s.iteration, **nesting({"at": s.at}),
                           "seed": s.seed, **nesting({"scale": s.scale}),
+                          **({"factor": s.factor, "scale": s.scale} if s.factor is not None else {}),
                           "forward": body["forward"], "sweep": body["sweep"]})
         return {
             "expr": self.expression, "mode": "reverse", "at": self.point,
@@ -223,6 +235,7 @@ class _Scope:
     explanation: Explanation | None = None
     leaves: dict[str, int] = field(default_factory=dict)  # variable name -> the node it stands for
     scale: float = 1.0
+    factor: float | None = None  # a prod's: the product of the other factors at ``at`` (in ``scale``)
 
 
 class _Explainer:
@@ -326,6 +339,13 @@ class _Explainer:
             _rename(scope.explanation, LETTERS[scope.depth])
         order = {row.expr: k for k, row in enumerate(scope.explanation.rows)}
         return sorted(loops, key=lambda n: order.get(self.text(n), 0))
+
+    def factor_at(self, loop: int, at: Mapping[int, int]) -> float | None:
+        """For a prod, ∂loop/∂(its factor) at the iteration ``at`` (the product of the other
+        factors); None for a sum."""
+        if self.graph.op[loop] != "prod":
+            return None
+        return self.loop_values([products.factor_partial(self.graph, loop)], at)[0]
 
     def adjoint(self, loop: int) -> float:
         """df/d``loop`` of a loop of the top level, through every use (in bodies too): compiled."""
@@ -485,19 +505,20 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
             child = _Scope(path, scope.depth + 1, loop, g.args[loop][0], at, scope)
             owner[loop] = child
             seed = scope.explanation.result[ex.text(loop)]
-            child.scale = seed * scope.scale
+            child.factor = ex.factor_at(loop, at)
+            child.scale = seed * scope.scale * (1.0 if child.factor is None else child.factor)
             todo.append(child)
             scopes.append(child)
     for child in scopes[1:]:
         assert child.explanation is not None and child.node is not None and child.parent is not None
         if child.node in captured:  # read in a body too: its adjoint through every use
-            child.scale = ex.adjoint(child.node)
+            child.scale = ex.adjoint(child.node) * (1.0 if child.factor is None else child.factor)
         level, low, high = g.data[child.node]  # type: ignore[misc]
         parent = child.parent.explanation
         assert parent is not None
         steps.append(LoopStep(child.path, child.parent.path, ex.text(child.node), ex.names[level], low, high,
                                 {ex.names[lvl]: v for lvl, v in sorted(child.at.items())},
-                                parent.result[ex.text(child.node)], child.scale, child.explanation))
+                                parent.result[ex.text(child.node)], child.scale, child.explanation, child.factor))
     gathers, gradient, strided = _gathers(ex, scopes, iteration)
     summary = {name: (f"[{ex.vectors[name].size:,} numbers]" if name in ex.vectors else ex.given[name])
                for name in ex.given}
@@ -559,7 +580,10 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
                                     zip(sorted(scope.at), where.values())})
                     ex.explain_scope(other)
                     assert other.explanation is not None
-                    term.value = scope.scale * other.explanation.result[text]
+                    scale = scope.scale
+                    if scope.factor is not None:  # a prod's: the other factors' product at that iteration
+                        scale = scale / scope.factor * ex.factor_at(scope.node, other.at)  # type: ignore[operator]
+                    term.value = scale * other.explanation.result[text]
                 elif count:  # a compiled sum (the copy is not x': the compiled function's tangents are named so)
                     copy = f"{name}_entry{sum(len(c) for c in copies.values()) + 1}"
                     while copy in taken:

@@ -143,9 +143,27 @@ def test_a_missing_vector_is_named() -> None:
         program.run({}, {"x": (np.ones(N), 1)})
 
 
-def test_a_prod_kept_as_a_loop_is_refused_plainly() -> None:
+def _prod_in_its_order(factors: list[float], block: int = 8192) -> float:
+    """The documented order, in plain floats: each block left to right from 1.0, then the blocks'
+    products as a tree of adjacent pairs (an odd one out passed up)."""
+    products = []
+    for start in range(0, len(factors), block):
+        p = 1.0
+        for f in factors[start:start + block]:
+            p = p * f
+        products.append(p)
+    while len(products) > 1:
+        products = [products[k] * products[k + 1] if k + 1 < len(products) else products[k]
+                    for k in range(0, len(products), 2)]
+    return products[0] if products else 1.0
+
+
+@pytest.mark.parametrize("n", [N, 8192, 5 * 8192 + 3])
+def test_a_prod_kept_as_a_loop_multiplies_in_its_fixed_order(n: int) -> None:
     graph = Graph()
-    body = binders.item(graph, graph.vector("x"), graph.index(0))
-    node = binders.reduce(graph, "prod", 0, 1, N, body)
-    with pytest.raises(symad.SymadError, match=r"prod\(...\).*not evaluated yet"):
-        ArrayProgram(graph, [node]).run({}, {"x": (np.ones(N), 1)})
+    body = graph.make("add", graph.const(1.0), binders.item(graph, graph.vector("x"), graph.index(0)))
+    node = binders.reduce(graph, "prod", 0, 1, n, body)
+    x = np.random.default_rng(n).uniform(-0.01, 0.01, n)
+    value, = ArrayProgram(graph, [node]).run({}, {"x": (x, 1)})
+    assert value.hex() == _prod_in_its_order((1.0 + x).tolist()).hex()
+    assert value == pytest.approx(np.prod(1.0 + x), rel=4 * n * np.finfo(float).eps)

@@ -65,11 +65,10 @@ def test_nested_sums_do_not_recurse_in_python() -> None:
 
 
 def test_a_huge_range_is_refused_at_once() -> None:
-    with pytest.raises(LimitError, match="unrolling"):
-        parse("prod(i = 1..2^31, x[i])")
-    g = Graph()
-    parse("sum(i = 1..2^31, x[i])", g)  # a long sum stays one node: the graph does not grow with the range
-    assert len(g) < 10
+    for reduction in ("sum", "prod"):
+        g = Graph()
+        parse(f"{reduction}(i = 1..2^31, x[i])", g)  # one node: the graph does not grow with the range
+        assert len(g) < 10
     with override(max_nodes=1000), pytest.raises(LimitError, match="1,000 steps"):
         parse("sum(i = 1..17, sum(j = 1..17, x[i]*x[j]))", Graph())  # written out: under 300 terms
 

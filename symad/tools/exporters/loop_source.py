@@ -8,7 +8,8 @@ entry ``x[a*i + b]`` an array read at the clamped position (as symad's evaluator
 guarded term reads past an end), a ``sum`` added in symad's canonical order
 (:func:`symad.backends.arrays.blocked_sum`: blocks of :data:`~symad.schedule.loop_nest.BLOCK`
 terms, each in two lanes by the parity of the offset, the blocks' sums as NumPy's pairwise sum
-adds them), the gradient's ``each`` written entry by entry: the bits are symad's.
+adds them), a ``prod`` multiplied in its own (:func:`symad.backends.arrays.blocked_prod`), the
+gradient's ``each`` written entry by entry: the bits are symad's.
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ _C_HELPERS = {
     half -= half % 8;
     return symad_pairwise(v, half) + symad_pairwise(v + half, n - half);
 }""",
+    # the blocks' products of a prod, as a tree of adjacent pairs (an odd one out passed up); v is overwritten
+    "symad_pair_products": """static double symad_pair_products(double *v, long n)
+{
+    while (n > 1) {
+        long k = 0;
+        for (; 2 * k + 1 < n; ++k) v[k] = v[2 * k] * v[2 * k + 1];
+        if (n % 2) v[k] = v[n - 1];
+        n = (n + 1) / 2;
+    }
+    return v[0];
+}""",
 }
 _PY_HELPERS = {
     "_clamp": "def _clamp(k, n):\n    return 0 if k < 0 else n - 1 if k >= n else k",
@@ -72,6 +84,10 @@ _PY_HELPERS = {
     half = n // 2
     half -= half % 8
     return _pairwise(v, lo, half) + _pairwise(v, lo + half, n - half)""",
+    "_pair_products": """def _pair_products(v):  # a prod's blocks: a tree of adjacent pairs
+    while len(v) > 1:
+        v = [v[k] * v[k + 1] if k + 1 < len(v) else v[k] for k in range(0, len(v), 2)]
+    return v[0]""",
 }
 
 
@@ -216,8 +232,6 @@ class LoopWriter:
         body = g.args[node][0]
         if op == "each" and not gradient_row:
             raise SymadError("each(...) inside an expression is not exported")
-        if op == "prod":
-            raise SymadError("a prod kept as a loop is not exported (the text writes products out)")
         i = f"i{level}"
         lvs = binders.levels(g)
         inside = [n for n in binders.scope_nodes(g, body, lambda n: lvs[n] >= level)
@@ -256,10 +270,14 @@ class LoopWriter:
     def _sum(self, node: int, inside: list[int], body: int, level: int, low: int, high: int, depth: int) -> None:
         """A sum in the canonical order: blocks; in a block, lanes by the offset modulo their number
         (two at the top level, :data:`~symad.schedule.loop_nest.INNER_LANES` inside a loop), added
-        as a tree of adjacent pairs; the blocks' sums pairwise."""
+        as a tree of adjacent pairs; the blocks' sums pairwise.  A prod in its own
+        (:func:`symad.backends.arrays.blocked_prod`): one lane from 1.0, the blocks' products as a
+        tree of adjacent pairs."""
         c, line = self.c, self._line
         u, i = f"u{node}", f"i{level}"
-        lanes = 2 if level == 0 else INNER_LANES
+        product = self.graph.op[node] == "prod"
+        lanes = 1 if product else 2 if level == 0 else INNER_LANES
+        operator, empty = ("*", "1.0") if product else ("+", "0.0")
         count = high - low + 1
         blocks = -(-count // BLOCK)
         if c:
@@ -275,22 +293,26 @@ class LoopWriter:
         first = f"{low} + {u}q * {BLOCK}"
         line(d + 1, f"const long {u}f = {first}, {u}l = {u}f + {BLOCK - 1} < {high} ? {u}f + {BLOCK - 1} : {high};"
              if c else f"{u}f = {first}; {u}l = min({u}f + {BLOCK - 1}, {high})")
-        line(d + 1, f"double {u}s[{lanes}] = {{0.0}};" if c else f"{u}s = [0.0] * {lanes}")
+        line(d + 1, f"double {u}s[{lanes}] = {{{empty}}};" if c else f"{u}s = [{empty}] * {lanes}")
         self._open(d + 1, i, f"{u}f", f"{u}l")
         value = self._body(inside, body, level, d + 2)
-        lane = f"({i} - {u}f) & {lanes - 1}"
-        line(d + 2, f"{u}s[{lane}] = {u}s[{lane}] + {value};" if c else f"{u}s[{lane}] = {u}s[{lane}] + {value}")
+        lane = f"({i} - {u}f) & {lanes - 1}" if lanes > 1 else "0"
+        step = f"{u}s[{lane}] = {u}s[{lane}] {operator} {value}"
+        line(d + 2, f"{step};" if c else step)
         if c:
             line(d + 1, "}")
         parts = [f"{u}s[{k}]" for k in range(lanes)]
         while len(parts) > 1:
             parts = [f"({parts[k]} + {parts[k + 1]})" for k in range(0, len(parts), 2)]
-        total = parts[0][1:-1]
+        total = parts[0][1:-1] if lanes > 1 else parts[0]
         target = f"{u}b[{u}q]" if blocks > 1 else u
         line(d + 1, f"{target} = {total};" if c else f"{target} = {total}")
         if c:
             line(d, "}")
-        if blocks > 1:
+        if blocks > 1 and product:
+            self.used.add("symad_pair_products" if c else "_pair_products")
+            line(d, f"{u} = symad_pair_products({u}b, {blocks});" if c else f"{u} = _pair_products({u}b)")
+        elif blocks > 1:
             self.used.add("symad_pairwise" if c else "_pairwise")
             line(d, f"{u} = symad_pairwise({u}b, {blocks});" if c else f"{u} = _pairwise({u}b, 0, {blocks})")
             if c and blocks > 4096:

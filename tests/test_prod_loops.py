@@ -1,0 +1,141 @@
+"""A prod kept as a loop: its value, gradient and Hessian against exact rational arithmetic, with
+factors equal to 0 too, inside a sum, from Python and from the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from mpmath import mp, mpf
+from support.cli_helpers import run
+
+import symad
+from symad.core.dag import Graph
+
+EPS = np.finfo(float).eps
+N = 350  # past the unrolling threshold: one prod node
+
+
+def _factors(x: np.ndarray, n: int) -> np.ndarray:
+    return x / n + 1.0  # the body's own steps, so the same rounded factors
+
+
+def _exact_partials(f: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """∂P/∂x_k and ∂²P/∂x_j∂x_k of P = Π (x_i/n + 1) over the rounded factors ``f``, from prefix and
+    suffix products at 400 bits (each product at most N roundings of 2^-400: far below a double's
+    last bit), rounded to doubles at the end."""
+    size = len(f)
+    with mp.workprec(400):
+        v = [mpf(float(t)) for t in f]
+        before = [mpf(1)]
+        for t in v:
+            before.append(before[-1] * t)
+        after = [mpf(1)] * (size + 1)
+        for k in range(size - 1, -1, -1):
+            after[k] = after[k + 1] * v[k]
+        grad = np.array([float(before[k] * after[k + 1] / n) for k in range(size)])
+        hess = np.zeros((size, size))
+        for j in range(size):
+            between = mpf(1)
+            for k in range(j + 1, size):
+                hess[j, k] = hess[k, j] = float(before[j] * between * after[k + 1] / (n * n))
+                between *= v[k]
+    return grad, hess
+
+
+def _close(ours: np.ndarray, want: np.ndarray, terms: int) -> None:
+    """Each entry within (terms + 4) rounding errors of the exact value, relative to the largest."""
+    bound = (terms + 4) * EPS * np.abs(want).max()
+    assert np.abs(ours - want).max() <= bound
+
+
+@pytest.fixture(scope="module")
+def product() -> symad.IndexedFunction:
+    f = symad.compile(f"prod(i = 1..{N}, 1 + x[i]/{N})")
+    assert f.graph.op[f.root] == "prod"
+    return f
+
+
+def test_value_gradient_and_hessian_are_the_exact_ones_to_rounding(product) -> None:
+    x = np.random.default_rng(1).uniform(-40, 40, N)
+    f = _factors(x, N)
+    value, grad = product.value_and_grad({"x": x})
+    exact_grad, exact_hess = _exact_partials(f, N)
+    with mp.workprec(400):
+        exact_value = float(math.prod((mpf(float(t)) for t in f), start=mpf(1)))
+    assert abs(value - exact_value) <= (N + 2) * EPS * abs(value)
+    _close(grad, exact_grad, 2 * N)
+    hess = product.hessian({"x": x})
+    _close(hess, exact_hess, 2 * N)
+    p = np.random.default_rng(2).standard_normal(N)
+    assert np.abs(product.hessp({"x": x}, p) - hess @ p).max() <= 4 * N * EPS * np.abs(hess).max() * np.abs(p).sum()
+
+
+@pytest.mark.parametrize("zeros", [(7,), (7, 200), (3, 7, 200)])
+def test_factors_equal_to_zero_give_the_exact_gradient_and_hessian(product, zeros) -> None:
+    """No 0/0: the product of the other factors, in cases on how many factors are 0; where the
+    exact value is 0 the derivative is exactly 0."""
+    x = np.random.default_rng(3).uniform(-40, 40, N)
+    x[list(zeros)] = -N  # x/N + 1 == 0 exactly
+    f = _factors(x, N)
+    assert (f == 0).sum() == len(zeros)
+    value, grad = product.value_and_grad({"x": x})
+    exact_grad, exact_hess = _exact_partials(f, N)
+    assert value == 0.0
+    _close(grad, exact_grad, 2 * N)
+    assert (grad[exact_grad == 0] == 0).all()
+    hess = product.hessian({"x": x})
+    _close(hess, exact_hess, 2 * N)
+    assert (hess[exact_hess == 0] == 0).all()
+
+
+def test_the_loop_equals_the_written_out_product_to_rounding(product) -> None:
+    x = np.random.default_rng(4).uniform(-40, 40, N)
+    written = symad.compile("*".join(f"(1 + x{k}/{N})" for k in range(1, N + 1)))
+    value, grad = written.value_and_grad([float(v) for v in x])
+    ours = product.value_and_grad({"x": x})
+    assert ours[0] == pytest.approx(value, rel=2 * N * EPS)
+    assert np.abs(ours[1] - grad).max() <= 4 * N * EPS * np.abs(grad).max()
+
+
+def test_a_prod_inside_a_sum_against_its_gradient_by_hand() -> None:
+    text = "sum(j = 1..400, y[j]*prod(i = 1..20, 1 + x[i]*y[j]/20))"
+    f = symad.compile(text)
+    assert "prod" in f.graph.op
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-1, 1, 20), rng.uniform(-1, 1, 400)
+    factors = 1 + np.outer(y, x) / 20  # [j, i]
+    p = factors.prod(axis=1)
+    others = p[:, None] / factors
+    value, grad = f.value_and_grad({"x": x, "y": y})
+    assert value == pytest.approx((y * p).sum(), rel=1e-13)
+    gx = (y[:, None] * others * y[:, None] / 20).sum(axis=0)
+    gy = p + y * (others * x[None, :] / 20).sum(axis=1)
+    assert np.allclose(grad[:20], gx, rtol=1e-12, atol=1e-15) and np.allclose(grad[20:], gy, rtol=1e-12, atol=1e-15)
+
+
+def test_from_python_the_same_node_as_the_text() -> None:
+    g = Graph()
+    x, i = symad.indexed("x", g), symad.index("i", 1, 1000)
+    built = symad.prod(i, 1 + x[i] / 1000)
+    text = symad.parse("prod(i = 1..1000, 1 + x[i]/1000)", g)
+    assert built.id == text.id and g.op[built.id] == "prod"
+
+
+def test_the_command_line_and_explain_show_a_prods_gradient() -> None:
+    text = "prod(i = 1..1000, 1 + x[i]/1000)"
+    p = run("grad", text, "--at", "x=0.5")
+    assert p.returncode == 0, p.stderr
+    first = p.stdout.splitlines()
+    value = 1.0005 ** 1000
+    assert float(first[0].split("=")[1]) == pytest.approx(value, rel=1e-12)
+    assert float(first[1].split("=")[1]) == pytest.approx(value / 1.0005 / 1000, rel=1e-12)
+    shown = json.loads(run("explain", text, "--at", "x=0.5", "--json").stdout)
+    loop, = shown["loops"]
+    assert loop["factor"] == pytest.approx(value / 1.0005, rel=1e-12) and loop["scale"] == loop["factor"]
+    (term,), = shown["gather"].values()
+    assert term["value"] == pytest.approx(value / 1.0005 / 1000, rel=1e-12)
+    assert "its factor receives z̄1 = 1 times the product of the other factors" in run("explain", text, "--at",
+                                                                                        "x=0.5").stdout
