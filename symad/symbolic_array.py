@@ -36,7 +36,7 @@ from symad.core.name_rule import checked
 from symad.core.ops import OPS
 from symad.core.printing import to_infix
 from symad.core.term import Arithmetic, Term, as_node, unwrapped
-from symad.core.unrolling import entries_as_items, lowered, rebuilt, settled, summed
+from symad.core.unrolling import entries_as_items, rebuilt, settled, summed
 
 
 def plain_name(name: str, what: str) -> str:
@@ -232,15 +232,11 @@ class Vector(Arithmetic):
         return self.sum() / self.length
 
     def prod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        """The product of the entries, written out left to right as the text's ``prod(i = 1..n, ...)``
-        (products are not kept as loops)."""
+        """The product of the entries, an expression: the nodes of the text's ``prod(i = 1..n, ...)``,
+        one ``prod`` node past the threshold a sum has, else written out left to right."""
         _only_defaults("prod", axis, dtype, out)
         graph = self.graph
-        total = None
-        for position in range(1, self.length + 1):
-            term = lowered(graph, rebuilt(graph, self.body, graph.const(float(position)), entries=True))
-            total = term if total is None else graph.make("mul", total, term)
-        return self.kind(graph, entries_as_items(graph, graph.const(1.0) if total is None else total))
+        return self.kind(graph, entries_as_items(graph, summed(graph, self.body, 0, 1, self.length, op="prod")))
 
     def __matmul__(self, other: Any) -> Any:
         """``x @ y``: the dot product (the sum of ``x*y``); ``x @ A`` with a :class:`Matrix`: the vector

@@ -122,6 +122,9 @@ def test_from_python_the_same_node_as_the_text() -> None:
     built = symad.prod(i, 1 + x[i] / 1000)
     text = symad.parse("prod(i = 1..1000, 1 + x[i]/1000)", g)
     assert built.id == text.id and g.op[built.id] == "prod"
+    vector = symad.vector("x", 1000)  # NumPy-style: np.prod(1 + x/1000) is the same node
+    as_array = np.prod(1 + vector / 1000)
+    assert as_array.id == symad.parse("prod(i = 1..1000, 1 + x[i]/1000)", as_array.graph).id
 
 
 def test_the_command_line_and_explain_show_a_prods_gradient() -> None:
