@@ -98,20 +98,21 @@ def compile(expr: Expr | str | Sequence[Expr | str], variables: list[str] | None
         expr = outputs[0] if len(outputs) == 1 else outputs
     if not isinstance(expr, (list, tuple)) and _has_loops(expr):  # a sum kept as a loop: whole vectors
         if expr.graph.op[expr.id] == "each":  # a family of outputs
-            return _indexed_vector([expr], wrt or variables)
+            return _indexed_vector([expr], wrt or variables, backend)
         indexed = importlib.import_module(".indexed_function", __name__)
-        return indexed.IndexedFunction(expr, wrt=wrt or variables)  # type: ignore[return-value]
+        return indexed.IndexedFunction(expr, wrt=wrt or variables, backend=backend)  # type: ignore[return-value]
     if isinstance(expr, (list, tuple)):
         exprs = importlib.import_module(".vector_function", __name__).as_outputs(expr)
         if any(_has_loops(e) for e in exprs):  # families and sums kept as loops among the outputs
-            return _indexed_vector(exprs, wrt or variables)
+            return _indexed_vector(exprs, wrt or variables, backend)
         return __getattr__("VectorFunction")(exprs, variables=variables, backend=backend, background=background,
                                              wrt=wrt)
     return __getattr__("Function")(expr, variables=variables, backend=backend, background=background, wrt=wrt)
 
 
-def _indexed_vector(exprs: Sequence[Any], wrt: list[str] | None) -> Any:
-    return importlib.import_module(".indexed_vector_function", __name__).IndexedVectorFunction(exprs, wrt=wrt)
+def _indexed_vector(exprs: Sequence[Any], wrt: list[str] | None, backend: str) -> Any:
+    return importlib.import_module(".indexed_vector_function", __name__).IndexedVectorFunction(exprs, wrt=wrt,
+                                                                                               backend=backend)
 
 
 def _has_loops(expr: Any) -> bool:

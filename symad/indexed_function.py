@@ -32,7 +32,9 @@ from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
 from symad.core.printing import to_infix
-from symad.runtime.native_loops import WholeProgram, compiled_loops, whole_program
+from symad.runtime import policy
+from symad.runtime.loop_tiers import LoopTier, first_program
+from symad.runtime.native_loops import WholeProgram, compiled_loops
 
 
 class IndexedInputs:
@@ -61,6 +63,8 @@ class IndexedInputs:
                                 "not supported yet (it can be data, given at each call)")
         self.data = tuple(n for n in names if n not in self.wrt)
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
+        if backend not in policy.BACKENDS:
+            raise SymadError(f"backend must be one of {', '.join(policy.BACKENDS)}, not {backend!r}")
         self.backend = backend
         self.size = sum(self.length(n) for n in self.wrt)
         # what each call reads, worked out once: a vector's shape and first indices, a flat point's runs
@@ -78,13 +82,14 @@ class IndexedInputs:
             program.runners = compiled_loops(self.graph, program, self._spans_and_tangents())
         return program
 
-    def program(self, roots: list[int]) -> WholeProgram | ArrayProgram | Repeated:
+    def program(self, roots: list[int]) -> Runnable:
         """``roots``' values in one call of one machine-code function where they compile as a whole
-        program (one compile, one call, whatever the number of loops), else :meth:`compiled`'s
-        program: either runs as ``run(scalars, vectors)``, with the same bits."""
+        program (one compile, one call, whatever the number of loops; under ``auto``, a small one
+        runs on NumPy while it compiles, :mod:`symad.runtime.loop_tiers`), else :meth:`compiled`'s
+        program: each runs as ``run(scalars, vectors)``, with the same bits."""
         if self.backend != "python":
             distinct = list(dict.fromkeys(roots))  # a whole program writes one output a node
-            whole = whole_program(self.graph, distinct, self._spans_and_tangents())
+            whole = first_program(self.graph, distinct, self._spans_and_tangents(), self.backend)
             if whole is not None:
                 return whole if len(distinct) == len(roots) else Repeated(whole, [distinct.index(r) for r in roots])
         return self.compiled(roots)
@@ -182,7 +187,7 @@ class Repeated:
     """A program of distinct roots run for a list of roots with repeats (two partials that are one
     node): ``run`` gives each position its root's value, a repeated array as a copy of its own."""
 
-    def __init__(self, program: WholeProgram, at: list[int]):
+    def __init__(self, program: WholeProgram | LoopTier, at: list[int]):
         self.program, self.at = program, at
 
     def run(self, scalars: Mapping[int, float], vectors: Mapping[str, Any]) -> list[Any]:
@@ -193,6 +198,9 @@ class Repeated:
             out.append(part.copy() if k in seen and isinstance(part, np.ndarray) else part)
             seen.add(k)
         return out
+
+
+Runnable = WholeProgram | LoopTier | ArrayProgram | Repeated  # what IndexedInputs.program gives: run(scalars, vectors)
 
 
 class IndexedFunction(IndexedInputs):
@@ -215,7 +223,7 @@ class IndexedFunction(IndexedInputs):
         for name in self.wrt:
             outputs.append(vectors[name].node if name in self.spans else partials[self._scalar_nodes[name]])
         self._outputs = outputs
-        self._whole: WholeProgram | None = None  # value and gradient in one call of machine code, where it compiles
+        self._first: WholeProgram | LoopTier | None = None  # value and gradient in one whole program, where it compiles
         self._loops: ArrayProgram | None = None  # the same, each loop on its own: where no whole program compiles
         self._run: Callable[..., list[Any]] | None = None
         if prepare:  # (else compiled at the first call: a Lagrangian only asked for its Hessian never is)
@@ -225,7 +233,7 @@ class IndexedFunction(IndexedInputs):
         self._compression: Compression | None = None
         self._bands: EntryPlaces | None = None
         self._csr: CsrShape | None = None
-        self._band_program: WholeProgram | ArrayProgram | Repeated | None = None
+        self._band_program: Runnable | None = None
         one = self.wrt[0] if len(self.wrt) == 1 and not self.data and self.wrt[0] in self.spans else None
         self._one_vector, self._one_first = one, (self.spans[one][0][0],) if one else None
 
@@ -234,12 +242,19 @@ class IndexedFunction(IndexedInputs):
         loops' program only where it does not)."""
         if self._run is None:
             program = self.program(self._outputs)
-            self._whole = program.program if isinstance(program, Repeated) else \
-                program if isinstance(program, WholeProgram) else None
+            self._first = program.program if isinstance(program, Repeated) else \
+                program if isinstance(program, (WholeProgram, LoopTier)) else None
             if isinstance(program, ArrayProgram):
                 self._loops = program
             self._run = program.run
         return self._run
+
+    @property
+    def _whole(self) -> WholeProgram | None:
+        """The value and gradient's whole program of machine code, if one compiles (waiting for a
+        compile in the background)."""
+        first = self._first
+        return first.settled() if isinstance(first, LoopTier) else first
 
     @property
     def _program(self) -> ArrayProgram:

@@ -38,8 +38,7 @@ from symad.core import binders
 from symad.core.errors import PointError, SymadError
 from symad.core.indexed import as_floats
 from symad.expr import Expr
-from symad.indexed_function import IndexedFunction, IndexedInputs, Repeated
-from symad.runtime.native_loops import WholeProgram
+from symad.indexed_function import IndexedFunction, IndexedInputs, Runnable
 
 
 class IndexedVectorFunction(IndexedInputs):
@@ -70,15 +69,15 @@ class IndexedVectorFunction(IndexedInputs):
             self.rows.append((at, count))
             at += count
         self.m = at
-        self._program: WholeProgram | ArrayProgram | Repeated | None = None  # the values', built on first use
+        self._program: Runnable | None = None  # the values', built on first use
         self._jvp: ArrayProgram | None = None
         self._vjp: IndexedFunction | None = None
         self._pattern: tuple[np.ndarray, np.ndarray] | None = None
         self._compression: Compression | None = None
         self._csr: CsrShape | None = None
         self._entries: EntryPlaces | None = None
-        self._entry_program: WholeProgram | ArrayProgram | Repeated | None = None
-        self._both: WholeProgram | ArrayProgram | Repeated | None = None  # values and entries together
+        self._entry_program: Runnable | None = None
+        self._both: Runnable | None = None  # values and entries together
 
     def __len__(self) -> int:
         return self.m

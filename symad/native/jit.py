@@ -358,10 +358,11 @@ def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2
                       lambda e: MapProgram(e, len(schedule.outputs)))
 
 
-def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any]) -> Any:
+def _loop_code(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any],
+               remote: bool = False) -> Any:
     """A loop's machine code, compiled once (and cached): however short its body, a loop runs LLVM's
     passes, which vectorise it (4 to 8 rows an instruction)."""
-    return _program(key, text, opt, ir.QUICK_OPS + 1, folder, wrap)
+    return _program(key, text, opt, ir.QUICK_OPS + 1, folder, wrap, remote)
 
 
 NEST = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
@@ -384,10 +385,26 @@ def compile_nest(nest: LoopNest, opt: int = 2) -> LoopCode:
                       lambda e: LoopCode(NEST(e.get_function_address("nest")), e))
 
 
-def compile_program(program: LoopProgram, opt: int = 2) -> LoopCode:
-    """Machine code of a whole program with loops (cached as :func:`compile`'s programs)."""
+def compile_program(program: LoopProgram, opt: int = 2, remote: bool = False) -> LoopCode:
+    """Machine code of a whole program with loops (cached as :func:`compile`'s programs); with
+    ``remote``, in a pool task, compiled by the compile worker (abandoned at exit)."""
     return _loop_code(f"{program.key}-prog-O{opt}", lambda: loop_ir.program_ir(program), opt, cache.shared_dir(),
-                      lambda e: LoopCode(PROG(e.get_function_address("prog")), e))
+                      _program_code, remote)
+
+
+def loaded_program(program: LoopProgram, opt: int = 2) -> LoopCode | None:
+    """:func:`compile_program`'s code where it is at hand without LLVM: in memory, or in the disk
+    cache (loaded here); else None."""
+    key = f"{program.key}-prog-O{opt}"
+    found = _cached(key)
+    if found is None:
+        found, _ = _from_disk(key, _once(lambda: loop_ir.program_ir(program)), opt, cache.shared_dir(),
+                              _program_code)
+    return found
+
+
+def _program_code(engine: Any) -> LoopCode:
+    return LoopCode(PROG(engine.get_function_address("prog")), engine)
 
 
 def _remember(key: str, program: Any, loaded: bool, started: float) -> Any:

@@ -33,7 +33,7 @@ from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.runtime import blocks, policy
-from symad.schedule.loop_nest import NotCompiled, Scope, loop_nest, loop_program
+from symad.schedule.loop_nest import LoopProgram, NotCompiled, Scope, loop_nest, loop_program
 from symad.schedule.schedule import Schedule
 
 Vectors = Mapping[str, tuple[np.ndarray, tuple[int, ...]]]
@@ -252,20 +252,19 @@ class WholeProgram:
     """Every output of a program with loops in one call of machine code (:func:`symad.native.compile_program`);
     ``tiled``: its loops run block by block, on every core (:meth:`_parts`)."""
 
-    def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool = False):
+    def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool = False, *,
+                 planned: LoopProgram | None = None, code: Any = None, remote: bool = False):
+        """``planned``: :func:`planned`'s program (else planned here); ``code``: its machine code
+        (else compiled here; with ``remote``, by the compile worker, from a pool task)."""
         if len(set(roots)) != len(roots):  # the code writes each output once: a repeat would be left unwritten
             raise ValueError("a whole program's roots must be distinct (indexed_function.Repeated serves repeats)")
-        self.program = loop_program(graph, roots, spans)
-        _check_quick(_steps(self.program.top))
-        if tiled and not self.program.tileable:
-            raise NotCompiled("a loop reading what another loop computes")
-        self.program.tiled = tiled
+        self.program = planned if planned is not None else planned_program(graph, roots, spans, tiled)
+        tiled = self.program.tiled
         self.lengths = [graph.data[r][2] - graph.data[r][1] + 1 if kind == "each" else 0  # type: ignore[index]
                         for r, kind in zip(roots, self.program.kinds)]
         self._blocks = [blocks.count(self.program.top.inner[s].high - self.program.top.inner[s].low + 1)
                         for s in self.program.sums]
-        self.program.call_entry = not tiled and self.program.takes_call and _rows(graph, roots) <= CALL_MAX_ROWS
-        self.code = native.compile_program(self.program)
+        self.code = code if code is not None else native.compile_program(self.program, remote=remote)
         self._part = _PART(self.code.engine.get_function_address("part")) if tiled else None
         self._lock = threading.Lock()
         self._kept = self._buffers()
@@ -342,6 +341,18 @@ class _WholeBuffers:
         self.outs[outputs:] = [a.__array_interface__["data"][0] for a in (self.partial, self.counter, self.sums)]
 
 
+def planned_program(graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool) -> LoopProgram:
+    """The whole program of ``roots``, ready to compile (tiled or not, with or without its ``call``
+    entry); raises :class:`NotCompiled` for what it does not take."""
+    program = loop_program(graph, roots, spans)
+    _check_quick(_steps(program.top))
+    if tiled and not program.tileable:
+        raise NotCompiled("a loop reading what another loop computes")
+    program.tiled = tiled
+    program.call_entry = not tiled and program.takes_call and all_rows(graph, roots) <= CALL_MAX_ROWS
+    return program
+
+
 def _check_quick(steps: int) -> None:
     """Loop code is compiled before its first call: only code short enough to compile at once
     (a body of thousands of written-out steps, such as the gradient of a long written-out product
@@ -371,7 +382,7 @@ def _range(graph: Graph, loop: int) -> int:
     return max(0, high - low + 1)
 
 
-def _rows(graph: Graph, roots: list[int]) -> int:
+def all_rows(graph: Graph, roots: list[int]) -> int:
     """The rows of all the top-level loops computing ``roots``."""
     return sum(_range(graph, n) for r in roots for n in _top_loops(graph, r))
 
@@ -389,7 +400,7 @@ def _iterations(graph: Graph, roots: list[int]) -> int:
     return total
 
 
-def _tiled(graph: Graph, roots: list[int]) -> bool:
+def runs_tiled(graph: Graph, roots: list[int]) -> bool:
     """Whether to run the whole program tiled: past :data:`WHOLE_MAX_ROWS` rows of its top-level
     loops, or past that many iterations in all (long sums inside their bodies) where a top-level
     loop has two blocks at least for the threads to share (one block would only add the tiles'
@@ -399,14 +410,3 @@ def _tiled(graph: Graph, roots: list[int]) -> bool:
         return True
     return max(rows, default=0) >= 2 * blocks.BLOCK and _iterations(graph, roots) > WHOLE_MAX_ROWS
 
-
-def whole_program(graph: Graph, roots: list[int], spans: Mapping[str, Any]) -> WholeProgram | None:
-    """The whole program in one function where it compiles (native code): one call, or tiled
-    where it pays (:func:`_tiled`; if no loop reads what another computes);
-    else None."""
-    if not native.available():
-        return None
-    try:
-        return WholeProgram(graph, roots, spans, tiled=_tiled(graph, roots))
-    except (NotCompiled, SymadError, KeyError):
-        return None

@@ -23,6 +23,11 @@ NATIVE_OPTIMIZE_OPS = 50_000
 NATIVE_MAX_OPS = 200_000  # beyond, `auto` compiles no LLVM code: LLVM's memory grows with function size
 STITCH_MAX_OPS = 20_000_000  # stitched code (no LLVM at all) up to this size: ~25 bytes of code an operation
 NATIVE_BATCH_POINTS = 1000  # a batch this large compiles native code even for a tiny program
+# A program with loops of at most this many rows in all runs on NumPy arrays while its machine
+# code compiles in the background (code in the cache loads at once): NumPy's calls at this size
+# take milliseconds and arrays of a few MB, where LLVM's compile takes a few hundred
+# milliseconds; larger ones wait for their code (NumPy's arrays would grow with the rows).
+LOOP_TIER_MAX_ROWS = 100_000
 
 # What a native compile is expected to cost, for the ski rentals deciding when one pays
 # (measured: LLVM -O2 ~20 ms plus ~150 µs an operation, -O0 ~25 µs an operation), and

@@ -188,6 +188,7 @@ LOOPS = """
     f = IndexedFunction(symad.parse("sum(i = 1..2000, (x[i+1] - x[i]^2)^2 + sin(i*x[i]))"))  # a loop
     x = np.linspace(-1.5, 1.5, 2001)
     value, grad = f.value_and_grad(x)
+    f._whole  # its code: compiled in the background (NumPy serves the calls meanwhile), waited for here
     print(json.dumps({"value": float(value).hex(), "grad": [float(g).hex() for g in np.ravel(grad)],
                       "stats": jit.compile_stats(), "threads": len(started),
                       "modules": [m for m in ("symad.native.remote", "symad.native.stencils", "symad.native.stitcher",
@@ -202,11 +203,12 @@ def loops_child(folder: Path) -> dict:
 
 @own_loader
 def test_a_loops_program_run_again_loads_its_code_without_a_thread_and_gives_the_same_bits(tmp_path):
-    """In fresh processes: the first compiles its loops' code, the second loads it, importing nothing
-    it needs only to compile or to stitch code."""
+    """In fresh processes: the first compiles its loops' code (in the background), the second loads
+    it before its first call, starting no thread and importing nothing it needs only to compile or
+    to stitch code."""
     folder = tmp_path / "cache"
     first = loops_child(folder)
-    assert first["stats"]["compiles"] > first["stats"]["loaded"] and first["threads"] > 0
+    assert first["stats"]["compiles"] > first["stats"]["loaded"]
     again = loops_child(folder)
     assert again["stats"]["loaded"] == again["stats"]["compiles"] > 0 and again["threads"] == 0
     assert again["modules"] == []  # nor the compile worker's client, the stitcher or LLVM imported
