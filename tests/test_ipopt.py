@@ -67,6 +67,19 @@ def test_options_pass_through_and_bad_ones_are_refused() -> None:
         minimize("x^2", {"x": 1}, method="ipopt", lr=0.1)
 
 
+@pytest.mark.parametrize("options, said", [
+    ({}, "mumps_permuting_scaling = 0"),  # symad's one default of its own
+    ({"mumps_permuting_scaling": 7}, "mumps_permuting_scaling = 7"),  # a user's option wins
+    ({"linear_solver": "mumps"}, "mumps_permuting_scaling = 0"),
+])
+def test_mumps_permuting_scaling_is_off_unless_the_options_say_otherwise(capfd, options, said) -> None:
+    r = minimize("(x-1)^2 + (y-2)^2", {"x": 0, "y": 0}, method="ipopt", constraints=[("ineq", "1 - x - y")],
+                 options={"print_user_options": "yes", "print_level": 1, **options})
+    assert r.success
+    printed = capfd.readouterr().out
+    assert "List of user-set options" in printed and said in printed
+
+
 def test_max_iter_stops_ipopt() -> None:
     r = minimize("100*(y-x^2)^2 + (1-x)^2", {"x": -1.2, "y": 1}, method="ipopt", max_iter=3)
     assert not r.success and r.status == -1 and r.nit == 3
