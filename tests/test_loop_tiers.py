@@ -93,3 +93,24 @@ def test_a_script_ending_while_its_loops_compile_exits_at_once_and_silently(tmp_
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, SYMAD_CACHE_DIR=str(tmp_path / "cache")))
         assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_a_forked_child_compiles_what_its_parent_had_not_finished(tmp_path) -> None:
+    """A fork drops the parent's pool tasks in the child: the child queues the compile again (its
+    code then takes over there too), whether or not the parent's had ended before the fork."""
+    code = textwrap.dedent("""
+        import os, numpy as np, symad
+        f = symad.compile("n = 30000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2 + 0.41*cos(x[i]))")
+        x = np.full(30000, 0.5)
+        want = f.value_and_grad(x)
+        pid = os.fork()
+        if pid == 0:
+            got = f.value_and_grad(x)
+            same = got[0] == want[0] and (got[1] == want[1]).all()
+            os._exit(0 if same and f._whole is not None else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, SYMAD_CACHE_DIR=str(tmp_path / "cache")))
+    assert p.returncode == 0 and p.stdout.strip() == "0", (p.stdout, p.stderr)

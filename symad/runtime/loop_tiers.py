@@ -31,6 +31,7 @@ class LoopTier:
         self._plan = (graph, roots, spans, planned)
         self._interim = ArrayProgram(graph, roots)
         self._code: WholeProgram | None = None
+        self._refused = False
         self._task = background.submit(self._compile)
 
     def _compile(self) -> None:
@@ -38,10 +39,15 @@ class LoopTier:
         try:
             self._code = WholeProgram(graph, roots, spans, planned=planned, remote=True)
         except (NotCompiled, SymadError):  # (what LLVM refuses: NumPy goes on serving)
-            pass
+            self._refused = True
 
     def run(self, scalars: Mapping[int, float], vectors: Mapping[str, Any]) -> list[Any]:
-        return (self._code or self._interim).run(scalars, vectors)
+        code = self._code
+        if code is not None:
+            return code.run(scalars, vectors)
+        if not self._task.is_alive() and not self._refused:  # dropped (a fork's child): queued again
+            self._task = background.submit(self._compile)
+        return self._interim.run(scalars, vectors)
 
     def settled(self) -> WholeProgram | None:
         """The machine code, once compiled (waiting for it; a compile not started yet runs here)."""
