@@ -33,13 +33,9 @@ def blocked_sum(terms: np.ndarray, lanes: int = 2) -> Any:
     may so run on any number of cores with the same bits.  A top-level sum has two lanes, a sum
     inside a loop's body :data:`~symad.schedule.loop_nest.INNER_LANES` (vector registers' worth).
     A float for 1-D terms, else an array of the leading shape."""
-    terms = np.asarray(terms)
-    if terms.ndim == 0:
-        terms = terms.reshape(1)
-    lead, n = terms.shape[:-1], terms.shape[-1]
+    lead, n, rows = _rows(terms)
     if n == 0:
-        return 0.0 if not lead else np.zeros(lead)
-    rows = terms.reshape(-1, n)
+        return _filled(lead, 0.0)
     full = n // BLOCK
     sums = []
     if full:
@@ -47,8 +43,27 @@ def blocked_sum(terms: np.ndarray, lanes: int = 2) -> Any:
     if n > full * BLOCK:
         sums.append(_lanes(rows[:, full * BLOCK:], lanes).reshape(len(rows), 1))
     blocks = sums[0] if len(sums) == 1 else np.concatenate(sums, axis=1)
-    out = blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0]
+    return _shaped(blocks.sum(axis=1) if blocks.shape[1] > 1 else blocks[:, 0], lead)
+
+
+def _rows(values: Any) -> tuple[tuple[int, ...], int, np.ndarray]:
+    """``values`` (a number is one) as rows along its last axis: its leading shape, the rows'
+    length and the rows."""
+    values = np.asarray(values)
+    if values.ndim == 0:
+        values = values.reshape(1)
+    lead, n = values.shape[:-1], values.shape[-1]
+    return lead, n, values.reshape(-1, n) if n else values
+
+
+def _shaped(out: np.ndarray, lead: tuple[int, ...]) -> Any:
+    """A float for no leading shape, else ``out`` in it."""
     return float(out[0]) if not lead else out.reshape(lead)
+
+
+def _filled(lead: tuple[int, ...], value: float) -> Any:
+    """The reduction of nothing: ``value``, a float for no leading shape, else an array of it."""
+    return value if not lead else np.full(lead, value)
 
 
 def _lanes(blocks: np.ndarray, lanes: int) -> np.ndarray:
@@ -66,13 +81,9 @@ def blocked_prod(factors: np.ndarray) -> Any:
     adjacent pairs (an odd one out passed up as it is).  Only elementwise products and a running
     product (``cumprod``), never NumPy's reduction, whose order depends on the processor's vector
     width.  A float for 1-D factors, else an array of the leading shape."""
-    factors = np.asarray(factors)
-    if factors.ndim == 0:
-        factors = factors.reshape(1)
-    lead, n = factors.shape[:-1], factors.shape[-1]
+    lead, n, rows = _rows(factors)
     if n == 0:
-        return 1.0 if not lead else np.ones(lead)
-    rows = factors.reshape(-1, n)
+        return _filled(lead, 1.0)
     count = -(-n // BLOCK)
     padded = np.ones((len(rows), count * BLOCK))  # x*1.0 is x: the padding changes no bits
     padded[:, :n] = rows
@@ -80,8 +91,7 @@ def blocked_prod(factors: np.ndarray) -> Any:
     level = [running[:, b, -1] for b in range(count)]
     while len(level) > 1:
         level = [level[k] * level[k + 1] if k + 1 < len(level) else level[k] for k in range(0, len(level), 2)]
-    out = level[0]
-    return float(out[0]) if not lead else out.reshape(lead)
+    return _shaped(level[0], lead)
 
 
 class _Scope:
