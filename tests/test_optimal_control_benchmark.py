@@ -1,7 +1,7 @@
 """The optimal-control suite's worker and page: symad's worker reaches the optimum with IPOPT's
 options passed through and says how much of the solve was its own evaluations; the page renders
-both option sets and IPOPT's timing statistics (a smoke run at a small N; the suite itself runs
-on demand, never here)."""
+both configurations (each peer's defaults, IPOPT's for both) and IPOPT's timing statistics (a
+smoke run at a small N; the suite itself runs on demand, never here)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not WORKER.is_file(), reason="needs the source c
 def test_symad_worker_solves_with_options_and_times_its_evaluations() -> None:
     pytest.importorskip("cyipopt")
     done = subprocess.run([sys.executable, str(WORKER), "--peer", "symad", "--problem", "van_der_pol", "--n", "100",
-                           "--option", "mumps_permuting_scaling=0", "--option", "print_level=0"],
+                           "--option", "mumps_permuting_scaling=7", "--option", "print_level=0"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     records = {}
     for line in done.stdout.splitlines():
@@ -44,7 +44,7 @@ def test_worker_reads_options_as_numbers_or_strings() -> None:
     assert option("mu_strategy=adaptive") == ("mu_strategy", "adaptive")
 
 
-def test_page_shows_both_option_sets_the_split_of_the_solve_and_ipopts_statistics() -> None:
+def test_page_shows_both_configurations_the_split_of_the_solve_and_ipopts_statistics() -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks.optimal_control.report import render
 
@@ -52,18 +52,25 @@ def test_page_shows_both_option_sets_the_split_of_the_solve_and_ipopts_statistic
         return {"status": "ok", "import_s": 0.1, "build_s": 0.05, "solve_s": solve, "total_s": total,
                 "eval_s": evals, "fun": 3.6, "nit": 16, "n_variables": 6002, "u_at": [0.1, 0.2]}
 
-    defaults = {"van_der_pol 2000": {"symad": peer(0.6, 0.4, 0.02), "casadi": peer(0.5, 0.1, 0.01)}}
-    same = {"van_der_pol 2000": {"symad": peer(0.3, 0.1, 0.02), "casadi": peer(0.5, 0.1, 0.01)}}
+    defaults = {"van_der_pol 2000": {"symad": peer(0.3, 0.1, 0.02), "casadi": peer(0.5, 0.1, 0.01)}}
+    ipopts = {"van_der_pol 2000": {"symad": peer(0.6, 0.4, 0.02), "casadi": peer(0.5, 0.1, 0.01)}}
     meta = {"command": "python -m benchmarks.optimal_control", "machine": "m", "python": "3.11", "revision": "r",
             "date": "d", "load_before": [1], "load_after": [1], "repeats": 5, "minutes": 1, "versions": {}}
     page = render({"meta": meta, "results": defaults,
-                   "same_options": {"options": {"mumps_permuting_scaling": 0}, "results": same},
+                   "ipopt_defaults": {"options": {"mumps_permuting_scaling": 7}, "results": ipopts},
                    "ipopt_timing": {"case": ["van_der_pol", 2000],
-                                    "lines": {"defaults": {"symad": ["This is Ipopt version 3.11.9"]}}}})
-    assert "## With IPOPT's default options" in page and "`mumps_permuting_scaling 0`" in page
-    assert "Van der Pol, bounded control, N = 2,000 (1.2×)" in page  # slower with the defaults only
-    assert page.count("**Where symad is slower**: nowhere in this run") == 1
+                                    "lines": {"defaults": {"symad": ["This is Ipopt version 3.11.9"]},
+                                              "ipopt_defaults": {"symad": ["This is Ipopt version 3.11.9."]}}}})
+    own = page.index("## With each peer's defaults")
+    ipopt = page.index("## With IPOPT's defaults for both: `mumps_permuting_scaling 7`")
+    assert "symad's default is undone" in page[ipopt:]
+    assert "Van der Pol, bounded control, N = 2,000 (1.2×)" in page[ipopt:]  # slower with IPOPT's defaults only
+    assert "**Where symad is slower**: nowhere in this run" in page[own:ipopt]
+    assert "IPOPT's default options" not in page
+    # symad's solve 100 ms with its defaults, 400 ms with IPOPT's; its total 0.6 of CasADi's, then 1.2
+    assert "| Van der Pol, bounded control, N = 2,000 | 100 ms | 400 ms | 4 | 0.6 | 1.2 |" in page
     assert "| 380 ms |" in page and "This is Ipopt version 3.11.9" in page  # IPOPT's own: 0.4 - 0.02
+    assert "symad, each peer's defaults:" in page and "symad, IPOPT's defaults (`mumps_permuting_scaling 7`):" in page
 
 
 def test_page_shows_a_problem_symad_has_not_compiled_beside_casadis_first_table() -> None:
@@ -140,6 +147,8 @@ def test_an_optimum_of_symad_with_the_wheel_is_checked_against_casadis() -> None
     assert disagreements(same) == []
     off = {"van_der_pol 2000": {"symad": peer(3.6, 0.1), "casadi": peer(3.6, 0.1), "symad-wheels": peer(3.7, 0.1)}}
     assert disagreements(off) == ["van_der_pol 2000: f symad-wheels 3.7, CasADi 3.6"]
+    longer = {"van_der_pol 2000": {"symad": {**peer(3.6, 0.1), "nit": 17}, "casadi": {**peer(3.6, 0.1), "nit": 16}}}
+    assert disagreements(longer) == ["van_der_pol 2000: iterations symad 17, CasADi 16"]
 
 
 def test_page_shows_symad_with_the_wheel_beside_the_same_runs_casadi() -> None:
@@ -161,19 +170,21 @@ def test_page_shows_symad_with_the_wheel_beside_the_same_runs_casadi() -> None:
              "casadi": ["This is Ipopt version 3.14.19, running with linear solver MUMPS 5.8.2.", used.format(5, 2)],
              "symad-wheels": ["This is Ipopt version 3.14.11, running with linear solver MUMPS 5.5.1.",
                               used.format(5, 2)]}
-    asked = {"symad": {"SCOTCH": used.format(0, 3), "METIS": used.format(0, 3)},
-             "symad-wheels": {"SCOTCH": used.format(0, 6), "METIS": used.format(0, 6)}}
+    asked = {"symad": {"scaling 7": used.format(5, 2), "scaling 0": used.format(0, 3), "SCOTCH": used.format(0, 3),
+                       "METIS": used.format(0, 3)},
+             "symad-wheels": {"scaling 7": used.format(5, 2), "scaling 0": used.format(0, 6),
+                              "SCOTCH": used.format(0, 6), "METIS": used.format(0, 6)}}
     page = render({"meta": meta, "results": defaults,
                    "ipopt_timing": {"case": ["van_der_pol", 2000], "lines": {"defaults": lines}, "orderings": asked}})
     wheels = page[page.index("## symad with cyipopt-wheels (IPOPT 3.14.11 bundled)"):]
-    assert "| symad | 3.11.9 | MUMPS 5.5 | AMF | — | SCOTCH | SCOTCH |" in wheels
-    assert "| symad with cyipopt-wheels | 3.14.11 | MUMPS 5.5.1 | AMF | — | QAMD | QAMD |" in wheels
-    assert "| CasADi | 3.14.19 | MUMPS 5.8.2 | AMF | — | — | — |" in wheels
+    assert "| symad | 3.11.9 | MUMPS 5.5 | AMF | SCOTCH | SCOTCH | SCOTCH |" in wheels
+    assert "| symad with cyipopt-wheels | 3.14.11 | MUMPS 5.5.1 | AMF | QAMD | QAMD | QAMD |" in wheels
+    assert "| CasADi | 3.14.19 | MUMPS 5.8.2 | — | — | — | — |" in wheels  # not asked
     row = ("| Van der Pol, bounded control, N = 2,000 | 6002 | 100 ms | 50 ms | 110 ms | 300 ms | 100 ms | 50 ms "
            "| 100 ms | 500 ms | 0.6 | 1.07 | 0.6 |")
     assert row in wheels
     assert "**Where symad with cyipopt-wheels is slower**: nowhere in this run" in wheels
     assert "Van der Pol, bounded control, N = 2,000 (1.2×)" in page[:page.index("## symad with cyipopt-wheels")]
     # IPOPT's own: 0.11 - 0.01 with the wheel, 0.4 - 0.01 with the system's, 0.1 - 0.01 in CasADi
-    assert "| defaults | 10 ms | 100 ms | 390 ms | 90 ms | 0.26 | 1.11 |" in wheels
-    assert "symad with cyipopt-wheels, IPOPT's defaults:" in page  # its timing statistics
+    assert "| each peer's defaults | 10 ms | 100 ms | 390 ms | 90 ms | 0.26 | 1.11 |" in wheels
+    assert "symad with cyipopt-wheels, each peer's defaults:" in page  # its timing statistics

@@ -7,7 +7,8 @@
   ``x2' = x1`` on [0, 10] from (0, 1), ``min ∫ x1² + x2² + u²``, with ``-1 ≤ u ≤ 1`` and
   ``x1 ≥ -0.25``; explicit Euler over N steps (h = 10/N).  Nonlinear constraints, active bounds.
 
-Every variable starts at 0; IPOPT's options are its defaults (tol 1e-8) for both peers.
+Every variable starts at 0; IPOPT's tolerance is its default (tol 1e-8) for both peers, its other
+options as the suite's configurations set them (``suite.CONFIGS``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from benchmarks.harness import fmt_ratio, fmt_time, rerender, table
 NAMES = {"double_integrator": "double integrator", "van_der_pol": "Van der Pol, bounded control"}
 WHEELS = "symad-wheels"  # symad in a Python whose cyipopt is cyipopt-wheels (suite.py)
 LABELS = {"symad": "symad", "casadi": "CasADi", WHEELS: "symad with cyipopt-wheels"}
+OWN, IPOPTS = "defaults", "ipopt_defaults"  # the configurations (suite.py): each peer's defaults; IPOPT's for both
 
 
 def _case(case: str) -> str:
@@ -67,7 +68,7 @@ def _inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
             s, c = peers.get("symad", {}), peers.get("casadi", {})
             rows.append([_case(case), label, fmt_time(s.get("eval_s")), fmt_time(_own(s)),
                          fmt_time(c.get("eval_s")), fmt_time(_own(c)), fmt_ratio(_ratio(_own(s), _own(c)))])
-    return table(["problem", "IPOPT options", "symad: evaluations", "symad: IPOPT's own", "CasADi: evaluations",
+    return table(["problem", "options", "symad: evaluations", "symad: IPOPT's own", "CasADi: evaluations",
                   "CasADi: IPOPT's own", "IPOPT's own: symad / CasADi"], rows)
 
 
@@ -102,26 +103,27 @@ def _ordering(lines: list[str]) -> str:
     return "—" if found is None else PIVOT_ORDERS.get(int(found[2]), f"pivot order {found[2]}")
 
 
-def _builds_table(data: dict[str, Any], options: str) -> str:
+def _builds_table(data: dict[str, Any]) -> str:
     """Each peer's IPOPT and MUMPS as IPOPT's banner names them, and the ordering MUMPS used: as it
-    chose with each option set, and when asked for SCOTCH or METIS (a MUMPS without one uses another)."""
+    chose with the permuting scaling on (7) and off (0), and when asked for SCOTCH or METIS (a MUMPS
+    without one uses another)."""
     timing = data.get("ipopt_timing") or {}
     lines, asked = timing.get("lines", {}), timing.get("orderings", {})
     system_mumps = data["meta"]["versions"].get("mumps (system, for cyipopt)")
     rows = []
     for peer in ("symad", WHEELS, "casadi"):
-        said = lines.get("defaults", {}).get(peer)
+        said = lines.get(OWN, {}).get(peer)
         if not said:
             continue
         banner = next((m for ln in said if (m := _BANNER.search(ln))), None)
         solver = banner[2] if banner else "—"
         if solver == "mumps" and peer == "symad" and system_mumps:  # IPOPT 3.11 does not say MUMPS's version
             solver = f"MUMPS {system_mumps}"
-        rows.append([LABELS[peer], banner[1] if banner else "—", solver, _ordering(said),
-                     _ordering(lines.get("same_options", {}).get(peer, [])),
-                     *(_ordering([asked.get(peer, {}).get(name, "")]) for name in ("SCOTCH", "METIS"))])
-    return table(["peer", "IPOPT", "linear solver", "ordering, IPOPT's defaults", f"ordering, {options}",
-                  "asked for SCOTCH, used", "asked for METIS, used"], rows)
+        rows.append([LABELS[peer], banner[1] if banner else "—", solver,
+                     *(_ordering([asked.get(peer, {}).get(name, "")])
+                       for name in ("scaling 7", "scaling 0", "SCOTCH", "METIS"))])
+    return table(["peer", "IPOPT", "linear solver", "ordering, scaling 7 (IPOPT's default)",
+                  "ordering, scaling 0 (symad's default)", "asked for SCOTCH, used", "asked for METIS, used"], rows)
 
 
 def _wheels_inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
@@ -131,18 +133,32 @@ def _wheels_inside_table(configs: list[tuple[str, dict[str, Any]]]) -> str:
             w, s, c = (peers.get(p, {}) for p in (WHEELS, "symad", "casadi"))
             rows.append([_case(case), label, fmt_time(w.get("eval_s")), fmt_time(_own(w)), fmt_time(_own(s)),
                          fmt_time(_own(c)), fmt_ratio(_ratio(_own(w), _own(s))), fmt_ratio(_ratio(_own(w), _own(c)))])
-    return table(["problem", "IPOPT options", "cyipopt-wheels: evaluations", "cyipopt-wheels: IPOPT's own",
+    return table(["problem", "options", "cyipopt-wheels: evaluations", "cyipopt-wheels: IPOPT's own",
                   "system's IPOPT: IPOPT's own", "CasADi: IPOPT's own", "IPOPT's own: cyipopt-wheels / system's",
                   "IPOPT's own: cyipopt-wheels / CasADi"], rows)
 
 
+def _options(data: dict[str, Any]) -> str:
+    """IPOPT's defaults as the suite passed them to both peers (``mumps_permuting_scaling 7``)."""
+    return ", ".join(f"`{k} {v}`" for k, v in (data.get(IPOPTS) or {}).get("options", {}).items())
+
+
+def _labels(data: dict[str, Any]) -> dict[str, str]:
+    return {OWN: "each peer's defaults", IPOPTS: f"IPOPT's defaults ({_options(data)})"}
+
+
+def _configs(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(label, results) of each configuration measured, each peer's defaults first."""
+    labels, ipopts = _labels(data), data.get(IPOPTS)
+    return [(labels[OWN], data["results"])] + ([(labels[IPOPTS], ipopts["results"])] if ipopts else [])
+
+
 def _wheels(data: dict[str, Any]) -> list[str]:
     """The section of symad with cyipopt-wheels beside the same run's CasADi (if it was measured)."""
-    results, same = data["results"], data.get("same_options")
+    results, ipopts = data["results"], data.get(IPOPTS)
     if not any(WHEELS in peers for peers in results.values()):
         return []
     ipopt = data["meta"]["versions"].get("ipopt (bundled by cyipopt-wheels)", "?")
-    options = ", ".join(f"`{k} {v}`" for k, v in (same or {}).get("options", {}).items())
     wheels = _as_symad(results, WHEELS)
     out = [f"\n## symad with cyipopt-wheels (IPOPT {ipopt} bundled)\n\n",
            "The same symad in another Python, whose cyipopt is the `cyipopt-wheels` package (`pip install "
@@ -150,22 +166,40 @@ def _wheels(data: dict[str, Any]) -> list[str]:
            "and gfortran, nothing compiled), measured in the same run, in turn with the others, beside the CasADi "
            "of the first tables. Only IPOPT's build differs from the first table's symad (the system's IPOPT, "
            "with the reference BLAS). The builds, as IPOPT names them, and the ordering of the KKT matrix MUMPS "
-           "used (IPOPT's `mumps_pivot_order`; by default MUMPS chooses among the orderings it was built with):"
-           "\n\n", _builds_table(data, options or "same options"),
+           "used (IPOPT's `mumps_pivot_order`; by default MUMPS chooses among the orderings it was built with), "
+           "each asked for with every option explicit: MUMPS's own choice with its permuting scaling on "
+           "(`mumps_permuting_scaling 7`) and off (`0`), and SCOTCH and METIS (with the scaling off):\n\n",
+           _builds_table(data),
            "\nThe iterations are the same (the optima below), so what differs in the solve is IPOPT's own work "
            "per iteration, MUMPS's factorizations above all: they depend on MUMPS's version and the ordering "
-           "it has, more than on IPOPT's version.\n\n",
-           "With IPOPT's default options:\n\n", _times_table(wheels),
-           f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels)}.\n"]
-    configs = [("defaults", results)]
-    if same and any(WHEELS in peers for peers in same["results"].values()):
-        configs.append((options, same["results"]))
-        wheels_same = _as_symad(same["results"], WHEELS)
-        out += [f"\nWith {options} for both:\n\n", _times_table(wheels_same),
-                f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels_same)}.\n"]
+           "it has, more than on IPOPT's version; and so does what symad's MUMPS default does (each build's "
+           "rows in the two configurations, in the last table of this section).\n\n",
+           "With each peer's defaults (symad's: MUMPS's permuting scaling off, as in the first table):\n\n",
+           _times_table(wheels), f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels)}.\n"]
+    configs = _configs(data)[:1]
+    if ipopts and any(WHEELS in peers for peers in ipopts["results"].values()):
+        configs = _configs(data)
+        wheels_ipopts = _as_symad(ipopts["results"], WHEELS)
+        out += [f"\nWith IPOPT's defaults for both ({_options(data)}):\n\n", _times_table(wheels_ipopts),
+                f"\n**Where symad with cyipopt-wheels is slower**: {_slower(wheels_ipopts)}.\n"]
     out += ["\nInside the solve (as in **Inside the solve** above), IPOPT's own work with each build:\n\n",
-            _wheels_inside_table(configs), "\nThe optima (IPOPT's defaults):\n\n", _optima_table(wheels)]
+            _wheels_inside_table(configs), "\nThe optima (each peer's defaults):\n\n", _optima_table(wheels)]
     return out
+
+
+def _mumps_default_table(own: dict[str, Any], ipopts: dict[str, Any]) -> str:
+    """symad's solve with its own defaults and with IPOPT's, and its ratio to CasADi with each."""
+    rows = []
+    for case, peers in own.items():
+        s, c = peers.get("symad", {}), peers.get("casadi", {})
+        si, ci = (ipopts.get(case, {}).get(p, {}) for p in ("symad", "casadi"))
+        rows.append([_case(case), fmt_time(s.get("solve_s")), fmt_time(si.get("solve_s")),
+                     fmt_ratio(_ratio(si.get("solve_s"), s.get("solve_s"))),
+                     fmt_ratio(_ratio(s.get("total_s"), c.get("total_s"))),
+                     fmt_ratio(_ratio(si.get("total_s"), ci.get("total_s")))])
+    return table(["problem", "symad solve, its defaults", "symad solve, IPOPT's defaults",
+                  "symad solve: IPOPT's defaults / its own", "total: symad / CasADi, each peer's defaults",
+                  "total: symad / CasADi, IPOPT's defaults"], rows)
 
 
 def _optima_table(results: dict[str, Any]) -> str:
@@ -189,8 +223,7 @@ def _slower(results: dict[str, Any]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     meta, results = data["meta"], data["results"]
-    same = data.get("same_options")
-    options = ", ".join(f"`{k} {v}`" for k, v in (same or {}).get("options", {}).items())
+    ipopts, options = data.get(IPOPTS), _options(data)
     out = ["# Optimal control: symad + IPOPT beside CasADi + IPOPT\n\n",
            f"`{meta['command']}` on {meta['machine']}, Python {meta['python']}, revision {meta['revision']}, "
            f"{meta['date']}; load average {meta['load_before']} before, {meta.get('load_after')} after; "
@@ -213,27 +246,38 @@ def render(data: dict[str, Any]) -> str:
            "(`~/.cache/symad`), so in the first two tables every process after a case's first loads its "
            "programs instead of compiling them; **A problem symad has not compiled before** below has "
            "each process start with none of its programs in the cache.\n\n",
-           "## With IPOPT's default options\n\n", _times_table(results),
+           "## With each peer's defaults\n\n",
+           "Each peer as a user gets it: symad's `minimize(method=\"ipopt\")` keeps IPOPT's defaults but "
+           "one, MUMPS's permuting scaling off (`mumps_permuting_scaling 0`, ICNTL(6) = 0); "
+           "CasADi's `nlpsol` keeps IPOPT's defaults (`mumps_permuting_scaling 7`: MUMPS chooses).\n\n",
+           _times_table(results),
            "\n**build + solve** leaves the imports out. symad's solve includes its calls of the derivatives "
            "(the Jacobian and Hessian values, from compiled loops) inside IPOPT's iterations.\n\n"
            f"**Where symad is slower**: {_slower(results)}.\n"]
-    if same:
-        out += [f"\n## With the same option set for both: {options}\n\n",
-                "MUMPS's permuting scaling off (ICNTL(6) = 0) for both peers, everything else IPOPT's defaults: "
-                "the system's MUMPS spends most of each of IPOPT's iterations in it, the MUMPS CasADi bundles "
-                "little (the table below). The same optimum, the same iterations.\n\n",
-                _times_table(same["results"]),
-                f"\n**Where symad is slower**: {_slower(same['results'])}.\n"]
+    if ipopts:
+        out += [f"\n## With IPOPT's defaults for both: {options}\n\n",
+                f"{options} passed to both peers: IPOPT's own default, so nothing changes for CasADi, while "
+                "symad's default is undone (MUMPS's permuting scaling back on, as MUMPS chooses). The same "
+                "optimum, the same iterations.\n\n",
+                _times_table(ipopts["results"]),
+                f"\n**Where symad is slower**: {_slower(ipopts['results'])}.\n\n",
+                "How much of symad's lead comes from its MUMPS default: symad's solve in the two "
+                "configurations, and the ratio of the totals to CasADi's in each (the system's MUMPS spends "
+                "most of each of IPOPT's iterations in its permuting scaling; **IPOPT's own timing statistics** "
+                "below):\n\n",
+                _mumps_default_table(results, ipopts["results"])]
     cold = data.get("cold")
     if cold:
         out += ["\n## A problem symad has not compiled before\n\n",
-                "symad with IPOPT's defaults, each process with a code cache of its own where an untimed "
-                "process first solved the same problem at N + 1: the code every program shares is there, none "
-                "of this N's programs, so its build compiles them all (as a first run of a new problem "
-                "does); CasADi's figures are those of the first table.\n\n",
+                "symad with its own defaults (as in the first table), each process with a code cache of its "
+                "own where an untimed process first solved the same problem at N + 1: the code every program "
+                "shares is there, none of this N's programs (as in a first run of a new problem). Each of its "
+                "programs with loops then starts on NumPy arrays (the same bits) while symad's compile worker "
+                "compiles its machine code in the background, which takes over once it is ready; CasADi's "
+                "figures are those of the first table.\n\n",
                 _cold_table(cold, results),
                 f"\n**Where symad is slower**: {_slower(_with_casadi(cold, results))}.\n"]
-    configs = [("defaults", results)] + ([(options, same["results"])] if same else [])
+    configs = _configs(data)
     if any(p.get("eval_s") is not None for _, r in configs for peers in r.values() for p in peers.values()):
         out += ["\n## Inside the solve\n\n",
                 "**evaluations**: the time in the problem's functions and derivatives during the solve "
@@ -243,21 +287,22 @@ def render(data: dict[str, Any]) -> str:
                 "through Python objects, in cyipopt 1.7), which IPOPT's statistics below count among its "
                 "function evaluations.\n\n",
                 _inside_table(configs)]
-    out.append("\n## The optima\n\n(each peer's first process with IPOPT's defaults; the suite stops if they "
-               "differ beyond 1e-6 in f, relative, or 1e-4 in the control at five times, with either option "
-               "set):\n\n")
+    out.append("\n## The optima\n\n(each peer's first process with its own defaults; the suite stops if they "
+               "differ beyond 1e-6 in f, relative, or 1e-4 in the control at five times, or in the iterations, "
+               "in either configuration):\n\n")
     out.append(_optima_table(results))
     out += _wheels(data)
     timing = data.get("ipopt_timing")
     if timing:
         problem, n = timing["case"]
+        labels = _labels(data)
         out.append(f"\n## IPOPT's own timing statistics\n\n{_case(f'{problem} {n}')}, one more process per "
-                   "peer and option set with `print_timing_statistics yes` (CPU seconds, and wall in brackets: "
-                   "the machine is shared); IPOPT's banner names its version and linear solver:\n")
+                   "peer and configuration with `print_timing_statistics yes` (CPU seconds, and wall in brackets: "
+                   "the machine is shared); IPOPT's banner names its version and linear solver, and MUMPS the "
+                   "permuting scaling and ordering it used:\n")
         for config, peers in timing["lines"].items():
-            label = "IPOPT's defaults" if config == "defaults" else options
             for peer, lines in peers.items():
-                out.append(f"\n{LABELS.get(peer, peer)}, {label}:\n\n```\n"
+                out.append(f"\n{LABELS.get(peer, peer)}, {labels.get(config, config)}:\n\n```\n"
                            + "\n".join(lines) + "\n```\n")
     return "".join(out)
 

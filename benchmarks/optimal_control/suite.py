@@ -11,21 +11,24 @@ as text with sums and ``each`` families and solves with ``minimize(..., method="
 ``nlpsol("ipopt")`` (the IPOPT CasADi bundles).  Every figure is the median of ``--repeats`` fresh
 processes (``worker.py``, through :func:`benchmarks.harness.run_worker`), the configurations taken
 in turn; the two peers' optima are compared (their values to 1e-6, relative, and the control at
-five times to 1e-4): a difference stops the suite (exit 1, nothing written).
+five times to 1e-4) and so are their iterations: a difference stops the suite (exit 1, nothing
+written).
 
-Each case runs twice: with IPOPT's default options, and with :data:`SAME_OPTIONS` set for both
-peers (MUMPS without its permuting scaling, ICNTL(6) = 0: the system's MUMPS 5.5 spends most of
-each iteration in it, the MUMPS CasADi bundles little; see the page).
+Each case runs in two configurations (:data:`CONFIGS`): ``defaults``, each peer's own (symad's
+``minimize(method="ipopt")`` turns MUMPS's permuting scaling off, ``mumps_permuting_scaling 0``;
+CasADi's ``nlpsol`` keeps IPOPT's), and ``ipopt_defaults``, IPOPT's own defaults for both
+(:data:`IPOPT_DEFAULTS`, ``mumps_permuting_scaling 7`` passed to both: nothing changes for CasADi,
+symad's own default is undone), which shows how much of symad's lead comes from its MUMPS default.
 
 symad keeps the machine code it compiles in its code cache (``~/.cache/symad``), so every process
 after a case's first loads its programs instead of compiling them.  A third configuration,
-``cold``, measures symad (IPOPT's defaults) on a problem it has never compiled: each process gets
+``cold``, measures symad (its own defaults) on a problem it has never compiled: each process gets
 a code cache of its own (``SYMAD_CACHE_DIR``), where an untimed process has first solved the same
 problem at another N (the code every program shares is there, none of this N's programs).
 
 ``--wheels-python PATH`` adds a third peer, ``symad-wheels``: symad solving in that Python, whose
 cyipopt is the ``cyipopt-wheels`` package (a manylinux wheel bundling IPOPT 3.14, MUMPS and
-OpenBLAS), with both option sets, beside the same run's CasADi.  ``--make-wheels-venv DIR`` makes
+OpenBLAS), in both configurations, beside the same run's CasADi.  ``--make-wheels-venv DIR`` makes
 that Python first (``python -m venv DIR``, then ``pip install -e <this checkout> cyipopt-wheels``
 in it; done again, pip finds it there) and measures with it.  Never the suite's own Python:
 cyipopt-wheels installs the same ``cyipopt`` package as the system-built cyipopt, and replaces it.
@@ -63,9 +66,9 @@ WHEELS = "symad-wheels"  # symad in the Python of --wheels-python (cyipopt-wheel
 SYMADS = ("symad", WHEELS)  # the peers whose optimum must be CasADi's
 TIMEOUT_S = 600.0
 FUN_RTOL, CONTROL_ATOL = 1e-6, 1e-4
-SAME_OPTIONS = {"mumps_permuting_scaling": 0}
-CONFIGS = {"defaults": {}, "same_options": SAME_OPTIONS}
-COLD = "cold"  # symad alone, IPOPT's defaults, a code cache without this N's programs (the module's notes)
+IPOPT_DEFAULTS = {"mumps_permuting_scaling": 7}  # IPOPT's default, which symad's minimize changes to 0
+CONFIGS = {"defaults": {}, "ipopt_defaults": IPOPT_DEFAULTS}  # each peer's own defaults; IPOPT's for both
+COLD = "cold"  # symad alone, its own defaults, a code cache without this N's programs (the module's notes)
 
 
 def missing(peer: str) -> str | None:
@@ -191,7 +194,13 @@ TIMING_LINES = ("This is Ipopt", "MUMPS used", "Number of Iterations", "OverallA
 TIMING_LEVEL = 6  # IPOPT's print_level: the lowest at which it says the ordering MUMPS used ("MUMPS used ...")
 
 
-ORDERINGS_ASKED = {"SCOTCH": 3, "METIS": 5}  # IPOPT's mumps_pivot_order: does a peer's MUMPS have it?
+# The ordering each peer's MUMPS uses, every option explicit (not any peer's defaults): MUMPS's own
+# choice with the permuting scaling on (7, IPOPT's default) and off (0, symad's), and whether it has
+# SCOTCH and METIS (IPOPT's mumps_pivot_order 3 and 5; asked with the scaling off, symad's default).
+ORDERINGS_ASKED = {"scaling 7": {"mumps_permuting_scaling": 7, "mumps_pivot_order": 7},
+                   "scaling 0": {"mumps_permuting_scaling": 0, "mumps_pivot_order": 7},
+                   "SCOTCH": {"mumps_permuting_scaling": 0, "mumps_pivot_order": 3},
+                   "METIS": {"mumps_permuting_scaling": 0, "mumps_pivot_order": 5}}
 
 
 def _pythons(wheels: str | None) -> dict[str, str]:
@@ -214,7 +223,7 @@ def _said(python: str, peer: str, options: dict[str, Any], env: dict[str, str]) 
 
 def ipopt_timing(env: dict[str, str], wheels: str | None = None) -> dict[str, dict[str, list[str]]]:
     """IPOPT's own account of one solve (its version and linear solver, the scaling and ordering MUMPS
-    used, ``print_timing_statistics``: CPU and wall seconds by task) for each peer and option set,
+    used, ``print_timing_statistics``: CPU and wall seconds by task) for each peer and configuration,
     from one more process each (``symad-wheels`` too, in the Python ``wheels``, if given)."""
     out: dict[str, dict[str, list[str]]] = {}
     for config, options in CONFIGS.items():
@@ -224,18 +233,19 @@ def ipopt_timing(env: dict[str, str], wheels: str | None = None) -> dict[str, di
 
 
 def orderings(env: dict[str, str], wheels: str | None = None) -> dict[str, dict[str, str]]:
-    """The ordering each peer's MUMPS used when asked for each of :data:`ORDERINGS_ASKED` (permuting
-    scaling off, as IPOPT requires for them): a MUMPS built without one falls back to another."""
+    """The line "MUMPS used ..." of each peer's IPOPT with each option set of :data:`ORDERINGS_ASKED`
+    (a MUMPS built without the ordering asked for falls back to another)."""
     out: dict[str, dict[str, str]] = {}
-    for name, number in ORDERINGS_ASKED.items():
+    for name, options in ORDERINGS_ASKED.items():
         for peer, python in _pythons(wheels).items():
-            said = _said(python, peer, {"mumps_permuting_scaling": 0, "mumps_pivot_order": number}, env)
+            said = _said(python, peer, options, env)
             out.setdefault(peer, {})[name] = next((ln for ln in said if ln.startswith("MUMPS used")), said[-1])
     return out
 
 
 def disagreements(results: dict[str, Any]) -> list[str]:
-    """Where symad's optimum (with either IPOPT) differs from CasADi's beyond the tolerances."""
+    """Where symad's optimum (with either IPOPT) differs from CasADi's beyond the tolerances, or its
+    iterations from CasADi's."""
     found = []
     for case, peers in results.items():
         c = peers.get("casadi", {})
@@ -249,6 +259,8 @@ def disagreements(results: dict[str, Any]) -> list[str]:
                 found.append(f"{case}: f {name} {s['fun']!r}, CasADi {c['fun']!r}")
             if max(abs(a - b) for a, b in zip(s["u_at"], c["u_at"])) > CONTROL_ATOL:
                 found.append(f"{case}: u {name} {s['u_at']}, CasADi {c['u_at']}")
+            if s.get("nit") != c.get("nit"):
+                found.append(f"{case}: iterations {name} {s.get('nit')}, CasADi {c.get('nit')}")
     return found
 
 
@@ -310,10 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     timing = ipopt_timing(env, python)
     meta["load_after"], meta["minutes"] = harness.load(), round((time.perf_counter() - started) / 60, 1)
     data = {"meta": meta, "results": results,
-            "same_options": {"options": SAME_OPTIONS, "results": grouped["same_options"]},
+            "ipopt_defaults": {"options": IPOPT_DEFAULTS, "results": grouped["ipopt_defaults"]},
             "cold": grouped[COLD],
             "ipopt_timing": {"case": list(TIMING_CASE), "lines": timing, "orderings": orderings(env, python)}}
-    wrong = disagreements(results) + [f"({SAME_OPTIONS}) {w}" for w in disagreements(grouped["same_options"])]
+    cold = {case: {"symad": peers.get("symad", {}), "casadi": results.get(case, {}).get("casadi", {})}
+            for case, peers in grouped[COLD].items()}
+    wrong = (disagreements(results) + [f"({IPOPT_DEFAULTS}) {w}" for w in disagreements(grouped["ipopt_defaults"])]
+             + [f"(cold) {w}" for w in disagreements(cold)])
     if wrong:
         print("symad's optimum differs from CasADi's:\n  " + "\n  ".join(wrong), file=sys.stderr)
         return 1
