@@ -142,3 +142,17 @@ def test_the_command_line_and_explain_show_a_prods_gradient() -> None:
     assert term["value"] == pytest.approx(value / 1.0005 / 1000, rel=1e-12)
     assert "its factor receives z̄1 = 1 times the product of the other factors" in run("explain", text, "--at",
                                                                                         "x=0.5").stdout
+
+
+@pytest.mark.parametrize("text", [
+    "prod(i = 1..20000, 1 + sin(x[i])/20000) + sum(i = 1..19999, (x[i+1] - x[i])^2)",
+    "prod(i = 1..9000, x[i+1]*exp(-x[i]^2/9000))",  # an entry past the loop's first one: a clamped edge
+])
+def test_a_prods_factors_as_machine_code_give_numpys_bits(text) -> None:
+    """A top-level prod's factors run as a compiled map, multiplied in the canonical order: the
+    bits of NumPy's evaluation (backend python), value and gradient, with and without a zero."""
+    fast, plain = symad.compile(text), symad.compile(text, backend="python")
+    x = np.random.default_rng(6).uniform(-1, 1, fast.size)
+    for point in (x, np.where(np.arange(fast.size) == 17, 0.0, x)):
+        a, b = fast.value_and_grad(point), plain.value_and_grad(point)
+        assert a[0].hex() == b[0].hex() and a[1].tobytes() == b[1].tobytes()

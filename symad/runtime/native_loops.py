@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from symad import native
-from symad.backends.arrays import ArrayProgram
+from symad.backends.arrays import ArrayProgram, blocked_prod
 from symad.core import binders
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
@@ -153,6 +153,11 @@ class _Loop:
         finally:
             self._release(buffers)
 
+    def prod(self, caps: list[float], vectors: Vectors) -> float:
+        """The factors as a map (:meth:`each`), multiplied in the canonical order
+        (:func:`symad.backends.arrays.blocked_prod`): NumPy's bits."""
+        return blocked_prod(self.each(caps, vectors))
+
     def _w(self, caps: list[float], low: int, w: np.ndarray) -> None:
         """The values the same in every row: the captures, then the first row's index if it is read."""
         for k, c in enumerate(caps):
@@ -217,7 +222,7 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
         return {}
     runners: dict[int, Callable[..., Any]] = {}
     for node in program.loops:
-        if binders.levels(graph)[node] >= 0 or graph.op[node] not in ("sum", "each"):
+        if binders.levels(graph)[node] >= 0 or graph.op[node] not in ("sum", "each", "prod"):
             continue
         try:
             loop = _Loop(graph, node)
@@ -231,7 +236,7 @@ def compiled_loops(graph: Graph, program: ArrayProgram, spans: Mapping[str, Any]
             except NotCompiled:
                 pass
             continue
-        runners[node] = loop.sum if loop.op == "sum" else loop.each
+        runners[node] = {"sum": loop.sum, "each": loop.each, "prod": loop.prod}[loop.op]
     return runners
 
 
