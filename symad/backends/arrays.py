@@ -7,8 +7,8 @@ small powers as products, ``where`` as a select, so the numbers are the other ba
 
 A ``sum`` adds its terms in the order every backend uses (:func:`blocked_sum`): blocks of
 :data:`BLOCK` terms, each in two lanes (a sum inside a loop's body: eight), then the blocks' sums
-by NumPy's pairwise sum.  A ``prod`` runs here in every backend, in the order of
-:func:`blocked_prod`.
+by NumPy's pairwise sum.  A ``prod`` multiplies in the order of :func:`blocked_prod`, here in
+every backend (a top-level one's factors may come from a compiled map).
 """
 
 from __future__ import annotations
