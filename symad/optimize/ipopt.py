@@ -198,10 +198,11 @@ def _captured_stdout() -> Iterator[list[str]]:
 
 
 # symad's one change to IPOPT's defaults: MUMPS's permuting scaling off (ICNTL(6) = 0).  With the
-# MUMPS builds IPOPT is installed with (Debian's 5.5, the one cyipopt's wheel bundles) it takes
-# most of each iteration: benchmarks/optimal_control measured Van der Pol at N = 2,000 solving in
-# 0.10 s instead of 0.25 s, with the same iterates there and on every Hock-Schittkowski problem of
-# the tests.  A user's options win; an IPOPT built without MUMPS has no such option (left out).
+# MUMPS Debian builds IPOPT with (5.5) it takes most of each iteration: benchmarks/optimal_control
+# measured Van der Pol at N = 2,000 solving in 0.10 s instead of 0.25 s, with the same iterates
+# there and on every Hock-Schittkowski problem of the tests; the MUMPS cyipopt's wheel bundles
+# (5.5.1) is neither helped nor hurt (it then orders by QAMD).  A user's options win; an IPOPT
+# built without MUMPS has no such option (left out).
 MUMPS_DEFAULTS = {"mumps_permuting_scaling": 0}
 
 
