@@ -89,8 +89,8 @@ def sum_of(array: Any, *body: Any) -> Any:
 
 
 def prod_of(array: Any, *body: Any) -> Any:
-    """``symad.prod(i, body)``: the text's ``prod(i = a..b, body)`` (written out, as the text writes
-    it); ``symad.prod(x)`` of a symbolic vector or an array: the product of its entries."""
+    """``symad.prod(i, body)``: the text's ``prod(i = a..b, body)`` (a loop or written out, as the
+    text decides); ``symad.prod(x)`` of a symbolic vector or an array: the product of its entries."""
     if body or _is_index(array):
         return _bound("prod", array, *body)
     total = getattr(array, "prod", None)

@@ -62,6 +62,7 @@ class IndexedInputs:
             raise VariableError(f"{several[0]} has {len(self.spans[several[0]])} indices: gradients over it are "
                                 "not supported yet (it can be data, given at each call)")
         self.data = tuple(n for n in names if n not in self.wrt)
+        self._names = {*self.wrt, *self.data}
         self._scalar_nodes = {graph.data[n]: n for n in scalars}
         if backend not in policy.BACKENDS:
             raise SymadError(f"backend must be one of {', '.join(policy.BACKENDS)}, not {backend!r}")
@@ -168,7 +169,9 @@ class IndexedInputs:
         return scalars, vectors
 
     def named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        """The values by name, from a flat array in :attr:`variables` order or a mapping."""
+        """The values by name, from a flat array in :attr:`variables` order or a mapping; an entry
+        given on its own (``{"x": x, "x[3]": 2.0}``) replaces that entry of its vector; a name the
+        expression does not use is an error."""
         given: dict[str, Any] = dict(data or {})
         given.update(kwargs)
         if isinstance(point, Mapping):
@@ -180,6 +183,25 @@ class IndexedInputs:
                                  f"need {self.size:,}")
             for name, start, end, vector in self._runs:
                 given[name] = flat[start:end] if vector else flat[start]
+        extra = [name for name in given if name not in self._names]
+        return self._with_entries(given, extra) if extra else given
+
+    def _with_entries(self, given: dict[str, Any], extra: list[str]) -> dict[str, Any]:
+        """``given`` with each entry among ``extra`` (``x[3]``) written into a copy of its vector."""
+        for name in extra:
+            base, _, index = name.partition("[") if isinstance(name, str) else ("", "", "")
+            dims = self.spans.get(base)
+            if dims is None or len(dims) != 1 or not index.endswith("]") or not index[:-1].lstrip("-").isdigit():
+                raise VariableError(f"unknown variable {name} (the expression uses {', '.join(self.variables)})")
+            (low, high), k = dims[0], int(index[:-1])
+            if base not in given:
+                raise PointError(f"{name} is given without {base}: give {base} too (one number for every "
+                                 f"entry, or all of them), then the entries that differ")
+            if not low <= k <= high:
+                raise PointError(f"{name} is outside {base}[{low}..{high}]")
+            vector = np.array(np.broadcast_to(as_floats(given[base]), (high - low + 1,)), dtype=np.float64)
+            vector[k - low] = as_floats(given.pop(name))
+            given[base] = vector
         return given
 
 

@@ -151,7 +151,7 @@ def entry(graph: Graph, name: str, keys: tuple[Any, ...]) -> int:
             if lv[node] < 0:
                 raise SymadError(f"the index of {name} must be a whole number or an expression of indices "
                                  "(symad.index), not a variable")
-            raise SymadError(f"the index of {name} must be an affine expression of the sum's index "
+            raise SymadError(f"the index of {name} must be an affine expression of the loop's index "
                              "(such as i+1 or 2*i-1)")
     return binders.item(graph, graph.vector(name), *nodes)
 

@@ -105,6 +105,12 @@ def test_the_export_is_loops_not_their_unrolling() -> None:
     assert "for i0 in range(" in py and len(py) < 4000
 
 
+@pytest.mark.parametrize("reduction", ["sum", "prod"])
+def test_a_long_loops_blocks_on_the_heap_are_freed(reduction: str) -> None:
+    c_text, _ = c_source(symad.parse(f"{reduction}(i = 1..40000000, x[i])", Graph()), "big")
+    assert c_text.count("malloc(") == c_text.count("free(") == 1
+
+
 def test_what_is_not_exported_says_so() -> None:
     expr = symad.parse(ROSENBROCK.format(n=20_000), Graph())
     with pytest.raises(SymadError, match="--hessian of an expression with sums kept as loops"):

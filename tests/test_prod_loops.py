@@ -156,3 +156,29 @@ def test_a_prods_factors_as_machine_code_give_numpys_bits(text) -> None:
     for point in (x, np.where(np.arange(fast.size) == 17, 0.0, x)):
         a, b = fast.value_and_grad(point), plain.value_and_grad(point)
         assert a[0].hex() == b[0].hex() and a[1].tobytes() == b[1].tobytes()
+
+
+@pytest.mark.parametrize("first, second", [(1e-300, 1e-100), (1e300, 1e10), (1e-322, 0.33), (np.inf, 2.0)])
+def test_a_product_past_the_normal_doubles_gives_nan_partials_not_wrong_ones(first, second) -> None:
+    """P/f_i is the product of the others only while P is a normal double: an underflowed (0),
+    overflowed (inf) or subnormal product, or an inf factor, gives NaN, never a wrong number."""
+    f = symad.compile("prod(i = 1..400, x[i])")
+    x = np.ones(400)
+    x[0], x[1] = first, second
+    assert np.isnan(f.value_and_grad(x)[1]).all()
+    x[0] = 0.5  # a normal product: the others' product
+    assert f.value_and_grad(x)[1][:3].tolist() == [second, 0.5, 0.5 * second]
+
+
+def test_explain_reads_other_iterations_of_a_prod_whose_factor_shown_is_zero() -> None:
+    """The iteration shown has the product of the other factors 0 (a zero factor elsewhere) and the
+    gather reads the next iteration: its own product of the others, not a division by 0."""
+    x = [1, 2, 3, 3, 5, 6, *range(7, 401)]  # x[4] - x[3] = 0: one zero factor
+    at = "x=[" + ",".join(map(str, x)) + "]"
+    text = "prod(i = 1..399, x[i+1] - x[i])"
+    for k in (3, 4, 6):
+        p = run("explain", text, "--at", at, "--iteration", str(k), "--json")
+        assert p.returncode == 0, p.stderr
+        shown = json.loads(p.stdout)
+        (entry, terms), = shown["gather"].items()
+        assert sum(t["value"] for t in terms) == shown["gradient"][entry]

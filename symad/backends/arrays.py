@@ -75,20 +75,30 @@ def _lanes(blocks: np.ndarray, lanes: int) -> np.ndarray:
     return sums[0]
 
 
+_PROD_GROUP = 16  # blocks a running product covers at once (scratch: 16 x 8,192 doubles a row)
+
+
 def blocked_prod(factors: np.ndarray) -> Any:
     """``factors`` multiplied along their last axis in one fixed order: blocks of :data:`BLOCK`
-    factors, each block's product left to right from 1.0, then the blocks' products as a tree of
-    adjacent pairs (an odd one out passed up as it is).  Only elementwise products and a running
-    product (``cumprod``), never NumPy's reduction, whose order depends on the processor's vector
-    width.  A float for 1-D factors, else an array of the leading shape."""
+    factors, each block's product left to right, then the blocks' products as a tree of adjacent
+    pairs (an odd one out passed up as it is).  Only elementwise products and running products
+    (``cumprod``), never NumPy's reduction, whose order depends on the processor's vector width;
+    a few blocks at a time, so the scratch memory stays bounded.  A float for 1-D factors, else an
+    array of the leading shape."""
     lead, n, rows = _rows(factors)
     if n == 0:
         return _filled(lead, 1.0)
-    count = -(-n // BLOCK)
-    padded = np.ones((len(rows), count * BLOCK))  # x*1.0 is x: the padding changes no bits
-    padded[:, :n] = rows
-    running = np.cumprod(padded.reshape(len(rows), count, BLOCK), axis=2)
-    level = [running[:, b, -1] for b in range(count)]
+    starts = range(0, n, BLOCK)
+    level = []
+    for group in range(0, len(starts), _PROD_GROUP):  # (a group's blocks, cumprod'd at once)
+        first, last = starts[group], min(n, starts[group] + _PROD_GROUP * BLOCK)
+        whole = (last - first) // BLOCK
+        if whole:
+            chunk = rows[:, first:first + whole * BLOCK].reshape(len(rows), whole, BLOCK)
+            running = np.cumprod(chunk, axis=2)
+            level += [running[:, b, -1] for b in range(whole)]
+        if first + whole * BLOCK < last:  # the last block, shorter
+            level.append(np.cumprod(rows[:, first + whole * BLOCK:last], axis=1)[:, -1])
     while len(level) > 1:
         level = [level[k] * level[k + 1] if k + 1 < len(level) else level[k] for k in range(0, len(level), 2)]
     return _shaped(level[0], lead)

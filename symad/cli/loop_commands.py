@@ -53,13 +53,13 @@ def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: b
 
 def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
     """``--at`` for an IndexedFunction ``f``: a vector given whole (``x=[...]``) or as one number
-    for every entry (``x=0.5``)."""
+    for every entry (``x=0.5``), then any of its entries on its own (``x=1,x[3]=2``)."""
     # entries written out beside the loops (x[1], x[2] of a short product) from x=[...] or x=0.5
     point = indexed.expand_point([n for n in (*f.wrt, *f.data) if n not in f.spans], parse_point(at))
     for name, given in point.items():
         if name in f.spans and isinstance(given, float):
             point[name] = [given] * math.prod(hi - lo + 1 for lo, hi in f.spans[name])
-    return point
+    return f.named(point, None, {})  # (entries given on their own applied, unknown names refused)
 
 
 def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:

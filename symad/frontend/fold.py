@@ -211,7 +211,7 @@ class Folder:
                 if graph.op[index] != "const" and lv[index] < 0:
                     self._whole(index, tok, "index")  # a variable as an index: the error says so
                 if binders.affine(graph, index) is None:
-                    raise self.error(f"the index of {name} must be an affine expression of the sum's index "
+                    raise self.error(f"the index of {name} must be an affine expression of the loop's index "
                                      "(such as i+1 or 2*i-1)", tok)
             self.vectors.add(name)
             return binders.item(graph, graph.vector(name), *indices)
@@ -230,8 +230,8 @@ class Folder:
         long = terms > limit or terms * len(body) > binders.UNROLL_MAX_STEPS
         if reduction == "each" or long:  # an each is a vector: always one node
             if self.loops >= binders.MAX_NESTING:
-                raise self.error(f"sums over more than {binders.UNROLL_MAX_TERMS:,} terms nest at most "
-                                 f"{binders.MAX_NESTING} deep", opened)
+                raise self.error(f"loops (sums and products past {binders.UNROLL_MAX_TERMS:,} terms) nest at "
+                                 f"most {binders.MAX_NESTING} deep", opened)
             self.work.append(self._loop(reduction, index, low, high, body))
             return
         steps = max(0, high - low + 1) * len(body)

@@ -93,7 +93,7 @@ def loop_parts(expr: Expr, point: Mapping[str, Any], max_drawn: int, rankdir: st
             "key": key, "rows": rows, "sweep": sweep_data(step.body), "box": f"sx-box-{key}",
             "title": f"the body of {key} at {at}",
             "note": f"{key} = {step.text}: its body at {at} (of {step.low}..{step.high}). "
-                    f"{step.received(bar, shown).capitalize()}{whose}."})
+                    f"{_sentence(step.received(bar, shown))}{whose}."})
     for step in reversed(steps.loops):  # the innermost boxes first: a box is whole when it goes in its parent's
         (boxes[step.parent] if step.parent else dot).subgraph(boxes[step.name])
     for row in top_rows:
@@ -157,3 +157,8 @@ def _operation(text: str) -> str | None:
         return None
     op = e.graph.op[e.id]
     return op if op in OPS and OPS[op].kind != "leaf" and op in viz.STYLES else None
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter a capital (the rest as it is)."""
+    return text[:1].upper() + text[1:]

@@ -236,6 +236,7 @@ class _Scope:
     leaves: dict[str, int] = field(default_factory=dict)  # variable name -> the node it stands for
     scale: float = 1.0
     factor: float | None = None  # a prod's: the product of the other factors at ``at`` (in ``scale``)
+    outer: float = 1.0  # ``scale`` without ``factor``: the loop's own adjoint for f
 
 
 class _Explainer:
@@ -244,6 +245,7 @@ class _Explainer:
     def __init__(self, expr: Expr, point: Mapping[str, Any]):
         self.f = f = IndexedFunction(expr)
         self.graph, self.root = f.graph, f.root
+        point = f.named(point, None, {})  # (entries given on their own applied, unknown names refused)
         self.vectors: dict[str, np.ndarray] = {}
         self.given: dict[str, Any] = {}
         for name in (*f.wrt, *f.data):
@@ -506,13 +508,15 @@ def explain_loops(expr: Expr, point: Mapping[str, Any], iteration: int | None = 
             owner[loop] = child
             seed = scope.explanation.result[ex.text(loop)]
             child.factor = ex.factor_at(loop, at)
-            child.scale = seed * scope.scale * (1.0 if child.factor is None else child.factor)
+            child.outer = seed * scope.scale
+            child.scale = child.outer * (1.0 if child.factor is None else child.factor)
             todo.append(child)
             scopes.append(child)
     for child in scopes[1:]:
         assert child.explanation is not None and child.node is not None and child.parent is not None
         if child.node in captured:  # read in a body too: its adjoint through every use
-            child.scale = ex.adjoint(child.node) * (1.0 if child.factor is None else child.factor)
+            child.outer = ex.adjoint(child.node)
+            child.scale = child.outer * (1.0 if child.factor is None else child.factor)
         level, low, high = g.data[child.node]  # type: ignore[misc]
         parent = child.parent.explanation
         assert parent is not None
@@ -582,7 +586,7 @@ def _gathers(ex: _Explainer, scopes: list[_Scope], iteration: int | None) -> tup
                     assert other.explanation is not None
                     scale = scope.scale
                     if scope.factor is not None:  # a prod's: the other factors' product at that iteration
-                        scale = scale / scope.factor * ex.factor_at(scope.node, other.at)  # type: ignore[operator]
+                        scale = scope.outer * ex.factor_at(scope.node, other.at)  # type: ignore[operator]
                     term.value = scale * other.explanation.result[text]
                 elif count:  # a compiled sum (the copy is not x': the compiled function's tangents are named so)
                     copy = f"{name}_entry{sum(len(c) for c in copies.values()) + 1}"

@@ -155,8 +155,9 @@ def _c_loops(expr: Expr, name: str, grad: bool, hessian: bool, variables: Sequen
     doc += [f" * {d}: data, {at.shape(d)} numbers, row by row." for d in at.data]
     if grad:
         doc.append(f" * grad (if not NULL) receives the {at.size} partial derivatives, in the order of x.")
-    doc.append(" * Sums are loops, added in symad's order (blocks of 8192 terms, in lanes, the blocks'")
-    doc.append(" * sums pairwise): compile without -ffast-math, with -ffp-contract=off for symad's bits. */")
+    doc.append(" * Sums and products are loops, in symad's order (blocks of 8192 terms, a sum's in lanes,")
+    doc.append(" * a product's left to right; the blocks' sums pairwise, their products as a tree of pairs):")
+    doc.append(" * compile without -ffast-math, with -ffp-contract=off for symad's bits. */")
     guard = f"SYMAD_{name.upper()}_H"
     size = f"#define {name.upper()}_SIZE {at.size}"
     h_text = "\n".join([*doc, f"#ifndef {guard}", f"#define {guard}", "", size, "", f"{signature};", "",

@@ -309,12 +309,12 @@ class LoopWriter:
         line(d + 1, f"{target} = {total};" if c else f"{target} = {total}")
         if c:
             line(d, "}")
-        if blocks > 1 and product:
-            self.used.add("symad_pair_products" if c else "_pair_products")
-            line(d, f"{u} = symad_pair_products({u}b, {blocks});" if c else f"{u} = _pair_products({u}b)")
-        elif blocks > 1:
-            self.used.add("symad_pairwise" if c else "_pairwise")
-            line(d, f"{u} = symad_pairwise({u}b, {blocks});" if c else f"{u} = _pairwise({u}b, 0, {blocks})")
+        if blocks > 1:
+            helper = ("symad_pair_products" if c else "_pair_products") if product else \
+                ("symad_pairwise" if c else "_pairwise")
+            self.used.add(helper)
+            line(d, f"{u} = {helper}({u}b, {blocks});" if c else
+                 f"{u} = {helper}({u}b)" if product else f"{u} = {helper}({u}b, 0, {blocks})")
             if c and blocks > 4096:
                 line(d, f"free({u}b);")
         if c:
