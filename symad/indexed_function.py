@@ -168,10 +168,12 @@ class IndexedInputs:
                 scalars[self._scalar_nodes[name]] = float(as_floats(value, name))
         return scalars, vectors
 
-    def named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    def named(self, point: Any, data: Mapping[str, Any] | None, kwargs: Mapping[str, Any],
+              strict: bool = False) -> dict[str, Any]:
         """The values by name, from a flat array in :attr:`variables` order or a mapping; an entry
-        given on its own (``{"x": x, "x[3]": 2.0}``) replaces that entry of its vector; a name the
-        expression does not use is an error."""
+        given on its own (``{"x": x, "x[3]": 2.0}``) replaces that entry of its vector.  Other names
+        the expression does not use are left aside (a mapping of data may hold more), or with
+        ``strict`` (the command line's point) refused."""
         given: dict[str, Any] = dict(data or {})
         given.update(kwargs)
         if isinstance(point, Mapping):
@@ -184,15 +186,18 @@ class IndexedInputs:
             for name, start, end, vector in self._runs:
                 given[name] = flat[start:end] if vector else flat[start]
         extra = [name for name in given if name not in self._names]
-        return self._with_entries(given, extra) if extra else given
+        return self._with_entries(given, extra, strict) if extra else given
 
-    def _with_entries(self, given: dict[str, Any], extra: list[str]) -> dict[str, Any]:
-        """``given`` with each entry among ``extra`` (``x[3]``) written into a copy of its vector."""
+    def _with_entries(self, given: dict[str, Any], extra: list[str], strict: bool) -> dict[str, Any]:
+        """``given`` with each entry among ``extra`` (``x[3]``) written into a copy of its vector;
+        with ``strict``, any other name refused."""
         for name in extra:
             base, _, index = name.partition("[") if isinstance(name, str) else ("", "", "")
             dims = self.spans.get(base)
             if dims is None or len(dims) != 1 or not index.endswith("]") or not index[:-1].lstrip("-").isdigit():
-                raise VariableError(f"unknown variable {name} (the expression uses {', '.join(self.variables)})")
+                if strict:
+                    raise VariableError(f"unknown variable {name} (the expression uses {', '.join(self.variables)})")
+                continue
             (low, high), k = dims[0], int(index[:-1])
             if base not in given:
                 raise PointError(f"{name} is given without {base}: give {base} too (one number for every "

@@ -59,7 +59,7 @@ def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
     for name, given in point.items():
         if name in f.spans and isinstance(given, float):
             point[name] = [given] * math.prod(hi - lo + 1 for lo, hi in f.spans[name])
-    return f.named(point, None, {})  # (entries given on their own applied, unknown names refused)
+    return f.named(point, None, {}, strict=True)  # (entries given on their own applied, unknown names refused)
 
 
 def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:

@@ -245,7 +245,7 @@ class _Explainer:
     def __init__(self, expr: Expr, point: Mapping[str, Any]):
         self.f = f = IndexedFunction(expr)
         self.graph, self.root = f.graph, f.root
-        point = f.named(point, None, {})  # (entries given on their own applied, unknown names refused)
+        point = f.named(point, None, {}, strict=True)  # (entries given on their own applied, unknown names refused)
         self.vectors: dict[str, np.ndarray] = {}
         self.given: dict[str, Any] = {}
         for name in (*f.wrt, *f.data):

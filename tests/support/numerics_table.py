@@ -197,6 +197,8 @@ def markdown() -> str:
         *stable_section(),
         *special_section(),
         *derivative_section(),
+        *PRODUCTS.rstrip("\n").split("\n"),
+        "",
         *BRANCHES.rstrip("\n").split("\n"),
         "",
         "Derivatives are the derivative rules applied as written (`d sqrt(x) = 0.5/sqrt(x)`), so at a",
@@ -227,6 +229,21 @@ def markdown() -> str:
         grads = ", ".join(f"∂{k} = {fmt(g)}" for k, g in zip(names, partials)) or "—"
         lines.append(f"| `{expr}` | {at} | {fmt(value)} | {grads} | {why} |")
     return "\n".join(lines) + "\n"
+
+
+PRODUCTS = """## Products kept as loops
+
+A `prod(i = a..b, f)` kept as a loop multiplies its factors in one order in every backend (blocks
+of 8,192 left to right, the blocks' products as a tree of adjacent pairs), which differs from the
+written-out product's left-to-right order by rounding. Its partial along a factor is the product
+of the other factors, as an expression ([loops.md](../guide/loops.md)): `P/f_i` where no factor is
+0, and the product of the nonzero factors, in cases on how many are 0, where some are; so a
+factor of exactly 0 gives the exact gradient and Hessian. The quotient is the product of the
+others only while `P` is a normal double: where the product overflows, underflows, passes
+through a subnormal, or a factor is `inf` or `nan`, the partials are `nan` (never a wrong
+number); write `exp(sum(i = a..b, log(abs(f))))` with the sign apart there. A product's Hessian
+has its diagonal 0 to rounding (`(P/f_i)/f_i − P/f_i²`), not exactly 0.
+"""
 
 
 BRANCHES = """## Branches
