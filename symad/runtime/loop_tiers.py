@@ -40,6 +40,11 @@ class LoopTier:
             self._code = WholeProgram(graph, roots, spans, planned=planned, remote=True)
         except (NotCompiled, SymadError):  # (what LLVM refuses: NumPy goes on serving)
             self._refused = True
+        except background.Abandoned:  # the process is exiting
+            raise
+        except Exception:  # not tried again; reported as a pool task's error is
+            self._refused = True
+            raise
 
     def run(self, scalars: Mapping[int, float], vectors: Mapping[str, Any]) -> list[Any]:
         code = self._code

@@ -259,7 +259,7 @@ class WholeProgram:
 
     def __init__(self, graph: Graph, roots: list[int], spans: Mapping[str, Any], tiled: bool = False, *,
                  planned: LoopProgram | None = None, code: Any = None, remote: bool = False):
-        """``planned``: :func:`planned`'s program (else planned here); ``code``: its machine code
+        """``planned``: :func:`planned_program`'s program (else planned here); ``code``: its machine code
         (else compiled here; with ``remote``, by the compile worker, from a pool task)."""
         if len(set(roots)) != len(roots):  # the code writes each output once: a repeat would be left unwritten
             raise ValueError("a whole program's roots must be distinct (indexed_function.Repeated serves repeats)")
@@ -414,4 +414,3 @@ def runs_tiled(graph: Graph, roots: list[int]) -> bool:
     if sum(rows) > WHOLE_MAX_ROWS:
         return True
     return max(rows, default=0) >= 2 * blocks.BLOCK and _iterations(graph, roots) > WHOLE_MAX_ROWS
-
