@@ -276,6 +276,14 @@ class IndexedFunction(IndexedInputs):
             self._run = program.run
         return self._run
 
+    def prepare(self) -> IndexedFunction:
+        """Build the value and gradient's program now and wait for its machine code (under
+        ``auto`` a program met for the first time otherwise serves its first calls on NumPy
+        arrays while the code compiles: the same numbers, more slowly)."""
+        self._prepare()
+        self._whole  # noqa: B018 - waited for
+        return self
+
     @property
     def _whole(self) -> WholeProgram | None:
         """The value and gradient's whole program of machine code, if one compiles (waiting for a

@@ -48,6 +48,12 @@ def test_numpy_serves_until_the_code_is_ready_with_the_same_bits(fresh_cache, te
     assert bits(*f.value_and_grad(point)) == first
 
 
+def test_prepare_waits_for_the_code(fresh_cache) -> None:
+    f = symad.compile(ROSENBROCK.format(n=20_000, c=0.42))
+    assert isinstance(f._first, LoopTier) and f.prepare() is f
+    assert f._first._code is not None  # the calls from now on run on it
+
+
 def test_the_interim_program_and_the_code_agree_bit_for_bit(fresh_cache) -> None:
     f = symad.compile(ROSENBROCK.format(n=30_000, c=0.34))
     tier = f._first
