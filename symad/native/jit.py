@@ -170,11 +170,8 @@ def _program(key: str, text: Callable[[], str], opt: int, size: int, folder: Pat
     in memory; else its object code from the disk cache (``folder``), loaded on this thread
     (:func:`_from_disk`); else compiled, under ``_compile_lock`` (:func:`_compiled_once`), or with
     ``remote`` in a pool task, by the compile worker.  ``size`` (operations) picks LLVM's passes."""
-    cached = _cached(key)
-    if cached is not None:
-        return cached
     ir_text = _once(text)  # written once for the lookup and, on a miss, the compile
-    found, on_disk = _from_disk(key, ir_text, opt, folder, wrap)
+    found, on_disk = _at_hand(key, ir_text, opt, folder, wrap)
     if found is not None:
         return found
 
@@ -186,6 +183,17 @@ def _program(key: str, text: Callable[[], str], opt: int, size: int, folder: Pat
     if remote and background.in_abandonable_thread():
         return build(remote_ok=True)  # takes _compile_lock only to load the code
     return _compiled_once(key, build)
+
+
+def _at_hand(key: str, text: Callable[[], str], opt: int, folder: Path | None, wrap: Callable[[Any], Any],
+             mcjit: bool = False) -> tuple[Any, str | None]:
+    """``(program, name)``: the program of ``key`` where it is at hand without a compile, in memory
+    or in the disk cache (:func:`_from_disk`, which ``mcjit`` lets load by MCJIT too), else None;
+    ``name`` its disk entry's, if worked out."""
+    cached = _cached(key)
+    if cached is not None:
+        return cached, None
+    return _from_disk(key, text, opt, folder, wrap, mcjit)
 
 
 def _once(make: Callable[[], str]) -> Callable[[], str]:
@@ -296,12 +304,8 @@ def _rows_program(engine: Any, schedule: Schedule) -> RowsProgram:
 def rows_if_cached(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> RowsProgram | None:
     """The loop of :func:`compile_rows` if it needs no compile (in memory, or its object code
     on disk: loaded, milliseconds), else None."""
-    key = _rows_key(schedule, sources, opt)
-    cached = _cached(key)
-    if cached is not None:
-        return cached
-    found, _ = _from_disk(key, lambda: _rows_ir(schedule, sources), opt, _rows_folder(schedule),
-                          lambda engine: _rows_program(engine, schedule), mcjit=True)
+    found, _ = _at_hand(_rows_key(schedule, sources, opt), lambda: _rows_ir(schedule, sources), opt,
+                        _rows_folder(schedule), lambda engine: _rows_program(engine, schedule), mcjit=True)
     return found
 
 
@@ -395,11 +399,8 @@ def compile_program(program: LoopProgram, opt: int = 2, remote: bool = False) ->
 def loaded_program(program: LoopProgram, opt: int = 2) -> LoopCode | None:
     """:func:`compile_program`'s code where it is at hand without LLVM: in memory, or in the disk
     cache (loaded here); else None."""
-    key = f"{program.key}-prog-O{opt}"
-    found = _cached(key)
-    if found is None:
-        found, _ = _from_disk(key, _once(lambda: loop_ir.program_ir(program)), opt, cache.shared_dir(),
-                              _program_code)
+    found, _ = _at_hand(f"{program.key}-prog-O{opt}", _once(lambda: loop_ir.program_ir(program)), opt,
+                        cache.shared_dir(), _program_code)
     return found
 
 

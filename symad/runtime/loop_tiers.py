@@ -71,10 +71,12 @@ def first_program(graph: Graph, roots: list[int], spans: Mapping[str, Any], back
         planned = planned_program(graph, roots, spans, runs_tiled(graph, roots))
     except (NotCompiled, SymadError, KeyError):
         return None
-    code = native.loaded_program(planned)
-    if code is not None or backend != "auto" or all_rows(graph, roots) > policy.LOOP_TIER_MAX_ROWS:
-        try:
-            return WholeProgram(graph, roots, spans, planned=planned, code=code)
-        except (NotCompiled, SymadError):
-            return None
-    return LoopTier(graph, roots, spans, planned)
+    code = None
+    if backend == "auto" and all_rows(graph, roots) <= policy.LOOP_TIER_MAX_ROWS:
+        code = native.loaded_program(planned)
+        if code is None:
+            return LoopTier(graph, roots, spans, planned)
+    try:  # (compiled here where no code was looked for: compile_program looks in the caches first)
+        return WholeProgram(graph, roots, spans, planned=planned, code=code)
+    except (NotCompiled, SymadError):
+        return None
