@@ -182,12 +182,10 @@ class ArrayProgram:
         result = values[body]
         result = np.broadcast_to(result, np.broadcast_shapes(np.shape(result), index.shape))
         op = graph.op[node]
-        if op == "sum":
-            lanes = 2 if level == 0 else INNER_LANES
-            total = np.expand_dims(blocked_sum(np.moveaxis(result, level, -1), lanes), level)
-            return float(total.reshape(())) if level == 0 else total
-        if op == "prod":
-            total = np.expand_dims(blocked_prod(np.moveaxis(result, level, -1)), level)
+        if op in ("sum", "prod"):  # along the loop's own axis, in the canonical order
+            along = np.moveaxis(result, level, -1)
+            reduced = blocked_sum(along, 2 if level == 0 else INNER_LANES) if op == "sum" else blocked_prod(along)
+            total = np.expand_dims(reduced, level)
             return float(total.reshape(())) if level == 0 else total
         if op == "each" and level == 0:
             return np.array(result.reshape(-1))
