@@ -149,9 +149,9 @@ def test_points_and_bounds_by_vector_or_entry_and_bad_ones() -> None:
         nlp.start({"p": [1, 2], "u": 0, "v": 0})
     with pytest.raises(VariableError, match="w is not a variable of the problem"):
         nlp.start({"p": 0, "u": 0, "v": 0, "w": 1})
-    with pytest.raises(VariableError, match=r"bounds for u\[9\]: not a variable"):
+    with pytest.raises(VariableError, match=r"bounds: u\[9\] is not a variable of the problem"):
         LoopProblem(d["fun"], d["constraints"], {"u[9]": (0, 1)})
-    with pytest.raises(PointError, match="empty bounds"):
+    with pytest.raises(PointError, match="bounds: empty for"):
         LoopProblem(d["fun"], d["constraints"], {"u": (1, 0)})
 
 

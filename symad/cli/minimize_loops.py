@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,11 +13,10 @@ from symad.cli.common import emit, format_number, parse_point
 from symad.cli.minimize_args import duration, ipopt_options, json_number, parse_bounds, progress_bar
 from symad.core import binders
 from symad.core.dag import Graph
-from symad.core.errors import ParseError, PointError, SymadError, VariableError
+from symad.core.errors import ParseError, SymadError
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
 from symad.optimize.driver import minimize
-from symad.optimize.lbfgsb import lbfgsb
 from symad.optimize.loops import Layout
 from symad.optimize.result import OptimizeResult
 
@@ -38,18 +36,13 @@ def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
     start = parse_point(args.start, "--from")
     x0 = layout.values(start, "--from")
     bounds = parse_bounds(args.bounds)
+    layout.box(bounds, "--bounds")  # refused as the flag's, before any compile
     bar = progress_bar(args, method)
-    if method == "l-bfgs-b":
-        lower, upper = _box(layout, bounds)
-        result = lbfgsb(importlib.import_module("symad.indexed_function").IndexedFunction(expr), layout, x0,
-                        lower, upper, tol=args.tol, xtol=args.xtol, max_iter=args.max_iter or 100_000,
-                        max_time=args.max_time, callback=bar)
-    else:
-        options: dict[str, Any] = {"options": ipopt_options(args.option)} if method == "ipopt" else {}
-        result = minimize(expr, x0, method=method, constraints=[(p.kind, p.raw) for p in pieces] or None,
-                          bounds=bounds or None, tol=args.tol, max_iter=args.max_iter, max_time=args.max_time,
-                          callback=bar, background=False,
-                          **({"xtol": args.xtol} if method == "trust-constr" else {}), **options)
+    options: dict[str, Any] = {"options": ipopt_options(args.option)} if method == "ipopt" else {}
+    result = minimize(expr, x0, method=method, constraints=[(p.kind, p.raw) for p in pieces] or None,
+                      bounds=bounds or None, tol=args.tol, max_iter=args.max_iter, max_time=args.max_time,
+                      callback=bar, background=False,
+                      **({} if method == "ipopt" else {"xtol": args.xtol}), **options)
     if bar is not None:
         bar.close()
     _report_loops(args, text, result, layout, start, bounds, pieces)
@@ -108,43 +101,6 @@ def _labels_and_rows(expr: Expr) -> tuple[list[str], int | None]:
     if expr.graph.scoped and binders.has_scoped(expr.graph, [expr.id]):
         return list(importlib.import_module("symad.indexed_function").IndexedFunction(expr).variables), None
     return list(expr.variables), None
-
-
-def _box(layout: Layout, bounds: dict[str, tuple[float | None, float | None]]) -> tuple[np.ndarray, np.ndarray]:
-    """``--bounds`` over the layout: a vector's name bounds each of its entries, ``x[3]`` one
-    entry (over its vector's bounds, whatever the order given)."""
-    lower, upper = np.full(layout.size, -math.inf), np.full(layout.size, math.inf)
-    for name, (lo, hi) in sorted(bounds.items(), key=lambda item: "[" in item[0]):
-        at = _where(layout, name)
-        lower[at] = -math.inf if lo is None else lo
-        upper[at] = math.inf if hi is None else hi
-    bad = np.flatnonzero(~(lower <= upper))
-    if bad.size:
-        raise PointError(f"--bounds: empty for {_label(layout, int(bad[0]))}: {lower[bad[0]]:g} > {upper[bad[0]]:g}")
-    return lower, upper
-
-
-def _where(layout: Layout, name: str) -> slice:
-    """The positions of a variable, a whole vector or one entry ``x[3]`` in the flat vector."""
-    if name in layout.offsets:
-        lo, hi = layout.spans.get(name, (0, 0))
-        return slice(layout.offsets[name], layout.offsets[name] + hi - lo + 1)
-    base, bracket, rest = name.partition("[")
-    if bracket and base in layout.spans and rest[:-1].lstrip("-").isdigit():
-        lo, hi = layout.spans[base]
-        k = int(rest[:-1])
-        if lo <= k <= hi:
-            return slice(layout.offsets[base] + k - lo, layout.offsets[base] + k - lo + 1)
-    raise VariableError(f"--bounds names {name}, which is not a variable of the problem ({layout.described()})")
-
-
-def _label(layout: Layout, position: int) -> str:
-    """The name of the variable at ``position`` of the flat vector (``x[7]`` or ``y``)."""
-    for base, at in layout.offsets.items():
-        lo, hi = layout.spans.get(base, (0, 0))
-        if at <= position <= at + hi - lo:
-            return f"{base}[{lo + position - at}]" if base in layout.spans else base
-    raise IndexError(position)
 
 
 def _vector_summary(v: np.ndarray, full: bool) -> list[float | str] | dict[str, Any]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from symad.core import binders
+from symad.core import binders, names
 from symad.core.dag import Graph, natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats
@@ -33,7 +33,7 @@ from symad.indexed_function import IndexedFunction
 from symad.indexed_vector_function import IndexedVectorFunction
 from symad.optimize.conditions import as_constraint, check_objective
 from symad.optimize.constraints import KINDS
-from symad.optimize.problem import Problem
+from symad.optimize.problem import Problem, box
 from symad.optimize.sparse import Union
 
 _LABEL = re.compile(r"(?P<base>[^\[\]]+)\[(?P<lo>-?\d+)(?:\.\.(?P<hi>-?\d+))?\]")
@@ -165,6 +165,48 @@ class Layout:
                 out[base] = float(x[at])
         return out
 
+    def where(self, name: str, what: str = "bounds") -> slice:
+        """The positions of a variable, a whole vector or one entry ``x[3]`` in the flat vector
+        (``what`` names the argument in the error for any other name)."""
+        key = names.normal(name)
+        if key in self.offsets:
+            lo, hi = self.spans.get(key, (0, 0))
+            return slice(self.offsets[key], self.offsets[key] + hi - lo + 1)
+        m = _LABEL.fullmatch(key)
+        if m is not None and m["hi"] is None and m["base"] in self.spans:
+            lo, hi = self.spans[m["base"]]
+            k = int(m["lo"])
+            if lo <= k <= hi:
+                return slice(self.offsets[m["base"]] + k - lo, self.offsets[m["base"]] + k - lo + 1)
+        raise VariableError(f"{what}: {key} is not a variable of the problem ({self.described()})")
+
+    def label(self, position: int) -> str:
+        """The name of the variable at ``position`` of the flat vector (``x[7]`` or ``y``)."""
+        for base, at in self.offsets.items():
+            lo, hi = self.spans.get(base, (0, 0))
+            if at <= position <= at + hi - lo:
+                return f"{base}[{lo + position - at}]" if base in self.spans else base
+        raise IndexError(position)
+
+    def box(self, bounds: Any, what: str = "bounds") -> tuple[np.ndarray, np.ndarray]:
+        """Bounds as arrays ``(lower, upper)`` over the flat vector, filled by slices: from
+        ``{name: (lo, hi)}`` (``None``: no bound), where a vector's name bounds each of its entries
+        and ``x[3]`` one entry (over its vector's bound, whatever the order given), or from one
+        ``(lo, hi)`` pair per variable in the flat order."""
+        if bounds is not None and not isinstance(bounds, Mapping):
+            return box(bounds, self.labels())
+        lower, upper = np.full(self.size, -math.inf), np.full(self.size, math.inf)
+        for name, pair in sorted((bounds or {}).items(), key=lambda item: "[" in item[0]):
+            at = self.where(name, what)
+            lo, hi = pair
+            lower[at] = -math.inf if lo is None else float(as_floats(lo, name))
+            upper[at] = math.inf if hi is None else float(as_floats(hi, name))
+        bad = np.flatnonzero(~(lower <= upper))
+        if bad.size:
+            k = int(bad[0])
+            raise PointError(f"{what}: empty for {self.label(k)}: {lower[k]:g} > {upper[k]:g}")
+        return lower, upper
+
 
 def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
     """An expression's value, gradient and sparse Hessian: loops kept, or written out."""
@@ -279,7 +321,7 @@ class LoopProblem:
         self.eq = np.zeros(self.m, dtype=bool)
         for kind, rows in zip(self.kinds, self.rows):
             self.eq[rows] = kind == "eq"
-        self.lower, self.upper = self._bounds(bounds)
+        self.lower, self.upper = self.layout.box(bounds)
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.union = Union([(self.objective.h_rows, self.objective.h_cols),
                             *((p.h_rows, p.h_cols) for p in self.pieces)], self.layout.size)
@@ -294,39 +336,6 @@ class LoopProblem:
         self.jacobian = (np.concatenate(j_rows) if j_rows else np.zeros(0, dtype=np.int64),
                          np.concatenate(j_cols) if j_cols else np.zeros(0, dtype=np.int64))
         self.nfev = self.njev = self.nhev = 0
-
-    def _bounds(self, bounds: Any) -> tuple[np.ndarray, np.ndarray]:
-        """``{name: (lo, hi)}`` (None: no bound): a vector's name bounds each of its entries, and
-        ``x[3]`` one entry (over its vector's bounds, whatever the order given)."""
-        lower, upper = np.full(self.layout.size, -math.inf), np.full(self.layout.size, math.inf)
-        if bounds is None:
-            return lower, upper
-        if not isinstance(bounds, Mapping):
-            raise SymadError("bounds of a problem with loops are a dict {name: (lo, hi)}, a vector's name "
-                             "bounding each of its entries")
-        for name, pair in sorted(bounds.items(), key=lambda item: "[" in item[0]):
-            at = self._where(name.strip())
-            lo, hi = pair
-            lower[at] = -math.inf if lo is None else float(as_floats(lo, name))
-            upper[at] = math.inf if hi is None else float(as_floats(hi, name))
-        bad = np.flatnonzero(~(lower <= upper))
-        if bad.size:
-            raise PointError(f"empty bounds for {self.names[bad[0]]}: {lower[bad[0]]:g} > {upper[bad[0]]:g}")
-        return lower, upper
-
-    def _where(self, name: str) -> slice:
-        """The positions of a variable, a vector or an entry ``x[3]`` in the flat vector."""
-        layout = self.layout
-        if name in layout.offsets:
-            lo, hi = layout.spans.get(name, (0, 0))
-            return slice(layout.offsets[name], layout.offsets[name] + hi - lo + 1)
-        m = _LABEL.fullmatch(name)
-        if m is not None and m["hi"] is None and m["base"] in layout.spans:
-            lo, hi = layout.spans[m["base"]]
-            k = int(m["lo"])
-            if lo <= k <= hi:
-                return slice(layout.offsets[m["base"]] + k - lo, layout.offsets[m["base"]] + k - lo + 1)
-        raise VariableError(f"bounds for {name}: not a variable of the problem ({layout.described()})")
 
     # ------------------------------------------------------------------ what the solvers call
     def start(self, x0: Any) -> np.ndarray:
@@ -400,7 +409,9 @@ class LoopObjective(Problem):
         self.in_order = bool(np.array_equal(self.take, np.arange(self.layout.size)))
         self.names = self.all_names = self.layout.labels()
         self.fixed, self.params, self.args = {}, {}, ()
-        self.reset_bounds_and_counters(bounds)
+        self.lower, self.upper = self.layout.box(bounds)  # by slices: no entry a variable of a dict
+        self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+        self.nfev = self.njev = self.nhev = 0
 
     def start(self, x0: Any) -> np.ndarray:
         """The start point: a flat sequence, or ``{"x": array or number, "x[3]": number, "a": number}``."""

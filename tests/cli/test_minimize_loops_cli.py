@@ -89,7 +89,7 @@ def test_strict_exits_1_when_a_loop_problem_does_not_converge() -> None:
     (["--from", "x=0", "--fix", "a=1"], "--fix is not supported with sums kept as loops"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs-b"], "--method l-bfgs-b takes no constraints"),
     (["--from", "x=0", "--bounds", "x=1:0"], "--bounds: empty for x[1]: 1 > 0"),
-    (["--from", "x=0", "--bounds", "z=0:1"], "--bounds names z, which is not a variable of the problem"),
+    (["--from", "x=0", "--bounds", "z=0:1"], "--bounds: z is not a variable of the problem (x[1..1000])"),
     (["--from", "x=0", "--eq", "each(i = 1..n, x[i])"], "in --eq 'each(i = 1..n, x[i])': the last bound"),
 ])
 def test_what_a_loop_problem_does_not_take_is_a_clear_error(args: list[str], message: str) -> None:
