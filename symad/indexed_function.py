@@ -30,7 +30,7 @@ from symad.backends.arrays import ArrayProgram
 from symad.core import binders
 from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
-from symad.core.indexed import as_floats
+from symad.core.indexed import as_floats, expand_point, groups
 from symad.core.printing import to_infix
 from symad.runtime import policy
 from symad.runtime.loop_tiers import LoopTier, first_program
@@ -160,6 +160,8 @@ class IndexedInputs:
             if name in self.spans:
                 shape, first = self._shapes[name]
                 array = as_floats(value, name)
+                if array.ndim == 0:  # one number for every entry, as the command line's x=1
+                    array = np.full(shape, float(array))
                 if array.shape != shape:
                     raise PointError(f"{name} has {_described(name, self.spans[name])}, not an array of shape "
                                      f"{array.shape}")
@@ -189,8 +191,16 @@ class IndexedInputs:
         return self._with_entries(given, extra, strict) if extra else given
 
     def _with_entries(self, given: dict[str, Any], extra: list[str], strict: bool) -> dict[str, Any]:
-        """``given`` with each entry among ``extra`` (``x[3]``) written into a copy of its vector;
-        with ``strict``, any other name refused."""
+        """``given`` with each entry among ``extra`` (``x[3]``) written into a copy of its vector,
+        and a base name of entries kept as scalars (``y`` for ``y[1]``, ``y[2]``) spread over them
+        as a function without loops does; with ``strict``, any other name refused."""
+        spread = groups(sorted((n for n in self._names if n not in self.spans), key=natural_key))
+        for name in [n for n in extra if n in spread]:
+            twice = [m for m in spread[name] if m in given]
+            if twice:
+                raise PointError(f"{twice[0]} is given twice: as itself and in {name}")
+            given.update(expand_point(spread[name], {name: given.pop(name)}))
+            extra.remove(name)
         for name in extra:
             base, _, index = name.partition("[") if isinstance(name, str) else ("", "", "")
             dims = self.spans.get(base)

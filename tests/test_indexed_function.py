@@ -149,3 +149,21 @@ def test_an_entry_given_on_its_own_replaces_that_entry_and_an_unknown_name_is_re
     assert p.returncode == 2 and "unknown variable z" in p.stderr
     shown = run("explain", "sum(i = 1..400, x[i]^2)", "--at", "x=1,x[1]=100").stdout
     assert shown.rstrip().endswith("df/dx[1] = 200")
+
+
+def test_a_number_fills_a_vector_and_a_base_name_spreads_over_entries_as_without_loops() -> None:
+    """`{"x": 1.0}` was refused (shape ()) though `{"x": 1.0, "x[3]": 2}` and the command line's
+    `x=1` took it; `{"y": [1, 2, 3]}` for entries kept as scalars (`y[1]`, `y[2]`, `y[10]`) was
+    refused though a function without loops spreads it over them in the order of their indices."""
+    f = _function(f"sum(i = 1..{N}, x[i]^2) + y[1] - y[2] + 10*y[10]")
+    written_out = symad.compile("y[1] - y[2] + 10*y[10]")
+    assert f.value({"x": 2.0, "y[1]": 1, "y[2]": 2, "y[10]": 3}) == 4 * N + 29
+    assert f.value({"x": 2.0, "y": [1, 2, 3]}) == 4 * N + 29 == 4 * N + written_out.value({"y": [1, 2, 3]})
+    assert f.value({"x": 0.0, "y": 1.0}) == 10.0  # one number for every entry, as without loops
+    _, g = f.value_and_grad({"x": np.arange(N, dtype=float), "y": [1, 2, 3]})
+    assert g[-3:].tolist() == [1.0, -1.0, 10.0] and g[5] == 10.0
+    for point, message in [({"x": 0.0, "y": [1, 2], "y[1]": 1}, r"y\[1\] is given twice"),
+                           ({"x": 0.0, "y": [1, 2]}, r"y stands for 3 .*y\[1\], y\[2\], y\[10\]"),
+                           ({"x": [1.0, 2.0], "y": 1.0}, rf"x has {N:,} entries")]:
+        with pytest.raises(PointError, match=message):
+            f.value(point)
