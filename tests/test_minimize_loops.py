@@ -30,6 +30,20 @@ def test_a_loop_objective_converges_from_a_point_given_by_vector_name() -> None:
     assert r.variables[:2] == ["x[1]", "x[2]"] and len(r.variables) == N
 
 
+def test_the_result_names_its_variables_without_a_string_each_until_read() -> None:
+    """A loop objective's names are made when read (a million of them were 60 MB of a run of the
+    command line); they read as the list they stand for."""
+    from symad.optimize.loops import Labels, Layout
+
+    r = symad.minimize(f"sum(i = 1..{N}, (x[i] - i)^2) + (y - 2)^2", {"x": 0, "y": 0}, method="l-bfgs-b")
+    names = [f"x[{i}]" for i in range(1, N + 1)] + ["y"]
+    assert isinstance(r.variables, Labels) and r.variables == names and list(r.variables) == names
+    assert r.variables[0] == "x[1]" and r.variables[-1] == "y" and r.variables[N - 2:N] == names[N - 2:N]
+    assert repr(r.variables) == f"Labels(x[1..{N}], y)" and r.variables != names[:-1]
+    with pytest.raises(IndexError):
+        Labels(Layout([["a", "b"]]))[2]
+
+
 def test_bounds_on_a_whole_vector() -> None:
     r = symad.minimize(LOOPED, np.zeros(N), bounds={"x": (-0.5, 0.5)})
     assert r.success and r.point["x"].max() <= 0.5 and r.point["x"].min() >= -0.5

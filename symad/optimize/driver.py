@@ -259,7 +259,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     result = OptimizeResult(
         x=x, fun=f, jac=g, nit=nit, nfev=p.nfev, njev=p.njev, nhev=p.nhev,
         success=status == 0, status=status, message=message,
-        variables=list(p.names), point=p.point(x), grad_norm=gnorm, method=name,
+        variables=p.result_names(), point=p.point(x), grad_norm=gnorm, method=name,
         hessian="matrix" if dense else "products" if name in SECOND_ORDER else None,
         time=time.perf_counter() - t0, setup_time=setup, **batch)
     if keep_path:

@@ -17,8 +17,9 @@ their names (``p[1..N+1]``, then ``u[1..N]``, ...); a piece's own variables are 
 from __future__ import annotations
 
 import math
+import operator
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,14 +103,16 @@ class Layout:
 
     def labels(self) -> list[str]:
         """Every variable's name, ``x[k]`` for a vector's entries, in the flat order."""
-        out = []
+        return list(self.each_label())
+
+    def each_label(self) -> Iterator[str]:
+        """:meth:`labels` one at a time."""
         for base in self.offsets:
             if base in self.spans:
                 lo, hi = self.spans[base]
-                out.extend(f"{base}[{k}]" for k in range(lo, hi + 1))
+                yield from (f"{base}[{k}]" for k in range(lo, hi + 1))
             else:
-                out.append(base)
-        return out
+                yield base
 
     def described(self) -> str:
         """``p[1..2001], u[1..2000], T``."""
@@ -206,6 +209,38 @@ class Layout:
             k = int(bad[0])
             raise PointError(f"{what}: empty for {self.label(k)}: {lower[k]:g} > {upper[k]:g}")
         return lower, upper
+
+
+class Labels(Sequence[str]):
+    """A layout's variable names in the flat order (``x[k]`` for a vector's entries), each made
+    when asked for: a list of a million of them is 60 MB a problem never reads."""
+
+    def __init__(self, layout: Layout):
+        self._layout = layout
+
+    def __len__(self) -> int:
+        return self._layout.size
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self._layout.label(i) for i in range(*k.indices(len(self)))]
+        k = operator.index(k)
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        return self._layout.label(k % len(self))
+
+    def __iter__(self) -> Iterator[str]:
+        return self._layout.each_label()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (Labels, list, tuple)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Labels({self._layout.described()})"
 
 
 def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
@@ -407,7 +442,7 @@ class LoopObjective(Problem):
         self.layout = Layout([self.fn.variables])
         self.take = self.layout.positions(list(self.fn.variables))
         self.in_order = bool(np.array_equal(self.take, np.arange(self.layout.size)))
-        self.names = self.all_names = self.layout.labels()
+        self.names = self.all_names = Labels(self.layout)
         self.fixed, self.params, self.args = {}, {}, ()
         self.lower, self.upper = self.layout.box(bounds)  # by slices: no entry a variable of a dict
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
@@ -439,6 +474,9 @@ class LoopObjective(Problem):
 
     def dense(self) -> bool:
         return False  # Hessian-vector products, never the n x n matrix
+
+    def result_names(self) -> Sequence[str]:
+        return self.names  # made when read
 
     def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
         self.nhev += 1

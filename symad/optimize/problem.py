@@ -93,6 +93,10 @@ class Problem:
         self.args = (np.array([self.params[k] for k in self.fn.params]),) if self.fn.params else ()
         self.reset_bounds_and_counters(bounds)
 
+    def result_names(self) -> Sequence[str]:
+        """The free variables' names for a result (a copy of its own)."""
+        return list(self.names)
+
     def reset_bounds_and_counters(self, bounds: Any) -> None:
         self.lower, self.upper = box(bounds, self.names)
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
