@@ -12,7 +12,6 @@ bits of compiled code.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import numpy as np
@@ -100,10 +99,10 @@ class VMProgram:
         self.interpreter = native.interpreter()
         self.address = self.record.ctypes.data
         # call(x, rest) -> output 0 at the point x (a contiguous float64 vector), outputs 1..
-        # into rest: the interpreter's entry with this program bound (no Python frame between).
-        # (None where NumPy's array layout was not found: points then go through ``batch``.)
-        self.call = (functools.partial(self.interpreter.call, self.address)
-                     if self.interpreter.call is not None else None)
+        # into rest: the interpreter's entry with this program bound, a builtin function (no
+        # Python frame or ctypes conversion between).  (None where NumPy's array layout was not
+        # found: points then go through ``batch``.)
+        self.call = self.interpreter.bound_call(self.address, (self.record, code, self.values, self.outs))
 
     @property
     def size(self) -> int:

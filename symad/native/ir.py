@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 from symad.core.ops import Inline
+from symad.native.fastcall import fast_entry_ir
 from symad.schedule.lowering import PRIMITIVES
 from symad.schedule.schedule import Schedule
 
@@ -151,7 +152,8 @@ def module_ir(schedule: Schedule, chunked: bool = False, data_offset: int | None
 
 def _call_ir(n_out: int, offset: int | None) -> str:
     """``call(x, rest)``: ``point`` on the data pointers of two NumPy array objects, found
-    ``offset`` bytes into each; returns output 0.  With one output, ``rest`` is not read."""
+    ``offset`` bytes into each; returns output 0.  With one output, ``rest`` is not read.  And
+    ``fast``, the same as a builtin function's entry (:mod:`symad.native.fastcall`)."""
     if offset is None:
         return ""
     rest = (f"  %ra = getelementptr i8, ptr %ro, i64 {offset}\n  %r = load ptr, ptr %ra\n" if n_out > 1 else "")
@@ -159,7 +161,7 @@ def _call_ir(n_out: int, offset: int | None) -> str:
             f"  %xa = getelementptr i8, ptr %xo, i64 {offset}\n  %x = load ptr, ptr %xa\n{rest}"
             "  %v = alloca double\n"
             f"  call void @point(ptr %x, ptr %v, ptr {'%r' if n_out > 1 else 'null'})\n"
-            "  %value = load double, ptr %v\n  ret double %value\n}\n")
+            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir(""))
 
 
 # ===================================================================== sums over rows of data
@@ -366,7 +368,8 @@ def interpreter_ir(data_offset: int | None) -> str:
                 "  %vals = inttoptr i64 %vi to ptr\n"
                 f"  %xa = getelementptr i8, ptr %xo, i64 {data_offset}\n  %x = load ptr, ptr %xa\n"
                 f"  %ra = getelementptr i8, ptr %ro, i64 {data_offset}\n  %r = load ptr, ptr %ra\n"
-                "  %value = call double @point(ptr %prog, ptr %vals, ptr %x, ptr %r)\n  ret double %value\n}\n")
+                "  %value = call double @point(ptr %prog, ptr %vals, ptr %x, ptr %r)\n  ret double %value\n}\n"
+                + fast_entry_ir("ctx"))
     rows = ("define void @rows(ptr %prog, ptr noalias %vals, ptr %colin, i64 %ncol, ptr %cols, ptr %strides,"
             " ptr %idx, i64 %start, i64 %end, ptr noalias %out, ptr noalias %acc) {\nentry:\n" + fields + pointers
             + _INTERPRETED_ROWS)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symad.core import forksafe
-from symad.native import cache, codegen, elf, ir, loop_ir
+from symad.native import cache, codegen, elf, fastcall, ir, loop_ir
 from symad.runtime import background
 from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
@@ -159,9 +159,11 @@ def compile(schedule: Schedule, opt: int = 2) -> NativeProgram:  # noqa: A001 - 
 
 def _native_program(engine: Any, schedule: Schedule) -> NativeProgram:
     call_address = engine.get_function_address("call")
+    call = None
+    if call_address:  # a builtin function where CPython's API allows, else through ctypes
+        call = fastcall.bound(engine.get_function_address("fast"), 0, (engine,)) or CALL(call_address)
     return NativeProgram(POINT(engine.get_function_address("point")), BATCH(engine.get_function_address("batch")),
-                         CALL(call_address) if call_address else None,
-                         len(schedule.inputs), len(schedule.outputs), engine)
+                         call, len(schedule.inputs), len(schedule.outputs), engine)
 
 
 def _program(key: str, text: Callable[[], str], opt: int, size: int, folder: Path | None,
@@ -511,6 +513,15 @@ class Interpreter:
         self.rows = INTERPRET_ROWS(engine.get_function_address("rows"))
         call = engine.get_function_address("call")
         self.call = INTERPRET_CALL(call) if call else None
+        self.fast = engine.get_function_address("fast") if call else 0
+
+    def bound_call(self, program: int, keep: tuple) -> Any:
+        """``call(x, rest) -> output 0`` of the program whose record is at ``program`` (its arrays
+        in ``keep``): a builtin function where CPython's API allows, else through ctypes; None
+        where the interpreter has no ``call``."""
+        if self.call is None:
+            return None
+        return fastcall.bound(self.fast, program, (self, *keep)) or functools.partial(self.call, program)
 
 
 INTERPRET_BATCH = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,

@@ -27,7 +27,7 @@ import numpy as np
 
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
-from symad.native import elf
+from symad.native import elf, fastcall
 from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, Library
 from symad.schedule.schedule import Schedule
 
@@ -320,38 +320,6 @@ def _call_addresses(library: Library) -> list[int | None]:
 ENTRY_POINT = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
 ENTRY_BATCH = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4, ctypes.c_int64)
 ENTRY_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
-_METH_FASTCALL = 0x80
-
-
-class _MethodDef(ctypes.Structure):
-    """CPython's ``PyMethodDef``."""
-
-    _fields_ = [("name", ctypes.c_char_p), ("meth", ctypes.c_void_p), ("flags", ctypes.c_int),
-                ("doc", ctypes.c_char_p)]
-
-
-@functools.lru_cache(maxsize=1)
-def _new_function() -> Any:
-    """CPython's ``PyCFunction_NewEx`` through a prototype of our own (ctypes.pythonapi's shared
-    function objects keep their settings), made once; None where it is not at hand."""
-    try:
-        return ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)(
-            ("PyCFunction_NewEx", ctypes.pythonapi))
-    except AttributeError:
-        return None
-
-
-def _fast_function(address: int, owner: Any) -> Any:
-    """A builtin function (``METH_FASTCALL``) running the machine code at ``address``, which keeps
-    ``owner`` alive (its ``self``); None where CPython's API is not at hand."""
-    new = _new_function()
-    if new is None:
-        return None
-    definition = _MethodDef(b"call", address, _METH_FASTCALL, None)
-    owner.keep += (definition,)
-    return new(ctypes.addressof(definition), owner, None)
-
-
 # A program's stub, at the start of its code: ``mov record(%rip), %rcx; jmp *fast(%rip)`` and the
 # two addresses: the entry ``fast`` of METH_FASTCALL's convention with the record as a fourth argument.
 _STUB = bytes((0x48, 0x8B, 0x0D, 9, 0, 0, 0, 0xFF, 0x25, 11, 0, 0, 0, 0xCC, 0xCC, 0xCC))
@@ -368,7 +336,7 @@ class Entries:
         call = image.get_function_address("call")
         self.call = ENTRY_CALL(call) if call else None
         self.fast = image.get_function_address("fast") if call else 0
-        self.box = ctypes.cast(ctypes.pythonapi.PyFloat_FromDouble, ctypes.c_void_p).value or 0
+        self.box = fastcall.box_address()
 
 
 class StitchedProgram:
@@ -404,7 +372,7 @@ class StitchedProgram:
         self.entries = entries
         self.call = None
         if entries.fast and entries.box:
-            self.call = _fast_function(self.image.base, self.record)
+            self.call = fastcall.fast_function(self.image.base, self.record)
         if self.call is None and entries.call is not None:
             self.call = functools.partial(entries.call, self.record)
         self._address = ctypes.addressof(self.record)
