@@ -1,4 +1,4 @@
-"""Compiled code and the instruction interpreter called as builtin functions (symad.native.fastcall):
+"""Every tier's ``call`` is a builtin function (symad.native.fastcall; the stitcher's stub):
 the same bits as their ``point`` entries, no reference leaked, a wrong call refused, and a call
 held past its program's life still running."""
 
@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,10 +28,16 @@ def _schedule(text: str = TEXT) -> Schedule:
     return symad.parse(text, Graph()).compile(backend="python").value_grad_program().schedule
 
 
-def _programs() -> list[tuple[str, object]]:
-    schedule = _schedule()
-    return [("-O2", jit.compile(schedule, opt=2)), ("-O0", jit.compile(schedule, opt=0)),
-            ("instructions", VMProgram(schedule))]
+def _makers(schedule: Schedule) -> list[tuple[str, Callable[[], Any]]]:
+    """Each tier's program of ``schedule``, made when called: stitched code where this machine
+    has the stencils, -O2 and -O0 code, the instructions."""
+    stitched = [("stitched", lambda: jit.stitch(schedule))] if jit.stitch_available() else []
+    return [*stitched, ("-O2", lambda: jit.compile(schedule, opt=2)), ("-O0", lambda: jit.compile(schedule, opt=0)),
+            ("instructions", lambda: VMProgram(schedule))]
+
+
+def _programs() -> list[tuple[str, Any]]:
+    return [(name, make()) for name, make in _makers(_schedule())]
 
 
 def _point_outputs(program: object, x: np.ndarray, n_out: int) -> np.ndarray:
@@ -69,8 +77,7 @@ def test_a_call_taken_before_its_program_is_dropped_still_runs() -> None:
     """A caller may hold ``call`` while its program is replaced and dropped: the call keeps the
     machine code and the arrays it reads alive."""
     x = np.array([0.3, -1.2, 2.5])
-    schedule = _schedule("cos(x)*y^2 - z/(2 + sin(x*z))")
-    for make in (lambda: jit.compile(schedule, opt=0), lambda: VMProgram(schedule)):
+    for _, make in _makers(_schedule("cos(x)*y^2 - z/(2 + sin(x*z))")):
         program = make()
         call = program.call
         rest = np.empty(program.n_out - 1)

@@ -241,23 +241,6 @@ def test_a_large_program_runs_stitched_code_from_its_first_call(monkeypatch):
     assert _same(got_values, want_values) and _same(got_grads, want_grads)
 
 
-def test_a_call_taken_before_its_program_is_dropped_still_runs():
-    """A caller may hold ``call`` while the program is replaced (by -O2 code) and dropped: the call
-    keeps the code and the record it reads alive."""
-    import gc
-
-    schedule = _schedule("sin(x)*y + exp(x - y)/(1 + x^2)")
-    program = jit.stitch(schedule)
-    call = program.call
-    x = np.array([0.3, -1.2])
-    rest = np.empty(program.n_out - 1)
-    want = [call(x, rest), *rest]
-    del program
-    gc.collect()
-    np.zeros(1 << 16)  # new allocations where freed memory was
-    assert [call(x, rest), *rest] == want
-
-
 def test_the_policy_stitches_large_programs_once_the_stencils_are_ready(monkeypatch):
     from symad.runtime import policy
 
@@ -283,25 +266,6 @@ def test_processes_started_together_compile_the_stencils_once(tmp_path, monkeypa
         assert calls == []
     build_stencils.build(str(tmp_path))
     assert calls == [1]
-
-
-def test_a_call_is_a_builtin_function_that_leaks_no_reference():
-    """``call`` is CPython's METH_FASTCALL function on the program's own stub (no ctypes conversion
-    a call): the value it returns is a new float, the arrays' counts are as they were."""
-    import sys
-
-    program = jit.stitch(_schedule("sin(x)*y + exp(x - y)/(1 + x^2)"))
-    assert type(program.call).__name__ == "builtin_function_or_method"
-    x = np.array([0.3, -1.2])
-    rest = np.empty(program.n_out - 1)
-    counts = sys.getrefcount(x), sys.getrefcount(rest)
-    values = {program.call(x, rest) for _ in range(1000)}
-    assert counts == (sys.getrefcount(x), sys.getrefcount(rest))
-    (value,) = values
-    assert type(value) is float and sys.getrefcount(value) == 3  # the set, the name, the argument
-    assert _same(np.array([value, *rest]), _all_entries(program, x)[1])
-    with pytest.raises(SystemError):  # a wrong call is refused, not run on what lies past the arguments
-        program.call(x)
 
 
 def test_a_relocation_of_a_kind_the_stitcher_cannot_patch_is_refused():
