@@ -52,6 +52,20 @@ def box_address() -> int:
 
 
 @functools.lru_cache(maxsize=1)
+def array_data_offset() -> int | None:
+    """Where a NumPy array object keeps its data pointer (NumPy's C API ``PyArrayObject``): the
+    field after the object header, whose size depends on how Python was built, found by
+    looking, once; None (no ``call`` entry) if it is not where expected."""
+    import numpy as np
+
+    probe = np.arange(3.0)
+    for offset in (16, 32):  # the header of a release build, of a debug build
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+            return offset
+    return None
+
+
+@functools.lru_cache(maxsize=1)
 def self_offset() -> int | None:
     """Where a ctypes object keeps the address of its buffer (the field after the object's
     header, whose size depends on how Python was built): found by looking, once; None if it is

@@ -117,7 +117,7 @@ def module_ir(schedule: Schedule, chunked: bool = False, data_offset: int | None
     """LLVM IR text of ``point(in, out)`` and ``batch(in, out, n)`` (written directly: fast).
 
     ``chunked`` splits a large ``point`` into functions (see :func:`_chunked_point`);
-    ``data_offset`` (see :func:`symad.native.jit.array_data_offset`) adds the ``call`` entry.
+    ``data_offset`` (see :func:`symad.native.fastcall.array_data_offset`) adds the ``call`` entry.
     """
     declared: dict[str, int] = {}
     definitions: list[str] = []

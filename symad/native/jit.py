@@ -96,22 +96,6 @@ def available() -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=1)
-def array_data_offset() -> int | None:
-    """Where a NumPy array object keeps its data pointer (NumPy's C API ``PyArrayObject``).
-
-    The field follows the object header, whose size depends on how Python was built,
-    so it is found by looking, once; None (no ``call`` entry) if it is not where expected.
-    """
-    import numpy as np
-
-    probe = np.arange(3.0)
-    for offset in (16, 32):  # the header of a release build, of a debug build
-        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
-            return offset
-    return None
-
-
 class NativeProgram:
     """Machine code for a schedule.
 
@@ -152,18 +136,23 @@ def compile(schedule: Schedule, opt: int = 2) -> NativeProgram:  # noqa: A001 - 
     # Chunks cut -O2's memory by a third on large programs at no cost in speed; at -O0
     # the values passed between them through memory would cost a third more time.
     return _program(f"{schedule.key}-O{opt}",
-                    lambda: ir.module_ir(schedule, chunked=opt > 0, data_offset=array_data_offset()),
+                    lambda: ir.module_ir(schedule, chunked=opt > 0, data_offset=fastcall.array_data_offset()),
                     opt, schedule.size, cache.cache_dir(), lambda engine: _native_program(engine, schedule),
                     remote=True)
 
 
 def _native_program(engine: Any, schedule: Schedule) -> NativeProgram:
     call_address = engine.get_function_address("call")
-    call = None
-    if call_address:  # a builtin function where CPython's API allows, else through ctypes
-        call = fastcall.bound(engine.get_function_address("fast"), 0, (engine,)) or CALL(call_address)
+    call = (fast_call(engine) or CALL(call_address)) if call_address else None
     return NativeProgram(POINT(engine.get_function_address("point")), BATCH(engine.get_function_address("batch")),
                          call, len(schedule.inputs), len(schedule.outputs), engine)
+
+
+def fast_call(engine: Any) -> Any:
+    """``call(x, rest) -> output 0`` of machine code whose module carries the builtin entry
+    (:func:`symad.native.fastcall.fast_entry_ir`), as a builtin function keeping ``engine``
+    alive; None where it cannot be one (the caller then calls ``call`` through ctypes)."""
+    return fastcall.bound(engine.get_function_address("fast"), 0, (engine,))
 
 
 def _program(key: str, text: Callable[[], str], opt: int, size: int, folder: Path | None,
@@ -542,7 +531,7 @@ def interpreter() -> Interpreter:
     on the calling thread)."""
     if _interpreter:
         return _interpreter[0]
-    text = _once(lambda: ir.interpreter_ir(array_data_offset()))
+    text = _once(lambda: ir.interpreter_ir(fastcall.array_data_offset()))
     folder = cache.shared_dir()
     if folder is not None and elf.supported():
         stored = cache.load(_disk_name(text(), 2), folder)
@@ -667,7 +656,7 @@ def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[byt
     stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),
     else None."""
     library = _native("stencils")
-    entries_text = library.entries_ir(array_data_offset())
+    entries_text = library.entries_ir(fastcall.array_data_offset())
     wanted = [(library.library_digest(), library.library_ir, STENCIL_OPT, "stencils"),
               (entries_text, lambda: entries_text, 2, "")]
     folder = cache.shared_dir()

@@ -5,12 +5,9 @@ lowering), every sum added in the canonical order (:func:`symad.backends.arrays.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from collections.abc import Callable
 
-import numpy as np
-
+from symad.native import fastcall
 from symad.native.ir import hex_double, load_line, op_lines, row_constants, step_lines
 from symad.schedule.loop_nest import BLOCK, INNER_LANES, Entry, LoopNest, LoopProgram, Scope
 from symad.schedule.schedule import Schedule
@@ -544,7 +541,7 @@ def _call_entry(program: LoopProgram) -> str:
     ``prog`` on the data of two contiguous float64 NumPy arrays (the vector, the gradient to fill),
     their data pointers read from the array objects (no address taken in Python, nothing allocated
     but on the stack); returns the value.  The caller checks dtypes and shapes."""
-    offset = array_data_offset()
+    offset = fastcall.array_data_offset()
     if offset is None or not (program.call_entry and program.takes_call):
         return ""
     return ("\ndefine double @call(ptr %xo, ptr %go) {\nentry:\n"
@@ -554,18 +551,7 @@ def _call_entry(program: LoopProgram) -> str:
             "  %v = alloca double\n  %outs = alloca ptr, i64 2\n  store ptr %v, ptr %outs\n"
             "  %o1 = getelementptr ptr, ptr %outs, i64 1\n  store ptr %g, ptr %o1\n"
             "  call void @prog(ptr %w, ptr %bases, ptr %outs)\n"
-            "  %value = load double, ptr %v\n  ret double %value\n}\n")
-
-
-@functools.lru_cache(maxsize=1)
-def array_data_offset() -> int | None:
-    """Where a NumPy array object keeps its data pointer, past the object header whose size depends
-    on how Python was built: found by looking, once; None if it is not where expected."""
-    probe = np.arange(3.0)
-    for offset in (16, 32):  # the header of a release build, of a debug build
-        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
-            return offset
-    return None
+            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fastcall.fast_entry_ir(""))
 
 
 # A tiled program runs a block's rows in tiles of this many (even: a sum's two lanes keep their rows)

@@ -275,7 +275,7 @@ class WholeProgram:
         self._kept = self._buffers()
         # value and gradient of one vector: the ``call`` entry, which takes the arrays themselves
         address = self.code.engine.get_function_address("call") if self.program.call_entry else 0
-        self._call = _CALL(address) if address else None
+        self._call = (native.fast_call(self.code.engine) or _CALL(address)) if address else None
         self._vector = self.program.vectors[0] if self._call is not None else None
         self._length = self.lengths[-1]
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from symad import Graph, parse
-from symad.native import codegen, elf
+from symad.native import codegen, elf, fastcall
 from symad.native import ir as llvm_ir
 from symad.native import jit as native
 
@@ -26,7 +26,7 @@ TEXT = "sin(x)^2/sqrt(1+y) + atan2(y, x) + exp(-x*y) + x^y + abs(x - y)"
 
 def object_code(text: str, opt: int) -> tuple[bytes, object]:
     schedule = parse(text, Graph()).compile(backend="python").value_grad_program().schedule
-    ir_text = llvm_ir.module_ir(schedule, chunked=opt > 0, data_offset=native.array_data_offset())
+    ir_text = llvm_ir.module_ir(schedule, chunked=opt > 0, data_offset=fastcall.array_data_offset())
     return codegen.object_code(ir_text, native._target_machine_for(opt), opt, schedule.size), schedule
 
 

@@ -97,3 +97,14 @@ def test_a_function_calls_its_code_through_the_builtin() -> None:
     value, grad = f.value_and_grad(x)
     want_value, want_grad = symad.compile(text, backend="python").value_and_grad(x)
     assert value == want_value and grad.tobytes() == want_grad.tobytes()
+
+
+def test_a_loop_programs_value_and_gradient_call_is_a_builtin_with_the_bits_of_numpy() -> None:
+    text = "n = 3000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
+    f = symad.compile(text, backend="native")
+    f.prepare()
+    assert type(f._whole._call).__name__ == "builtin_function_or_method"
+    x = np.linspace(-1.2, 1.3, 3000)
+    value, grad = f.value_and_grad(x)
+    want_value, want_grad = symad.compile(text, backend="python").value_and_grad(x)
+    assert value == want_value and grad.tobytes() == want_grad.tobytes()

@@ -7,7 +7,7 @@ import pytest
 
 from symad import Graph, SymadError, parse
 from symad.core.ops import OPS
-from symad.native import codegen
+from symad.native import codegen, fastcall
 from symad.native import ir as llvm_ir
 from symad.native import jit as native
 from symad.runtime import blocks, policy
@@ -162,7 +162,7 @@ def test_native_call_reads_the_array_in_place_and_agrees_with_every_other_path()
     """Single points of contiguous float64 arrays go straight to ``call``, which reads the
     array's data pointer from the array object; every other form of point takes the
     general path.  All give the same numbers, and each result is a new array."""
-    assert native.array_data_offset() is not None
+    assert fastcall.array_data_offset() is not None
     e = parse("sin(x)*y^3 + x/(1+z^2)", Graph())
     f = e.compile(backend="native")
     program = f.value_grad_program()
