@@ -16,6 +16,7 @@ from symad.core import document, indexed
 from symad.core.errors import PointError, SymadError, VariableError, check_variables, name_list
 from symad.core.name_rule import checked_all
 from symad.core.printing import to_text
+from symad.runtime import policy
 from symad.runtime.policy import BACKENDS
 from symad.runtime.program import Program
 from symad.runtime.tiering import TieredProgram
@@ -394,7 +395,9 @@ class Function(Inputs):
         (7.0, 3.0, 2.0)
         """
         program = self.value_grad_program()
-        if program.call is not None:  # native code: through a small array
+        # native code through a small array; a small program's Python code on the floats
+        # themselves is faster (no array made)
+        if program.call is not None and program.size >= policy.NATIVE_MIN_OPS:
             n_rest, call = len(self.variables), program.call
 
             def native(*xs: float) -> tuple[float, ...]:

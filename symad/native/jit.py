@@ -529,12 +529,27 @@ def interpreter_ready() -> bool:
 def interpreter() -> Interpreter:
     """The interpreter's machine code: compiled once a process (or loaded from the disk cache,
     on the calling thread)."""
+    return _interpreter_at_hand() or background.run_interruptibly(lambda: _load_interpreter(_interpreter_text()))
+
+
+def interpreter_at_hand() -> bool:
+    """Whether :func:`interpreter` returns without compiling: loaded in this process, or loaded
+    now from the shared code cache (milliseconds)."""
+    return _interpreter_at_hand() is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _interpreter_text() -> str:
+    return ir.interpreter_ir(fastcall.array_data_offset())
+
+
+def _interpreter_at_hand() -> Interpreter | None:
+    """The interpreter, loaded in this process or from the shared code cache; None if neither."""
     if _interpreter:
         return _interpreter[0]
-    text = _once(lambda: ir.interpreter_ir(fastcall.array_data_offset()))
     folder = cache.shared_dir()
     if folder is not None and elf.supported():
-        stored = cache.load(_disk_name(text(), 2), folder)
+        stored = cache.load(_disk_name(_interpreter_text(), 2), folder)
         code = elf.load(stored) if stored is not None else None
         if code is not None:
             with _lock:
@@ -542,7 +557,7 @@ def interpreter() -> Interpreter:
                 if not _interpreter:
                     _interpreter.append(Interpreter(code))
                 return _interpreter[0]
-    return background.run_interruptibly(lambda: _load_interpreter(text()))
+    return None
 
 
 def _load_interpreter(text: str) -> Interpreter:

@@ -18,8 +18,9 @@ value and gradient).  With backend ``auto``:
    :class:`~symad.runtime.program.Program`, which replaces the instructions when ready;
    the task holds the program weakly, so a function dropped before its turn costs nothing.
 
-Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter: their Python code
-(compiled in the background from the second call) is as fast.  Other backends
+Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter where it would need a compile
+of its own (:func:`~symad.runtime.policy.native_points`): their Python code is compiled in the
+background from the second call.  Other backends
 compile on first use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the
 compiled program: its fused loop repays the compile at once.
 """
@@ -70,6 +71,7 @@ class TieredProgram:
         self.background, self.compiled_hook = background, compiled_hook
         self.program: Program | None = None
         self.vm: VMProgram | None = None
+        self._small_vm: bool | None = None
         self.schedule: Schedule | None = None
         self.floats: Any = None  # the program's Python code on floats, when points run in Python
         self.vm_calls, self.vm_calls_before_compile = 0, 0
@@ -178,6 +180,13 @@ class TieredProgram:
             out[:, k] = column
         return out
 
+    def _small_on_instructions(self) -> bool:
+        """Whether a small program runs on the instructions: where the interpreter is at hand
+        without a compile (asked once a program)."""
+        if self._small_vm is None:
+            self._small_vm = native.interpreter_at_hand()
+        return self._small_vm
+
     def _start_vm(self) -> bool:
         """Build the instructions (for programs large enough that Python code is slower) and
         serve calls with them; whether they were built."""
@@ -187,7 +196,7 @@ class TieredProgram:
             return False
         try:
             schedule = self._schedule()
-            if schedule.size < policy.NATIVE_MIN_OPS:
+            if schedule.size == 0 or (schedule.size < policy.NATIVE_MIN_OPS and not self._small_on_instructions()):
                 return False
             if self.backend == "auto" and policy.stitched(schedule.size):
                 # Stitched machine code costs about what the instructions do to build: it serves

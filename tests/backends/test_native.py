@@ -258,7 +258,12 @@ def test_a_damaged_cache_entry_is_recompiled_not_loaded(disk_cache, monkeypatch)
     assert entry.read_bytes() == blob  # rewritten whole
 
 
-def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_python():
+def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_python(monkeypatch):
+    """A small program's points run on Python code where the interpreter is not at hand without
+    a compile of its own; its batches on native code all the same."""
+    import symad.native
+
+    monkeypatch.setattr(symad.native, "interpreter_at_hand", lambda: False)
     e = parse("x*y + 1", Graph())
     f = e.compile().prepare()
     program = f.value_grad_program()
@@ -268,6 +273,23 @@ def test_prepare_compiles_batch_code_of_small_programs_whose_points_run_in_pytho
     v, g = f.value_and_grad(pts)
     np.testing.assert_array_equal(v, pts[:, 0] * pts[:, 1] + 1)
     np.testing.assert_array_equal(g, pts[:, ::-1])
+
+
+def test_a_small_programs_points_run_on_machine_code_where_the_interpreter_is_at_hand():
+    """Called as a builtin, machine code beats Python code at every size (x*y + 1: about 0.35
+    against 0.7 us a point): a small program runs on it once the interpreter needs no compile."""
+    if not native.interpreter_at_hand():
+        pytest.skip("the interpreter is neither loaded nor in the shared code cache")
+    f = parse("x*y + 1", Graph()).compile()
+    x = np.array([2.0, 3.0])
+    assert f.value_and_grad(x)[0] == 7.0
+    assert f._value_grad.vm is not None  # the instructions from the first call
+    program = f.prepare().value_grad_program()
+    assert program.size < policy.NATIVE_MIN_OPS and type(program.call).__name__ == "builtin_function_or_method"
+    value, grad = f.value_and_grad(x)
+    assert value == 7.0 and grad.tolist() == [3.0, 2.0]
+    # on plain floats its Python code is faster still (no array made): float_function gives it
+    assert f.float_function() is program.run_float and f.float_function()(2.0, 3.0) == (7.0, 3.0, 2.0)
 
 
 @pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"), reason="reads x86-64 assembly")
