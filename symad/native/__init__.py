@@ -26,7 +26,7 @@ _EXPORTS = {
     "CACHE_PROGRAMS": "jit", "MapProgram": "jit", "NativeProgram": "jit", "RowsProgram": "jit",
     "available": "jit", "clear_cache": "jit", "compile": "jit", "compile_map": "jit", "compile_nest": "jit",
     "compile_program": "jit", "fast_call": "jit", "LoopCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
-    "interpreter": "jit", "interpreter_at_hand": "jit", "loaded_program": "jit", "rows_if_cached": "jit",
+    "interpreter": "jit", "interpreter_ready": "jit", "loaded_program": "jit", "rows_if_cached": "jit",
     "stitch": "jit", "stitch_available": "jit",
     "stencils_ready": "jit",
 }
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         compile_stats,
         fast_call,
         interpreter,
-        interpreter_at_hand,
+        interpreter_ready,
         loaded_program,
         rows_if_cached,
         stencils_ready,
@@ -65,7 +65,7 @@ __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
 __all__ = [
     "CACHE_PROGRAMS", "COPY", "LoopCode", "MapProgram", "NativeProgram", "RowsProgram",
     "available", "cache_dir", "clear_cache", "compile", "fast_call", "compile_map", "compile_nest", "compile_program",
-    "compile_rows", "compile_stats", "interpreter", "interpreter_at_hand", "interpreter_opcodes", "loaded_program",
+    "compile_rows", "compile_stats", "interpreter", "interpreter_ready", "interpreter_opcodes", "loaded_program",
     "rows_if_cached", "set_cache_dir",
     "set_cache_max_mb", "stencils_ready", "stitch", "stitch_available",
 ]

@@ -529,13 +529,7 @@ def interpreter_ready() -> bool:
 def interpreter() -> Interpreter:
     """The interpreter's machine code: compiled once a process (or loaded from the disk cache,
     on the calling thread)."""
-    return _interpreter_at_hand() or background.run_interruptibly(lambda: _load_interpreter(_interpreter_text()))
-
-
-def interpreter_at_hand() -> bool:
-    """Whether :func:`interpreter` returns without compiling: loaded in this process, or loaded
-    now from the shared code cache (milliseconds)."""
-    return _interpreter_at_hand() is not None
+    return _cached_interpreter() or background.run_interruptibly(lambda: _load_interpreter(_interpreter_text()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -543,7 +537,7 @@ def _interpreter_text() -> str:
     return ir.interpreter_ir(fastcall.array_data_offset())
 
 
-def _interpreter_at_hand() -> Interpreter | None:
+def _cached_interpreter() -> Interpreter | None:
     """The interpreter, loaded in this process or from the shared code cache; None if neither."""
     if _interpreter:
         return _interpreter[0]

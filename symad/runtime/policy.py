@@ -1,9 +1,9 @@
 """The ``auto`` backend's policy: which code serves a program, and what compiling it costs.
 
 Machine code is called as a builtin function (no ctypes conversion), so single points run on
-it at every size; but below ``NATIVE_MIN_OPS`` operations only where the instruction
-interpreter is at hand without a compile (loaded, or in the shared code cache), else on Python
-code: the interpreter's compile would cost more than such a program's calls save.  Up to
+it at every size; but below ``NATIVE_MIN_OPS`` operations only where this process has loaded
+the instruction interpreter already, else on Python code: loading it (milliseconds) would cost
+more than most such programs' calls save.  Up to
 ``NATIVE_SYNC_OPS`` optimised native code (LLVM -O2) is compiled before the first call.
 Beyond, quick native code serves the calls from the first:
 code stitched from precompiled stencils (:func:`symad.native.stitch`, about a microsecond an
@@ -21,8 +21,8 @@ from symad import native
 
 BACKENDS = ("auto", "python", "native")
 # measured: a point of a program of 5 operations 0.34 µs on -O2 code, 0.45 µs on the instructions,
-# 0.7 µs on Python code (4 µs on the tape until it compiles); the interpreter loads in ~5 ms
-# from the shared cache, compiles in ~90 ms without it (llvmlite's import included)
+# 0.7 µs on Python code (compiled at its second call: 0.2 ms); the interpreter loads in ~6 ms
+# from the shared code cache, compiles in ~90 ms without it (llvmlite's import included)
 NATIVE_MIN_OPS = 16
 NATIVE_SYNC_OPS = 3000
 NATIVE_OPTIMIZE_OPS = 50_000
@@ -49,7 +49,7 @@ BACKGROUND_COST = 2.5
 def native_points(backend: str, size: int) -> bool:
     """Whether single points of a program of ``size`` operations run on native code."""
     return backend == "native" or (backend == "auto" and size > 0 and native.available()
-                                   and (size >= NATIVE_MIN_OPS or native.interpreter_at_hand())
+                                   and (size >= NATIVE_MIN_OPS or native.interpreter_ready())
                                    and (size <= NATIVE_MAX_OPS or (size <= STITCH_MAX_OPS and stitched(size))))
 
 

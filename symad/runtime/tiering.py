@@ -18,9 +18,10 @@ value and gradient).  With backend ``auto``:
    :class:`~symad.runtime.program.Program`, which replaces the instructions when ready;
    the task holds the program weakly, so a function dropped before its turn costs nothing.
 
-Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter where it would need a compile
-of its own (:func:`~symad.runtime.policy.native_points`): their Python code is compiled in the
-background from the second call.  Other backends
+Programs under ``NATIVE_MIN_OPS`` operations skip the interpreter where this process has not
+loaded it yet (:func:`~symad.runtime.policy.native_points`): their Python code is compiled at
+the second call (a fraction of a millisecond; a background thread would wait for the GIL while
+the caller's loop runs).  Other backends
 compile on first use.  A batch of ``NATIVE_BATCH_POINTS`` or more waits for the
 compiled program: its fused loop repays the compile at once.
 """
@@ -168,7 +169,10 @@ class TieredProgram:
         if self.tape is None:
             return self.compiled().outputs(x, batch)
         if self.background and self.calls > COMPILE_AFTER_CALLS:
-            self.start()
+            if self._small_vm is False:
+                self._build()  # a small program's Python code: a fraction of a millisecond, now
+            else:
+                self.start()
         tape = self.tape()
         if not batch:
             value, grads = tape.sweep(x.tolist(), self.with_grad)
@@ -181,10 +185,10 @@ class TieredProgram:
         return out
 
     def _small_on_instructions(self) -> bool:
-        """Whether a small program runs on the instructions: where the interpreter is at hand
-        without a compile (asked once a program)."""
+        """Whether a small program runs on the instructions: where this process has loaded the
+        interpreter already (asked once a program)."""
         if self._small_vm is None:
-            self._small_vm = native.interpreter_at_hand()
+            self._small_vm = native.interpreter_ready()
         return self._small_vm
 
     def _start_vm(self) -> bool:

@@ -17,7 +17,6 @@ largest term near the negative zeros).  Coefficients: :mod:`.special_fit`.
 
 from __future__ import annotations
 
-import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -160,10 +159,25 @@ def digamma(m: Any, x: Any) -> Any:
 
 
 _ZETA_FROM = 12.0  # ζ(s, z) by Euler–Maclaurin from z = 12 on: below 2^-58 within 30 terms for s ≤ 11
-@functools.cache
-def _zeta_tail() -> tuple[float, ...]:
-    """B_2j/(2j)!, j = 1..30: the tail's coefficients before the rising factorials (s)_(2j−1)
-    (computed at first use: B_60 exactly takes milliseconds)."""
+# B_2j/(2j)!, j = 1..30: the tail's coefficients before the rising factorials (s)_(2j−1), rounded
+# from the exact fractions (:func:`zeta_tail_exact`, checked by the tests): B_60 exactly takes
+# milliseconds, which every process tracing the lowerings would pay.
+_ZETA_TAIL = tuple(float.fromhex(h) for h in (
+    '0x1.5555555555555p-4', '-0x1.6c16c16c16c17p-10', '0x1.1566abc011567p-15',
+    '-0x1.bbd779334ef0bp-21', '0x1.66a8f2bf70ebep-26', '-0x1.22805d644267fp-31',
+    '0x1.d6db2c4e09162p-37', '-0x1.7da4e1f79955cp-42', '0x1.355871d652e9ep-47',
+    '-0x1.f57d968caacf1p-53', '0x1.967e1f09c376fp-58', '-0x1.497d9033a2b5cp-63',
+    '0x1.0b132d7c6ad06p-68', '-0x1.b0f72d59f1c16p-74', '0x1.5ef2da4cca26dp-79',
+    '-0x1.1c77df96de38bp-84', '0x1.cd299de521b62p-90', '-0x1.75cde656574a7p-95',
+    '0x1.2efe8db3b4adfp-100', '-0x1.eb322904761ffp-106', '0x1.8e25ff9328464p-111',
+    '-0x1.42ba1a349b5d3p-116', '0x1.0597b61cb30d4p-121', '-0x1.a813f6eaa7073p-127',
+    '0x1.57bea2950f124p-132', '-0x1.16a101c5fde97p-137', '0x1.c3b23b05e39f9p-143',
+    '-0x1.6e2193ae496d5p-148', '0x1.28c65557ea2a6p-153', '-0x1.e11cf33c632a8p-159',
+))
+
+
+def zeta_tail_exact() -> tuple[float, ...]:
+    """:data:`_ZETA_TAIL` computed: B_2j/(2j)! from the exact Bernoulli numbers, rounded once."""
     return tuple(float(_bernoulli(2 * j) / math.factorial(2 * j)) for j in range(1, 31))
 
 
@@ -190,7 +204,7 @@ def polygamma(m: Any, n: Any, x: Any) -> Any:
     u = m.div(1.0, z)
     u2 = u * u
     rising, coefficients = s, []
-    for j, c in enumerate(_zeta_tail(), 1):  # c·(s)_(2j−1), (s)_(2j+1) = (s)_(2j−1)·(s + 2j − 1)(s + 2j)
+    for j, c in enumerate(_ZETA_TAIL, 1):  # c·(s)_(2j−1), (s)_(2j+1) = (s)_(2j−1)·(s + 2j − 1)(s + 2j)
         coefficients.append(c * rising)
         rising = rising * ((s + float(2 * j - 1)) * (s + float(2 * j)))
     tail = coefficients[-1]
