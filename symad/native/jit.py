@@ -537,13 +537,41 @@ def _interpreter_text() -> str:
     return ir.interpreter_ir(fastcall.array_data_offset())
 
 
+# The code that writes the interpreter's IR: the op table (its lowerings, the special functions'
+# kernels traced into IR), the semantics they read, the lowering's primitives and the IR writers.
+_INTERPRETER_SOURCES = ("symad.core.semantics", "symad.core.dag", "symad.schedule.lowering",
+                        "symad.schedule.schedule", "symad.native.ir", "symad.native.fastcall")
+
+
+@functools.lru_cache(maxsize=1)
+def _interpreter_key() -> str:
+    """What the cached interpreter is looked up by: the source text of the code that writes its
+    IR (and NumPy's and ctypes' layouts, which the IR reads), read in about a millisecond, where
+    writing the IR itself (tracing the special functions' kernels) takes several; the IR text
+    where a source file cannot be read."""
+    import hashlib
+    import sys
+
+    from symad.core import ops
+
+    digest = hashlib.sha256(f"interpreter {fastcall.array_data_offset()} {fastcall.self_offset()}".encode())
+    try:
+        files = sorted(Path(ops.__file__).parent.glob("*.py"))
+        files += [Path(sys.modules[name].__file__ or "") for name in _INTERPRETER_SOURCES]
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    except (OSError, KeyError, TypeError):
+        return _interpreter_text()
+    return "interpreter sources " + digest.hexdigest()
+
+
 def _cached_interpreter() -> Interpreter | None:
     """The interpreter, loaded in this process or from the shared code cache; None if neither."""
     if _interpreter:
         return _interpreter[0]
     folder = cache.shared_dir()
     if folder is not None and elf.supported():
-        stored = cache.load(_disk_name(_interpreter_text(), 2), folder)
+        stored = cache.load(_disk_name(_interpreter_key(), 2), folder)
         code = elf.load(stored) if stored is not None else None
         if code is not None:
             with _lock:
@@ -568,7 +596,7 @@ def _interpreter_code(text: str) -> tuple[bytes, int]:
     its IR (:func:`symad.native.ir.interpreter_ir`)."""
     folder = cache.shared_dir()
     if folder is not None:
-        name = _disk_name(text, 2)
+        name = _disk_name(_interpreter_key(), 2)
         stored = cache.load(name, folder)
         if stored is not None:
             with _lock:

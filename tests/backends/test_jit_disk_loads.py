@@ -175,6 +175,26 @@ def test_the_interpreter_is_loaded_on_the_calling_thread(cache, monkeypatch, thr
     assert loaded is not compiled and native.interpreter() is loaded
 
 
+@own_loader
+def test_the_cached_interpreter_is_found_by_its_sources_without_writing_its_ir(cache, monkeypatch):
+    """Writing the interpreter's IR traces the special functions' kernels (milliseconds a process):
+    the cached code is looked up by the source text of the code that writes it instead."""
+    monkeypatch.setattr(native, "_interpreter", [])
+    native.interpreter()  # into the shared cache, the test's directory
+    monkeypatch.setattr(native, "_interpreter", [])
+    monkeypatch.setattr(native, "_interpreter_text", lambda: pytest.fail("the IR was written for a lookup"))
+    loaded = native.interpreter()
+    assert isinstance(loaded.engine, elf.Image) and native._interpreter_key().startswith("interpreter sources ")
+    # the key follows those sources: another file among them, another key
+    key = native._interpreter_key()
+    native._interpreter_key.cache_clear()
+    monkeypatch.setattr(native, "_INTERPRETER_SOURCES", (*native._INTERPRETER_SOURCES, "symad.native.cache"))
+    try:
+        assert native._interpreter_key() != key
+    finally:
+        native._interpreter_key.cache_clear()
+
+
 LOOPS = """
     import json, sys
     import numpy as np
