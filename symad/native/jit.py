@@ -543,26 +543,41 @@ _INTERPRETER_SOURCES = ("symad.core.semantics", "symad.core.dag", "symad.schedul
                         "symad.schedule.schedule", "symad.native.ir", "symad.native.fastcall")
 
 
-@functools.lru_cache(maxsize=1)
-def _interpreter_key() -> str:
-    """What the cached interpreter is looked up by: the source text of the code that writes its
-    IR (and NumPy's and ctypes' layouts, which the IR reads), read in about a millisecond, where
-    writing the IR itself (tracing the special functions' kernels) takes several; the IR text
-    where a source file cannot be read."""
+def _sources_digest(label: str, *modules: str) -> str | None:
+    """A digest of ``label`` and the source text of the code that writes the interpreter's IR and
+    the stencils' (the op table's files, :data:`_INTERPRETER_SOURCES` and ``modules``): read in
+    about a millisecond, where writing that IR (tracing the special functions' kernels) takes
+    several; None where a source file cannot be read (the IR keys the code then)."""
     import hashlib
     import sys
 
     from symad.core import ops
 
-    digest = hashlib.sha256(f"interpreter {fastcall.array_data_offset()} {fastcall.self_offset()}".encode())
+    digest = hashlib.sha256(label.encode())
     try:
         files = sorted(Path(ops.__file__).parent.glob("*.py"))
-        files += [Path(sys.modules[name].__file__ or "") for name in _INTERPRETER_SOURCES]
+        files += [Path(sys.modules[name].__file__ or "") for name in (*_INTERPRETER_SOURCES, *modules)]
         for path in files:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     except (OSError, KeyError, TypeError):
-        return _interpreter_text()
-    return "interpreter sources " + digest.hexdigest()
+        return None
+    return f"{label} sources {digest.hexdigest()}"
+
+
+@functools.lru_cache(maxsize=1)
+def _interpreter_key() -> str:
+    """What the cached interpreter is looked up by: its sources' digest (with NumPy's and ctypes'
+    layouts, which its IR reads), else its IR text."""
+    label = f"interpreter {fastcall.array_data_offset()} {fastcall.self_offset()}"
+    return _sources_digest(label) or _interpreter_text()
+
+
+@functools.lru_cache(maxsize=1)
+def _stencils_key() -> str:
+    """What the cached stencils are looked up by: their sources' digest (the stencils' module
+    too), else the digest of the op table's lowerings (:func:`symad.native.stencils.library_digest`)."""
+    library = _native("stencils")
+    return _sources_digest(f"stencils {library.FORMAT}", "symad.native.stencils") or library.library_digest()
 
 
 def _cached_interpreter() -> Interpreter | None:
@@ -689,12 +704,12 @@ def _install(stencil_object: bytes, entries_object: bytes) -> bool:
 
 def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[bytes, bytes] | None:
     """The object code of the stencils and of their entries: from the shared code cache (its trust
-    rules; the stencils keyed by the op table's lowerings, the CPU and LLVM), else compiled and
+    rules; the stencils keyed by the code that writes them, the CPU and LLVM), else compiled and
     stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),
     else None."""
     library = _native("stencils")
     entries_text = library.entries_ir(fastcall.array_data_offset())
-    wanted = [(library.library_digest(), library.library_ir, STENCIL_OPT, "stencils"),
+    wanted = [(_stencils_key(), library.library_ir, STENCIL_OPT, "stencils"),
               (entries_text, lambda: entries_text, 2, "")]
     folder = cache.shared_dir()
     found = []

@@ -184,7 +184,7 @@ def test_the_cached_interpreter_is_found_by_its_sources_without_writing_its_ir(c
     monkeypatch.setattr(native, "_interpreter", [])
     monkeypatch.setattr(native, "_interpreter_text", lambda: pytest.fail("the IR was written for a lookup"))
     loaded = native.interpreter()
-    assert isinstance(loaded.engine, elf.Image) and native._interpreter_key().startswith("interpreter sources ")
+    assert isinstance(loaded.engine, elf.Image) and " sources " in native._interpreter_key()
     # the key follows those sources: another file among them, another key
     key = native._interpreter_key()
     native._interpreter_key.cache_clear()

@@ -178,7 +178,7 @@ def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
     good = jit.stencil_objects(compile_missing=True)[0]  # the machine's copy (compiled once)
     folder = tmp_path / "cache"
     monkeypatch.setattr(cache, "_dir", [folder])
-    name = jit._disk_name(stencils.library_digest(), jit.STENCIL_OPT, "stencils")
+    name = jit._disk_name(jit._stencils_key(), jit.STENCIL_OPT, "stencils")
     cache.store(name, good, folder)
     assert cache.load(name, folder) == good
     path = folder / f"{name}.o"
