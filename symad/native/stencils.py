@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from symad.native.fastcall import fast_entry_ir
 from symad.native.ir import op_lines
 from symad.schedule.lowering import PRIMITIVES
 
@@ -125,7 +126,7 @@ def library_ir() -> str:
 
 
 # The record a stitched program's entries read (see symad.native.stitcher): eight-byte fields.
-RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame", "block", "box")
+RECORD_FIELDS = ("body", "n_in", "outs", "n_out", "frame", "block")
 
 
 def entries_ir(data_offset: int | None) -> str:
@@ -138,11 +139,9 @@ def entries_ir(data_offset: int | None) -> str:
     * ``batch(rec, frame, in, out, n)``: ``n`` points, row after row;
     * ``call(rec, x, rest) -> output 0`` on two NumPy arrays, in the record's own frame (the
       caller keeps the GIL), if ``data_offset`` is known;
-    * ``fast(self, args, nargs, rec)``: the same as a ``METH_FASTCALL`` function of CPython
-      (``args`` the two arrays), output 0 returned as a new float object made by the record's
-      ``box`` (``PyFloat_FromDouble``; called with other than two arguments, NULL: CPython raises
-      SystemError); a program's own stub puts its record in the fourth argument's register and
-      jumps here (:mod:`symad.native.stitcher`), so a call from Python pays no ctypes conversion.
+    * ``fast(self, args, nargs)``: ``call`` as a builtin function of CPython's fast calling
+      convention, its ``self`` holding the program's record (:mod:`symad.native.fastcall`), so a
+      call from Python pays no ctypes conversion.
     """
     fields = "".join(f"  %{name}a = getelementptr i64, ptr %rec, i64 {k}\n" for k, name in enumerate(RECORD_FIELDS))
     loads = ("  %body = load ptr, ptr %bodya\n  %n_in = load i64, ptr %n_ina\n"
@@ -190,15 +189,7 @@ def entries_ir(data_offset: int | None) -> str:
                 "  %fa = getelementptr i64, ptr %rec, i64 4\n  %frame = load ptr, ptr %fa\n"
                 "  %v = alloca double\n"
                 "  call void @run(ptr %rec, ptr %frame, ptr %x, ptr %v, ptr %r)\n"
-                "  %value = load double, ptr %v\n  ret double %value\n}\n"
-                "\ndefine ptr @fast(ptr %self, ptr %args, i64 %nargs, ptr %rec) {\nentry:\n"
-                "  %two = icmp eq i64 %nargs, 2\n  br i1 %two, label %run, label %wrong\n"
-                "wrong:\n  ret ptr null\n"
-                "run:\n"
-                "  %xo = load ptr, ptr %args\n  %roa = getelementptr ptr, ptr %args, i64 1\n"
-                "  %ro = load ptr, ptr %roa\n  %y = call double @call(ptr %rec, ptr %xo, ptr %ro)\n"
-                "  %ba = getelementptr i64, ptr %rec, i64 6\n  %box = load ptr, ptr %ba\n"
-                "  %obj = call ptr %box(double %y)\n  ret ptr %obj\n}\n")
+                "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir("ctx"))
     return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n" + batch
             + "\n" + call)
 

@@ -197,10 +197,10 @@ def _last_before(which: np.ndarray, base: int) -> np.ndarray:
 _CHUNK = 1 << 14  # steps copied and patched at a time (see body)
 
 
-def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: bytes = b"") -> np.ndarray:
+def body(library: Library, stencil: np.ndarray, operands: np.ndarray) -> np.ndarray:
     """The machine code of the stencils ``stencil`` on frame slots ``operands`` (see :func:`layout`),
     with the stencils' data and trampolines after it, as bytes (position-independent); the
-    trampolines' addresses are this process's.  ``prefix`` (a multiple of 16 bytes) goes first.
+    trampolines' addresses are this process's.
 
     The steps are copied and patched ``_CHUNK`` at a time: the index arrays of a chunk (eight
     bytes for every byte of code) stay in the cache and their memory is reused, where those of a
@@ -213,9 +213,7 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: by
     data_at = -(-code_end // 16) * 16
     tramp_at = -(-(data_at + len(library.data)) // 16) * 16
     size = tramp_at + _TRAMPOLINE * len(library.calls)
-    whole = np.zeros(len(prefix) + size, dtype=np.uint8)
-    whole[:len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    buf = whole[len(prefix):]  # (every address below is relative: the same bytes at any offset)
+    buf = np.zeros(size, dtype=np.uint8)  # (every address below is relative: the same bytes at any offset)
     buf[int(starts[-1])] = _RET
     buf[data_at:] = _tail(library)
     called: set[int] = set()
@@ -227,7 +225,7 @@ def body(library: Library, stencil: np.ndarray, operands: np.ndarray, prefix: by
     for k in called:
         if addresses[k] is None:
             raise OSError(f"the C library function {library.calls[k]} is not in this process")
-    return whole
+    return buf
 
 
 def _copy(library: Library, stencil: np.ndarray, starts: np.ndarray, buf: np.ndarray) -> None:
@@ -320,10 +318,6 @@ def _call_addresses(library: Library) -> list[int | None]:
 ENTRY_POINT = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 5)
 ENTRY_BATCH = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 4, ctypes.c_int64)
 ENTRY_CALL = ctypes.PYFUNCTYPE(ctypes.c_double, ctypes.c_void_p, ctypes.py_object, ctypes.py_object)
-# A program's stub, at the start of its code: ``mov record(%rip), %rcx; jmp *fast(%rip)`` and the
-# two addresses: the entry ``fast`` of METH_FASTCALL's convention with the record as a fourth argument.
-_STUB = bytes((0x48, 0x8B, 0x0D, 9, 0, 0, 0, 0xFF, 0x25, 11, 0, 0, 0, 0xCC, 0xCC, 0xCC))
-STUB_SIZE = 32
 
 
 class Entries:
@@ -336,7 +330,6 @@ class Entries:
         call = image.get_function_address("call")
         self.call = ENTRY_CALL(call) if call else None
         self.fast = image.get_function_address("fast") if call else 0
-        self.box = fastcall.box_address()
 
 
 class StitchedProgram:
@@ -352,11 +345,8 @@ class StitchedProgram:
         stencil, operands, frame, outs = layout(schedule, library)
         # The record the entries read, which keeps alive what it points to: whoever holds ``call``
         # (a caller that took it just before this program was replaced) runs code still mapped.
-        self.record = (ctypes.c_int64 * 7)()
-        self.record.keep = ()  # type: ignore[attr-defined]
-        stub = bytearray(_STUB)
-        stub += ctypes.addressof(self.record).to_bytes(8, "little") + entries.fast.to_bytes(8, "little")
-        code = body(library, stencil, operands, prefix=bytes(stub))
+        self.record = (ctypes.c_int64 * 6)()
+        code = body(library, stencil, operands)
         self.image = elf.executable(code)
         if self.image is None:
             raise OSError("this process cannot map machine code")
@@ -366,15 +356,14 @@ class StitchedProgram:
         self.frame = frame.copy()  # call's
         self.outs = outs
         block = bool(len(outs)) and bool((np.diff(outs) == 1).all())
-        self.record[:] = (self.image.base + STUB_SIZE, self.n_in, outs.ctypes.data, self.n_out,
-                          self.frame.ctypes.data, int(outs[0]) if block else -1, entries.box)
+        self.record[:] = (self.image.base, self.n_in, outs.ctypes.data, self.n_out,
+                          self.frame.ctypes.data, int(outs[0]) if block else -1)
         self.record.keep = (self.image, outs, self.frame)  # type: ignore[attr-defined]
         self.entries = entries
         self.call = None
-        if entries.fast and entries.box:
-            self.call = fastcall.fast_function(self.image.base, self.record)
-        if self.call is None and entries.call is not None:
-            self.call = functools.partial(entries.call, self.record)
+        if entries.call is not None:  # a builtin function where CPython's API allows, else ctypes
+            self.call = (fastcall.bound(entries.fast, ctypes.addressof(self.record), (self.record, entries))
+                         or functools.partial(entries.call, self.record))
         self._address = ctypes.addressof(self.record)
 
     def point(self, inp: int, out0: int, rest: int) -> None:

@@ -66,10 +66,10 @@ def test_the_body_in_chunks_is_the_body_in_one_piece(monkeypatch):
     library = jit._load_stencils()[0]
     stencil, operands, _, _ = stitching.layout(_schedule(text), library)
     assert len(stencil) > 1000
-    whole = stitching.body(library, stencil, operands, prefix=bytes(32)).tobytes()
+    whole = stitching.body(library, stencil, operands).tobytes()
     for size in (1, 7, 256, 1 << 20):
         monkeypatch.setattr(stitching, "_CHUNK", size)
-        assert stitching.body(library, stencil, operands, prefix=bytes(32)).tobytes() == whole, size
+        assert stitching.body(library, stencil, operands).tobytes() == whole, size
 
 
 def test_a_small_program_in_a_large_graph_gets_the_code_of_a_fresh_graph(monkeypatch):
