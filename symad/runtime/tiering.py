@@ -170,7 +170,8 @@ class TieredProgram:
             return self.compiled().outputs(x, batch)
         if self.background and self.calls > COMPILE_AFTER_CALLS:
             if self._small_vm is False:
-                self._build()  # a small program's Python code: a fraction of a millisecond, now
+                with self._lock:  # a small program's Python code: a fraction of a millisecond, now
+                    self._build()
             else:
                 self.start()
         tape = self.tape()
