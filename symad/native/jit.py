@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import hashlib
+import sys
 import threading
 import time
 import weakref
@@ -544,24 +546,37 @@ _INTERPRETER_SOURCES = ("symad.core.semantics", "symad.core.dag", "symad.schedul
 
 
 def _sources_digest(label: str, *modules: str) -> str | None:
-    """A digest of ``label`` and the source text of the code that writes the interpreter's IR and
-    the stencils' (the op table's files, :data:`_INTERPRETER_SOURCES` and ``modules``): read in
+    """A digest of ``label``, of the source text of the code that writes the interpreter's IR and
+    the stencils' (the op table's files, :data:`_INTERPRETER_SOURCES` and ``modules``) and of the
+    op table as this process has it (an op defined at run time has its lowering in it): read in
     about a millisecond, where writing that IR (tracing the special functions' kernels) takes
     several; None where a source file cannot be read (the IR keys the code then)."""
-    import hashlib
-    import sys
-
-    from symad.core import ops
-
     digest = hashlib.sha256(label.encode())
     try:
-        files = sorted(Path(ops.__file__).parent.glob("*.py"))
+        files = sorted(Path(sys.modules["symad.core.ops"].__file__ or "").parent.glob("*.py"))
         files += [Path(sys.modules[name].__file__ or "") for name in (*_INTERPRETER_SOURCES, *modules)]
         for path in files:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     except (OSError, KeyError, TypeError):
         return None
+    digest.update("\n".join(_op_table_parts()).encode())
     return f"{label} sources {digest.hexdigest()}"
+
+
+def _op_table_parts() -> list[str]:
+    """Each primitive op as the IR writers see it: its name, arity and lowering, but a kernel
+    traced from the op table's own files named by where its tracer is, traced yet or not (those
+    files are digested; tracing it would cost what the digest saves)."""
+    lowering = sys.modules["symad.schedule.lowering"]
+    parts = []
+    for op, spec in lowering.PRIMITIVES.items():
+        llvm = spec.llvm
+        trace = getattr(llvm, "_trace", None)
+        if trace is not None and getattr(trace, "__module__", "").startswith("symad.core.ops."):
+            parts.append(f"{op}/{spec.arity}/traced by {trace.__module__}.{trace.__qualname__}")
+        else:
+            parts.append(f"{op}/{spec.arity}/{llvm!r}")
+    return parts
 
 
 @functools.lru_cache(maxsize=1)
