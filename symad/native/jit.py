@@ -573,7 +573,7 @@ def _op_table_parts() -> list[str]:
         llvm = spec.llvm
         trace = getattr(llvm, "_trace", None)
         if trace is not None and getattr(trace, "__module__", "").startswith("symad.core.ops."):
-            parts.append(f"{op}/{spec.arity}/traced by {trace.__module__}.{trace.__qualname__}")
+            parts.append(f"{op}/{spec.arity}/traced by {trace.__module__}.{getattr(trace, '__qualname__', '')}")
         else:
             parts.append(f"{op}/{spec.arity}/{llvm!r}")
     return parts
