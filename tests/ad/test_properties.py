@@ -228,6 +228,28 @@ def test_the_finite_difference_oracle_bounds_its_own_error():
     assert fn.value_and_grad([1.0])[1][0] == pytest.approx(true, rel=1e-12)
 
 
+def test_the_sympy_budget_stops_a_block_that_swallows_exceptions():
+    """SymPy's own ``except Exception`` (around a memoised recurrence) swallowed the budget's one
+    signal and an example ran for minutes in CI: the budget is no Exception, and it fires again
+    every second until the block ends."""
+    swallowed = 0
+    with pytest.raises(SympyTooSlow):
+        with sympy_budget(0.05):
+            for _ in range(10**6):  # CPU work until the signal (seconds at most)
+                try:
+                    sum(range(1000))
+                except Exception:  # noqa: BLE001 - as SymPy's code does
+                    swallowed += 1
+            pytest.fail("the budget never fired")
+    assert swallowed == 0
+
+
+def test_an_order_of_polygamma_past_symads_is_nan_for_the_oracle_too():
+    """SymPy computed harmonic numbers of a huge order for minutes; symad gives nan there."""
+    assert to_sympy("polygamma(1e9, x)") is sympy.nan
+    assert to_sympy("polygamma(2.2, x)") == sympy.polygamma(2, symbol("x"))
+
+
 # ============================================================ 3. forward mode vs reverse mode
 @pytest.mark.slow
 def test_jvp_equals_gradient_dot_direction(property_tally):

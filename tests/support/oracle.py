@@ -14,6 +14,7 @@ import contextlib
 import math
 import re
 import signal
+from typing import Any
 
 import numpy as np
 import sympy
@@ -23,6 +24,7 @@ import symad
 from support.expressions import VARIABLES
 from symad import Graph
 from symad.core.ops import CONSTANTS, FUNCTIONS, OPS
+from symad.core.ops.special import POLYGAMMA_MAX
 
 REL_TOL = 1e-9  # symad's float64 result vs SymPy's 30-digit one
 ABS_TOL = 1e-12  # floor for values near 0
@@ -52,6 +54,15 @@ def _flat(fn):
 
     Flat.__name__ = getattr(fn, "__name__", "flat")
     return Flat
+
+
+def _polygamma(n: Any, a: Any) -> Any:
+    """ψ⁽ⁿ⁾(a) with n rounded, as symad does, and nan for an order outside 0..POLYGAMMA_MAX as
+    symad gives (SymPy would compute harmonic numbers of a huge order for minutes first)."""
+    k = sympy.floor(n + _HALF)
+    if k.is_number and (k.is_finite is not True or not 0 <= k <= POLYGAMMA_MAX):
+        return sympy.nan
+    return sympy.polygamma(k, a)
 
 
 def _log_abs_gamma(a):
@@ -87,7 +98,7 @@ SYMPY_FUNCTIONS = {
     "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo, evaluate=False), hi, evaluate=False),
     # the special functions (symad/core/ops/special.py)
     "lgamma": lambda a: _log_abs_gamma(a), "digamma": lambda a: sympy.polygamma(0, a),
-    "polygamma": lambda n, a: sympy.polygamma(sympy.floor(n + _HALF), a),  # n rounded, as symad does
+    "polygamma": lambda n, a: _polygamma(n, a),
     "gamma": sympy.gamma,
     "ndtr": lambda a: (1 + sympy.erf(a / sympy.sqrt(2))) / 2,
     "log_ndtr": lambda a: sympy.log((1 + sympy.erf(a / sympy.sqrt(2))) / 2),
@@ -169,8 +180,10 @@ _SYMPY_GLOBALS = {"__builtins__": {}, "Integer": sympy.Integer, "Float": sympy.F
 _SYMPY_LOCALS = {**SYMBOLS, **SYMPY_FUNCTIONS, **SYMPY_CONSTANTS}
 
 
-class SympyTooSlow(Exception):
-    """SymPy spent more than its CPU-time budget on one example (an oracle must never hang a run)."""
+class SympyTooSlow(BaseException):
+    """SymPy spent more than its CPU-time budget on one example (an oracle must never hang a run).
+    Not an Exception: SymPy's own ``except Exception`` (around a memoised recurrence, a sympify)
+    swallowed it once, and the example ran on for minutes."""
 
 
 SYMPY_CPU_SECONDS = 20.0  # a budget per example: SymPy's work on one takes milliseconds, rarely seconds
@@ -185,7 +198,7 @@ def sympy_budget(seconds: float = SYMPY_CPU_SECONDS):
         raise SympyTooSlow(f"SymPy used more than {seconds} s of CPU time on one example")
 
     previous = signal.signal(signal.SIGVTALRM, expire)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds, 1.0)  # and every second after, till the block ends
     try:
         yield
     finally:
