@@ -3,12 +3,14 @@
 A ctypes function pointer converts each argument and the result on every call (a few hundred
 nanoseconds, more than a small program's own work).  CPython calls a builtin function of the
 ``METH_FASTCALL`` convention, ``fast(self, args, nargs)``, directly.  The compiled modules
-(:func:`symad.native.ir.module_ir`) and the instruction interpreter
-(:func:`symad.native.ir.interpreter_ir`) carry such an entry, written by :func:`fast_entry_ir`:
-it runs their ``call(x, rest)`` on the two NumPy arrays it is given and returns output 0 as a
-new float.  Its ``self`` is a small record (a ctypes array): the address of
-``PyFloat_FromDouble``, then the program's context (the interpreter's program record; 0 for
-compiled code); the entry finds the record's buffer ``self_offset`` bytes into ``self``.  The
+(:func:`symad.native.ir.module_ir`), the loop programs (:mod:`symad.native.loop_ir`), the
+instruction interpreter (:func:`symad.native.ir.interpreter_ir`) and the entries of stitched
+code (:func:`symad.native.stencils.entries_ir`) carry such an entry, written by
+:func:`fast_entry_ir`: it runs their ``call(x, rest)`` on the two NumPy arrays it is given and
+returns output 0 as a new float.  Its ``self`` is a small record (a ctypes array): the address
+of ``PyFloat_FromDouble``, then the program's context (the interpreter's or the stitched
+program's record; 0 for compiled code); the entry finds the record's buffer ``self_offset``
+bytes into ``self``.  The
 record also keeps alive what the code needs (its machine code, the program's arrays), so a
 caller still holding the function runs code still mapped.
 
@@ -77,7 +79,7 @@ def self_offset() -> int | None:
     return None
 
 
-def fast_function(address: int, owner: Any) -> Any:
+def _fast_function(address: int, owner: Any) -> Any:
     """A builtin function (``METH_FASTCALL``) running the machine code at ``address`` with
     ``owner`` (a ctypes object with a ``keep`` attribute) as its ``self``; None where CPython's
     API is not at hand."""
@@ -98,7 +100,7 @@ def bound(entry: int, context: int, keep: tuple) -> Any:
         return None
     record = (ctypes.c_int64 * 2)(box, context)
     record.keep = keep  # type: ignore[attr-defined]
-    return fast_function(entry, record)
+    return _fast_function(entry, record)
 
 
 def fast_entry_ir(call_args: str) -> str:
