@@ -169,7 +169,9 @@ class TieredProgram:
         if self.tape is None:
             return self.compiled().outputs(x, batch)
         if self.background and self.calls > COMPILE_AFTER_CALLS:
-            if self._small_vm is False:
+            if self._small_vm is False and native.interpreter_ready():
+                self._small_vm = None  # loaded since (for another program): the instructions serve next
+            elif self._small_vm is False:
                 with self._lock:  # a small program's Python code: a fraction of a millisecond, now
                     self._build()
             else:

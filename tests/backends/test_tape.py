@@ -146,6 +146,24 @@ def test_auto_compiles_a_small_program_at_the_second_call(monkeypatch):
     assert tiers.floats is not None and f.value_and_grad(np.array([1.0, 2.0]))[1].tolist() == [2.0, 1.0]
 
 
+def test_a_small_program_takes_the_instructions_once_another_program_loaded_them(monkeypatch):
+    """Decided at its first call without the interpreter, a small program does not build its
+    Python code (whose Program would then compile -O2 code on the caller's thread) once another
+    program has loaded the interpreter: the instructions serve it from then on."""
+    import symad.native
+
+    ready = [False]
+    monkeypatch.setattr(symad.native, "interpreter_ready", lambda: ready[0])
+    f = symad.parse("x*y + 1", Graph()).compile()
+    tiers = f._value_grad
+    x = np.array([1.0, 2.0])
+    f.value_and_grad(x)
+    ready[0] = True  # another program loaded it
+    for _ in range(3):
+        assert f.value_and_grad(x)[0] == 3.0
+    assert tiers.program is None and tiers.thread is None and tiers.vm is not None
+
+
 def test_forced_backends_compile_on_first_use():
     e = symad.parse("x*y", Graph())
     for backend in COMPILED:
