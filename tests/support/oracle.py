@@ -186,7 +186,7 @@ class SympyTooSlow(BaseException):
     swallowed it once, and the example ran on for minutes."""
 
 
-SYMPY_CPU_SECONDS = 20.0  # a budget per example: SymPy's work on one takes milliseconds, rarely seconds
+SYMPY_CPU_SECONDS = 10.0  # a budget per example: SymPy's work on one takes milliseconds, rarely seconds
 
 
 @contextlib.contextmanager
