@@ -42,6 +42,7 @@ from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
 from symad.optimize.nlp import refuse_held
 from symad.optimize.problem import DataProblem, Problem, is_objective
 from symad.optimize.result import OptimizeResult
+from symad.optimize.vectors import norm
 from symad.second_order import SecondOrder
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     setup, t0 = time.perf_counter() - t0, time.perf_counter()
     with np.errstate(all="ignore"):  # non-finite values are detected and reported, not warned about
         f, g = p.fg(x)
-        gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+        gnorm = norm(p.pgrad(x, g))
         nit, status, message = 0, -1, ""
         falling = stalled = False
         path = [(x, f, gnorm)]
@@ -216,7 +217,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                     status, message = 5, STATUS[5]
                 elif gnorm <= tol:
                     status, message = 0, STATUS[0]
-                elif falling and (size := float(np.linalg.norm(x))) >= EXPLODED_X:
+                elif falling and (size := norm(x)) >= EXPLODED_X:
                     status, message = 7, f"{STATUS[7]} (f still falling at |x| = {size:.3g})"
                 elif stalled:
                     status, message = 1, STATUS[1]
@@ -233,7 +234,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                     break
                 nit += 1
                 falling, f = f_new < f, f_new
-                gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+                gnorm = norm(p.pgrad(x, g))
                 if keep_path:
                     path.append((x, f, gnorm))
                 if callback is not None:
@@ -244,7 +245,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                     if stop_now is True:
                         status, message = 4, STATUS[4]
                         break
-                stalled = step <= xtol * (1.0 + float(np.linalg.norm(x)))
+                stalled = step <= xtol * (1.0 + norm(x))
         finally:
             steps.close()  # a method's resources (L-BFGS-B's hold on BLAS threads), even on an error
     batch: dict[str, Any] = {}
@@ -255,7 +256,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
             f, g = p.fn.full(x, *p.args)
         p.nfev += 1
         p.njev += 1
-        gnorm = float(np.linalg.norm(p.pgrad(x, g)))
+        gnorm = norm(p.pgrad(x, g))
     result = OptimizeResult(
         x=x, fun=f, jac=g, nit=nit, nfev=p.nfev, njev=p.njev, nhev=p.nhev,
         success=status == 0, status=status, message=message,

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from symad.core.errors import SymadError
+from symad.optimize.vectors import norm
 
 Step = tuple[np.ndarray, float, np.ndarray, float]  # x, f, gradient, length of the step
 
@@ -170,13 +171,13 @@ def lbfgsb_steps(fg: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.nda
                 work.call(setulb, f, g)
             elif task == _NEW_X:
                 here = work.x.copy()
-                step, last = float(np.linalg.norm(here - last)), here
+                step, last = norm(here - last), here
                 yield here, float(work.f), work.g.copy(), step
                 work.call(setulb, float(work.f), work.g)
             elif task == _CONVERGENCE:  # with its tests off: this iterate did not lower f at all
                 here = work.x.copy()
                 if not np.array_equal(here, last):
-                    yield here, float(work.f), work.g.copy(), float(np.linalg.norm(here - last))
+                    yield here, float(work.f), work.g.copy(), norm(here - last)
                 return STALLED
             elif task == _ABNORMAL:
                 return (f"line search failed (L-BFGS-B: no lower point in {LINE_STEPS} evaluations along "

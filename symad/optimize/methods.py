@@ -16,6 +16,7 @@ import numpy as np
 
 from symad.optimize.lbfgsb_steps import MEMORY, lbfgsb_steps
 from symad.optimize.problem import Problem
+from symad.optimize.vectors import norm
 
 Step = tuple[np.ndarray, float, np.ndarray, float]  # x, f, gradient, length of the step tried
 Method = Callable[..., Iterator[Step]]
@@ -51,7 +52,7 @@ def _gd(p: Problem, x: np.ndarray, f: float, g: np.ndarray, lr: float = 1.0) -> 
         if found is None:
             return "line search failed: no decrease along the gradient (precision loss)"
         xn, f, g, alpha = found
-        step, x, alpha = float(np.linalg.norm(xn - x)), xn, 2 * alpha
+        step, x, alpha = norm(xn - x), xn, 2 * alpha
         yield x, f, g, step
 
 
@@ -66,7 +67,7 @@ def _momentum(p: Problem, x: np.ndarray, f: float, g: np.ndarray, lr: float = 1e
         xn = p.project(target)
         v[xn != target] = 0.0  # a bound stops the motion along it
         f, g = p.fg(xn)
-        step, x = float(np.linalg.norm(xn - x)), xn
+        step, x = norm(xn - x), xn
         yield x, f, g, step
 
 
@@ -84,7 +85,7 @@ def _adam(p: Problem, x: np.ndarray, f: float, g: np.ndarray, lr: float = 1e-2, 
         s = beta2 * s + (1 - beta2) * g * g
         xn = p.project(x - lr * (m / (1 - beta1 ** t)) / (np.sqrt(s / (1 - beta2 ** t)) + eps))
         f, g = p.fg(xn)
-        step, x = float(np.linalg.norm(xn - x)), xn
+        step, x = norm(xn - x), xn
         yield x, f, g, step
     return None  # unreachable: Adam stops only by the driver's rules
 
@@ -131,7 +132,7 @@ def _newton(p: Problem, x: np.ndarray, f: float, g: np.ndarray) -> Iterator[Step
         if dense:
             d = _newton_direction(p.hess(x), g, free)
         else:
-            gnorm = float(np.linalg.norm(g * free))
+            gnorm = norm(g * free)
             d = _steihaug(_reduced_hessp(p, x, free), g * free, math.inf, min(0.5, math.sqrt(gnorm)) * gnorm)
         if not float(g @ d) < 0:
             d = -g * free
@@ -139,7 +140,7 @@ def _newton(p: Problem, x: np.ndarray, f: float, g: np.ndarray) -> Iterator[Step
         if found is None:
             return "line search failed: no decrease along the Newton direction (precision loss)"
         xn, f, g, _ = found
-        step, x = float(np.linalg.norm(xn - x)), xn
+        step, x = norm(xn - x), xn
         yield x, f, g, step
 
 
@@ -158,13 +159,13 @@ def _steihaug(hessp: Callable[[np.ndarray], np.ndarray], g: np.ndarray, radius: 
         if not curvature > 0 and math.isinf(radius):
             return z if k else -g
         alpha = float(r @ r) / curvature if curvature > 0 else math.inf
-        if curvature <= 0 or np.linalg.norm(z + alpha * d) >= radius:
+        if curvature <= 0 or norm(z + alpha * d) >= radius:
             # Follow d to the boundary: the positive root of |z + τd| = radius.
             a, b, c = float(d @ d), 2 * float(z @ d), float(z @ z) - radius ** 2
             return z + (-b + math.sqrt(max(b * b - 4 * a * c, 0.0))) / (2 * a) * d
         z = z + alpha * d
         r_new = r + alpha * bd
-        if np.linalg.norm(r_new) < tol:
+        if norm(r_new) < tol:
             return z
         d = -r_new + float(r_new @ r_new) / float(r @ r) * d
         r = r_new
@@ -175,14 +176,14 @@ def _trust_ncg(p: Problem, x: np.ndarray, f: float, g: np.ndarray, radius: float
     """Trust-region Newton-CG: needs only Hessian-vector products (forward over reverse)."""
     while True:
         free = p.free(x, g)
-        gnorm = float(np.linalg.norm(g * free))
+        gnorm = norm(g * free)
         s = _steihaug(_reduced_hessp(p, x, free), g * free, radius, min(0.5, math.sqrt(gnorm)) * gnorm)
         xn = p.project(x + s)
         s = xn - x
         predicted = -float(g @ s + 0.5 * s @ p.hessp(x, s))
         fn, gn = p.fg(xn)
         rho = (f - fn) / predicted if predicted > 0 and math.isfinite(fn) else -1.0
-        length = float(np.linalg.norm(s))
+        length = norm(s)
         if rho < 0.25:
             radius = 0.25 * length
         elif rho > 0.75 and length > 0.99 * radius:
