@@ -17,6 +17,8 @@ this module at each use, so a test may change them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from symad import native
 
 BACKENDS = ("auto", "python", "native")
@@ -48,9 +50,17 @@ BACKGROUND_COST = 2.5
 
 def native_points(backend: str, size: int) -> bool:
     """Whether single points of a program of ``size`` operations run on native code."""
-    return backend == "native" or (backend == "auto" and size > 0 and native.available()
-                                   and (size >= NATIVE_MIN_OPS or native.interpreter_ready())
+    return backend == "native" or (backend == "auto" and native.available()
+                                   and machine_code_points(size, native.interpreter_ready)
                                    and (size <= NATIVE_MAX_OPS or (size <= STITCH_MAX_OPS and stitched(size))))
+
+
+def machine_code_points(size: int, interpreter_loaded: Callable[[], bool]) -> bool:
+    """Whether, under ``auto``, a program of ``size`` operations has machine code (the
+    instructions, then compiled code) serve its single points rather than Python code: never a
+    program of no operations; below ``NATIVE_MIN_OPS`` only where this process has loaded the
+    interpreter already (``interpreter_loaded()``, asked only then)."""
+    return size > 0 and (size >= NATIVE_MIN_OPS or interpreter_loaded())
 
 
 def stitched(size: int) -> bool:

@@ -203,7 +203,7 @@ class TieredProgram:
             return False
         try:
             schedule = self._schedule()
-            if schedule.size == 0 or (schedule.size < policy.NATIVE_MIN_OPS and not self._small_on_instructions()):
+            if not policy.machine_code_points(schedule.size, self._small_on_instructions):
                 return False
             if self.backend == "auto" and policy.stitched(schedule.size):
                 # Stitched machine code costs about what the instructions do to build: it serves
