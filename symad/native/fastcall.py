@@ -103,16 +103,16 @@ def bound(entry: int, context: int, keep: tuple) -> Any:
     return _fast_function(entry, record)
 
 
-def fast_entry_ir(call_args: str) -> str:
+def fast_entry_ir(with_context: bool) -> str:
     """LLVM IR of ``fast(self, args, nargs)``: ``@call`` on ``args[0]`` and ``args[1]`` (with
-    ``call_args`` ``"ctx"`` the record's context first), output 0 boxed by the record's first
+    ``with_context``, the record's context before them), output 0 boxed by the record's first
     field; NULL for other than two arguments (CPython then raises SystemError).  Empty where the
     record's place in ``self`` is unknown."""
     offset = self_offset()
     if offset is None:
         return ""
     context = ("  %ca = getelementptr i64, ptr %rec, i64 1\n  %ctx = load ptr, ptr %ca\n"
-               "  %y = call double @call(ptr %ctx, ptr %xo, ptr %ro)\n" if call_args == "ctx"
+               "  %y = call double @call(ptr %ctx, ptr %xo, ptr %ro)\n" if with_context
                else "  %y = call double @call(ptr %xo, ptr %ro)\n")
     return ("\ndefine ptr @fast(ptr %self, ptr %args, i64 %nargs) {\nentry:\n"
             "  %two = icmp eq i64 %nargs, 2\n  br i1 %two, label %run, label %wrong\n"

@@ -161,7 +161,7 @@ def _call_ir(n_out: int, offset: int | None) -> str:
             f"  %xa = getelementptr i8, ptr %xo, i64 {offset}\n  %x = load ptr, ptr %xa\n{rest}"
             "  %v = alloca double\n"
             f"  call void @point(ptr %x, ptr %v, ptr {'%r' if n_out > 1 else 'null'})\n"
-            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir(""))
+            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir(with_context=False))
 
 
 # ===================================================================== sums over rows of data
@@ -369,7 +369,7 @@ def interpreter_ir(data_offset: int | None) -> str:
                 f"  %xa = getelementptr i8, ptr %xo, i64 {data_offset}\n  %x = load ptr, ptr %xa\n"
                 f"  %ra = getelementptr i8, ptr %ro, i64 {data_offset}\n  %r = load ptr, ptr %ra\n"
                 "  %value = call double @point(ptr %prog, ptr %vals, ptr %x, ptr %r)\n  ret double %value\n}\n"
-                + fast_entry_ir("ctx"))
+                + fast_entry_ir(with_context=True))
     rows = ("define void @rows(ptr %prog, ptr noalias %vals, ptr %colin, i64 %ncol, ptr %cols, ptr %strides,"
             " ptr %idx, i64 %start, i64 %end, ptr noalias %out, ptr noalias %acc) {\nentry:\n" + fields + pointers
             + _INTERPRETED_ROWS)

@@ -551,7 +551,7 @@ def _call_entry(program: LoopProgram) -> str:
             "  %v = alloca double\n  %outs = alloca ptr, i64 2\n  store ptr %v, ptr %outs\n"
             "  %o1 = getelementptr ptr, ptr %outs, i64 1\n  store ptr %g, ptr %o1\n"
             "  call void @prog(ptr %w, ptr %bases, ptr %outs)\n"
-            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fastcall.fast_entry_ir(""))
+            "  %value = load double, ptr %v\n  ret double %value\n}\n" + fastcall.fast_entry_ir(with_context=False))
 
 
 # A tiled program runs a block's rows in tiles of this many (even: a sum's two lanes keep their rows)

@@ -189,7 +189,7 @@ def entries_ir(data_offset: int | None) -> str:
                 "  %fa = getelementptr i64, ptr %rec, i64 4\n  %frame = load ptr, ptr %fa\n"
                 "  %v = alloca double\n"
                 "  call void @run(ptr %rec, ptr %frame, ptr %x, ptr %v, ptr %r)\n"
-                "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir("ctx"))
+                "  %value = load double, ptr %v\n  ret double %value\n}\n" + fast_entry_ir(with_context=True))
     return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n\n" + run + "\n" + point + "\n" + batch
             + "\n" + call)
 
