@@ -31,7 +31,7 @@ from symad.core import binders
 from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats, expand_point, groups
-from symad.core.printing import to_infix
+from symad.core.printing import to_texts
 from symad.runtime import policy
 from symad.runtime.loop_tiers import LoopTier, first_program
 from symad.runtime.native_loops import WholeProgram, compiled_loops
@@ -417,15 +417,24 @@ class IndexedFunction(IndexedInputs):
     def gradient_text(self) -> list[tuple[str, str, tuple[int, int] | None]]:
         """``(label, text, range)`` of each partial: ``("x[k]", "...", (1, n))`` for a vector, still
         indexed (``k`` runs over the range), ``("y", "...", None)`` for a scalar."""
-        out = []
+        return self.gradient_listing("inline")[1]
+
+    def gradient_listing(self, form: str = "auto") -> tuple[list[tuple[str, str]],
+                                                           list[tuple[str, str, tuple[int, int] | None]]]:
+        """The partials printed together, as ``symad diff`` lists them: ``(definitions, rows)``,
+        the parts they share named once (``("_1", "prod(i = 1..n, x[i])")``, where ``form`` is
+        ``"auto"`` and a loop would print more than once, or the text would be much larger than
+        the DAG: :func:`symad.core.printing.to_texts`) and a row of :meth:`gradient_text` a
+        partial, using those names."""
+        rows: list[tuple[str, int, tuple[int, int] | None]] = []
         for name, node in zip(self.wrt, self._outputs[1:]):  # the partials, built once with the function
             if name in self.spans:
                 _, low, high = self.graph.data[node]  # type: ignore[misc]
-                out.append((f"{name}[k]", to_infix(self.graph, self.graph.args[node][0], index_names=["k"]),
-                            (low, high)))
+                rows.append((f"{name}[k]", self.graph.args[node][0], (low, high)))
             else:
-                out.append((name, to_infix(self.graph, node), None))
-        return out
+                rows.append((name, node, None))
+        definitions, texts = to_texts(self.graph, [root for _, root, _ in rows], form, index_names=["k"])
+        return definitions, [(label, text, span) for (label, _, span), text in zip(rows, texts)]
 
 
 def _described(name: str, dims: Sequence[tuple[int, int]]) -> str:

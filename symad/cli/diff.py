@@ -19,10 +19,10 @@ ALIGN_MAX = 40  # labels longer than this are not padded (nor pad the others)
 
 EPILOG_NOTE = """\
 When the partials printed one by one would be much larger than their DAG (more than 2,000
-tree nodes and four times the DAG), they are printed together: every subexpression used
-more than once, in any partial, is defined once by name (_1 = x1*x2;) and the df/dx lines
-use the names, so the output grows with the DAG.  --json then adds "shared": {name: text}
-beside "diff": {variable: text}.
+tree nodes and four times the DAG), or would print a sum or product kept as a loop more than
+once, they are printed together: every subexpression used more than once, in any partial,
+is defined once by name (_1 = x1*x2;) and the df/dx lines use the names, so the output grows
+with the DAG.  --json then adds "shared": {name: text} beside "diff": {variable: text}.
 """
 
 
@@ -76,10 +76,12 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
         raise SymadError("--latex is not supported yet for sums over more than "
                          f"{binders.UNROLL_MAX_TERMS:,} terms (kept as loops)")
     indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
-    partials = indexed.IndexedFunction(expr, wrt=wrt or None).gradient_text()
+    definitions, partials = indexed.IndexedFunction(expr, wrt=wrt or None).gradient_listing()
     obj = {"expr": text.strip(), "diff": {label: body for label, body, _ in partials},
            "ranges": {label: list(span) for label, _, span in partials if span is not None}}
-    lines = []
+    if definitions:
+        obj["shared"] = dict(definitions)
+    lines = [f"{name} = {body};" for name, body in definitions]
     for label, body, span in partials:
         where = f"    for k = {span[0]}..{span[1]}" if span is not None else ""
         lines.append(f"df/d{label} = {body}{where}")

@@ -70,15 +70,19 @@ def to_shared(graph: Graph, root: int) -> str:
     return "\n".join([f"{name} = {body};" for name, body in definitions] + [text])
 
 
-def to_texts(graph: Graph, roots: list[int], form: str = "auto") -> tuple[list[tuple[str, str]], list[str]]:
+def to_texts(graph: Graph, roots: list[int], form: str = "auto",
+             index_names: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[str]]:
     """Several expressions printed together: ``(definitions, texts)``.
 
     ``"auto"`` prints each root as :func:`to_text` does (no definitions) unless
-    the roots together would print much larger than their DAG; then, as in
-    ``"shared"``, every operation used more than once, within a root or across
-    roots, is defined once by name and the texts refer to those names.
-    The definitions written ``_1 = ...; _2 = ...;`` followed by a text parse back
-    to that root.  Either way the output grows with the DAG.
+    the roots together would print much larger than their DAG, or would print a
+    loop (a sum or product, its body with it) more than once where naming a part
+    prints it once; then, as in ``"shared"``, every operation used more than once,
+    within a root or across roots, is defined once by name and the texts refer to
+    those names.  The definitions written ``_1 = ...; _2 = ...;`` followed by a
+    text parse back to that root.  Either way the output grows with the DAG.
+    ``index_names``: the names of the free index levels of the roots that leave some free (the
+    definitions leave none).
     """
     if form not in ("auto", "inline", "shared"):
         raise ValueError(f"form must be auto, inline or shared, not {form!r}")
@@ -86,13 +90,33 @@ def to_texts(graph: Graph, roots: list[int], form: str = "auto") -> tuple[list[t
         order = graph.reachable(roots)
         sizes = _tree_sizes(graph, order)
         tree = sum(sizes[r] for r in roots)
-        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)):
+        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)) and not _loop_repeated(graph, roots):
             # Within budget: each root's own text costs at most its tree, so this stays linear.
+            if index_names:
+                return [], [to_infix(graph, r, index_names=_free_names(graph, r, index_names)) for r in roots]
             return [], [to_text(graph, r) for r in roots]
         form = "shared"
     if form == "inline":
-        return [], [to_infix(graph, r) for r in roots]
-    return shared_texts(graph, roots)
+        return [], [to_infix(graph, r, index_names=_free_names(graph, r, index_names)) for r in roots]
+    return shared_texts(graph, roots, index_names)
+
+
+def _free_names(graph: Graph, root: int, index_names: Sequence[str]) -> Sequence[str]:
+    """``index_names`` for a root that leaves an index free (the body of an ``each``); none for
+    another, whose loops are named as usual (i, j, ...)."""
+    return index_names if index_names and graph.scoped and binders.levels(graph)[root] >= 0 else ()
+
+
+def _loop_repeated(graph: Graph, roots: list[int]) -> bool:
+    """Whether a part the shared form names (used more than once) holds a loop: printed inline,
+    that loop would be printed, body and all, once a use."""
+    named = shared_names(graph, roots)
+    if not named:
+        return False
+    holds: dict[int, bool] = {}
+    for node in graph.reachable(roots):  # topological: arguments first
+        holds[node] = graph.op[node] in SCOPED or any(holds[a] for a in graph.args[node])
+    return any(holds[n] for n in named)
 
 
 def shared_names(graph: Graph, roots: list[int]) -> list[int]:
@@ -109,8 +133,11 @@ def shared_names(graph: Graph, roots: list[int]) -> list[int]:
             and graph.op[node] != "item"]
 
 
-def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(definitions, texts)`` naming every operation the roots use more than once."""
+def shared_texts(graph: Graph, roots: list[int],
+                 index_names: Sequence[str] = ()) -> tuple[list[tuple[str, str]], list[str]]:
+    """``(definitions, texts)`` naming every operation the roots use more than once (never a
+    part of a loop's body, nor one with a free index: see :func:`shared_names`); the free index
+    levels of the roots that leave some free print as ``index_names``."""
     order = graph.reachable(roots)
     taken = {graph.data[n] for n in order if graph.op[n] == "var"}
     prefix = "_"
@@ -122,7 +149,8 @@ def shared_texts(graph: Graph, roots: list[int]) -> tuple[list[tuple[str, str]],
         name = f"{prefix}{len(names) + 1}"
         definitions.append((name, to_infix(graph, node, names)))
         names[node] = name
-    return definitions, [names.get(r) or to_infix(graph, r, names) for r in roots]
+    return definitions, [names.get(r) or to_infix(graph, r, names, _free_names(graph, r, index_names))
+                         for r in roots]
 
 
 def _tree_sizes(graph: Graph, order: list[int]) -> dict[int, int | float]:

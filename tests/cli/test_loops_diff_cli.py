@@ -1,0 +1,48 @@
+"""symad diff over sums and products kept as loops: a loop the partials would print more than once
+is named once (_1 = prod(...);), as the written-out partials' shared parts are."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from support.cli_helpers import run
+
+import symad
+from symad import Graph
+from symad.indexed_function import IndexedFunction
+
+PRODUCT = "prod(i = 1..20000, x[i]^2) + y*sum(i = 1..20000, x[i]) + y^2"
+
+
+def _as_one_expression(definitions: list[str], body: str, span: str) -> str:
+    """The listing as one text: its definitions, then the partial summed over its range (so that
+    k is bound and the text parses)."""
+    return "".join(definitions) + f"sum(k = {span}, {body})"
+
+
+def test_a_loop_printed_twice_is_named_once_and_means_the_inline_partial() -> None:
+    r = run("diff", PRODUCT)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    definitions = [line for line in lines if re.match(r"_\d+ = ", line)]
+    assert definitions[0] == "_1 = prod(i = 1..20000, x[i]^2);"
+    (row,) = [line for line in lines if line.startswith("df/dx[k] = ")]
+    body, span = row[len("df/dx[k] = "):].split("    for k = ")
+    assert span == "1..20000" and "prod(" not in body and "sum(" not in body
+    assert lines[-1] == "df/dy = sum(i = 1..20000, x[i]) + 2*y"  # printed once: left inline
+    # the names stand for what the partial printed inline says: the same node, parsed
+    inline = dict((label, text) for label, text, _ in IndexedFunction(symad.parse(PRODUCT)).gradient_text())
+    g = Graph()
+    named = symad.parse(_as_one_expression(definitions, body, span), g)
+    assert named.id == symad.parse(_as_one_expression([], inline["x[k]"], span), g).id
+    js = json.loads(run("diff", PRODUCT, "--json").stdout)
+    assert js["shared"]["_1"] == "prod(i = 1..20000, x[i]^2)"
+    assert js["diff"]["x[k]"] == body and js["ranges"]["x[k]"] == [1, 20000]
+
+
+def test_partials_that_print_each_loop_once_stay_inline() -> None:
+    r = run("diff", "sum(i = 1..20000, x[i]^2*sum(j = 1..20000, x[j]))", "--json")
+    js = json.loads(r.stdout)
+    assert "shared" not in js
+    assert js["diff"] == {"x[k]": "sum(i = 1..20000, x[i])*(2*x[k]) + sum(i = 1..20000, x[i]^2)"}
