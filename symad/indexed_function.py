@@ -426,6 +426,13 @@ class IndexedFunction(IndexedInputs):
         ``"auto"`` and a loop would print more than once, or the text would be much larger than
         the DAG: :func:`symad.core.printing.to_texts`) and a row of :meth:`gradient_text` a
         partial, using those names."""
+        rows = self.gradient_roots()
+        definitions, texts = to_texts(self.graph, [root for _, root, _ in rows], form, index_names=["k"])
+        return definitions, [(label, text, span) for (label, _, span), text in zip(rows, texts)]
+
+    def gradient_roots(self) -> list[tuple[str, int, tuple[int, int] | None]]:
+        """``(label, node, range)`` of each partial, in ``self.graph``: a vector's partial as the
+        body of its ``each`` (index ``k`` free, running over the range), a scalar's as itself."""
         rows: list[tuple[str, int, tuple[int, int] | None]] = []
         for name, node in zip(self.wrt, self._outputs[1:]):  # the partials, built once with the function
             if name in self.spans:
@@ -433,8 +440,7 @@ class IndexedFunction(IndexedInputs):
                 rows.append((f"{name}[k]", self.graph.args[node][0], (low, high)))
             else:
                 rows.append((name, node, None))
-        definitions, texts = to_texts(self.graph, [root for _, root, _ in rows], form, index_names=["k"])
-        return definitions, [(label, text, span) for (label, _, span), text in zip(rows, texts)]
+        return rows
 
 
 def _described(name: str, dims: Sequence[tuple[int, int]]) -> str:

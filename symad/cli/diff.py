@@ -8,7 +8,7 @@ import re
 
 from symad.cli.common import emit
 from symad.core import binders, name_rule
-from symad.core.errors import SymadError, VariableError
+from symad.core.errors import VariableError
 from symad.core.latex import latex_block, latex_name
 from symad.core.names import normal
 from symad.core.printing import to_texts
@@ -72,11 +72,16 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
 
 def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) -> None:
     """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
-    if args.latex:
-        raise SymadError("--latex is not supported yet for sums over more than "
-                         f"{binders.UNROLL_MAX_TERMS:,} terms (kept as loops)")
     indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
-    definitions, partials = indexed.IndexedFunction(expr, wrt=wrt or None).gradient_listing()
+    function = indexed.IndexedFunction(expr, wrt=wrt or None)
+    if args.latex:
+        rows = function.gradient_roots()
+        labels = [rf"\frac{{\partial f}}{{\partial {_latex_label(label)}}}" for label, _, _ in rows]
+        notes = [rf" \qquad k = {span[0]}, \dots, {span[1]}" if span else "" for _, _, span in rows]
+        block = latex_block(function.graph, [root for _, root, _ in rows], labels, free_names=["k"], notes=notes)
+        emit(args, {"expr": text.strip(), "latex": block}, [block], [])
+        return
+    definitions, partials = function.gradient_listing()
     obj = {"expr": text.strip(), "diff": {label: body for label, body, _ in partials},
            "ranges": {label: list(span) for label, _, span in partials if span is not None}}
     if definitions:
@@ -86,3 +91,8 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
         where = f"    for k = {span[0]}..{span[1]}" if span is not None else ""
         lines.append(f"df/d{label} = {body}{where}")
     emit(args, obj, lines, [])
+
+
+def _latex_label(label: str) -> str:
+    """A partial's variable in LaTeX: ``x_{k}`` for a vector's entries (``x[k]``), else its name's."""
+    return latex_name(label[:-3]) + "_{k}" if label.endswith("[k]") else latex_name(label)

@@ -12,7 +12,7 @@ subscripts (``x_{i + 1}``, ``A_{i, j}``) and a map as ``\\left(...\\right)_{k=1}
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from symad.core.dag import SCOPED, Graph
 from symad.core.ops import OPS, PREC_ATOM, PREC_PRODUCT, PREC_SUM, PREC_UNARY
@@ -21,6 +21,8 @@ from symad.core.printing import (
     SHARED_RATIO,
     IndexNames,
     format_number,
+    free_index_names,
+    loop_repeated,
     precedence,
     render,
     shared_names,
@@ -71,11 +73,13 @@ def latex_number(value: float) -> str:
     return text
 
 
-def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None) -> str:
-    """The expression in LaTeX (nodes in ``names`` print as those names)."""
+def to_latex(graph: Graph, root: int, names: dict[int, str] | None = None,
+             free_names: Sequence[str] = ()) -> str:
+    """The expression in LaTeX (nodes in ``names`` print as those names; the index levels ``root``
+    leaves free, as ``free_names``)."""
     names = names or {}
     op_of, data_of = graph.op, graph.data
-    index_names = IndexNames(graph, root)
+    index_names = IndexNames(graph, root, free_names)
 
     def prec(node: int) -> float:
         if node in names:
@@ -165,15 +169,18 @@ def _wrap(node: int, paren: bool) -> list[object]:
     return [r"\left(", node, r"\right)"] if paren else [node]
 
 
-def latex_block(graph: Graph, roots: list[int], labels: list[str]) -> str:
-    """``label = expression`` for each root, one per line of an ``aligned`` block; when the
-    roots as trees would be much larger than their DAG, shared subexpressions are named
-    ``t_{1}, t_{2}, ...`` and defined first."""
+def latex_block(graph: Graph, roots: list[int], labels: list[str], free_names: Sequence[str] = (),
+                notes: Sequence[str] = ()) -> str:
+    """``label = expression`` for each root, one per line of an ``aligned`` block, followed by its
+    note if any (``notes[k]``: a partial's range); when the roots as trees would be much larger
+    than their DAG, or would print a loop more than once, shared subexpressions are named
+    ``t_{1}, t_{2}, ...`` and defined first.  ``free_names``: the names of the index levels the
+    roots that leave some free leave free (:func:`symad.core.printing.free_index_names`)."""
     order = graph.reachable(roots)
     tree = sum(graph.tree_size(r) for r in roots)
     names: dict[int, str] = {}
     lines: list[str] = []
-    if tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order):
+    if (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)) or loop_repeated(graph, roots):
         # t_{k}, unless a variable is written so (t1, t_2, t[3]): then another letter
         taken = {latex_name(graph.data[n]).partition("_{")[0] for n in order if graph.op[n] == "var"}  # type: ignore[arg-type]
         letter = next((c for c in ("t", "s", "u", "w", r"\tau") if c not in taken and "{" + c not in taken),
@@ -182,6 +189,7 @@ def latex_block(graph: Graph, roots: list[int], labels: list[str]) -> str:
             body = to_latex(graph, node, names)
             names[node] = f"{letter}_{{{len(names) + 1}}}"
             lines.append(f"{names[node]} &= {body}")
-    lines += [f"{label} &= {to_latex(graph, r, names)}" for label, r in zip(labels, roots)]
+    for k, (label, r) in enumerate(zip(labels, roots)):
+        note = notes[k] if k < len(notes) and notes[k] else ""
+        lines.append(f"{label} &= {to_latex(graph, r, names, free_index_names(graph, r, free_names))}{note}")
     return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
-

@@ -90,24 +90,24 @@ def to_texts(graph: Graph, roots: list[int], form: str = "auto",
         order = graph.reachable(roots)
         sizes = _tree_sizes(graph, order)
         tree = sum(sizes[r] for r in roots)
-        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)) and not _loop_repeated(graph, roots):
+        if not (tree > SHARED_MIN_TREE and tree > SHARED_RATIO * len(order)) and not loop_repeated(graph, roots):
             # Within budget: each root's own text costs at most its tree, so this stays linear.
             if index_names:
-                return [], [to_infix(graph, r, index_names=_free_names(graph, r, index_names)) for r in roots]
+                return [], [to_infix(graph, r, index_names=free_index_names(graph, r, index_names)) for r in roots]
             return [], [to_text(graph, r) for r in roots]
         form = "shared"
     if form == "inline":
-        return [], [to_infix(graph, r, index_names=_free_names(graph, r, index_names)) for r in roots]
+        return [], [to_infix(graph, r, index_names=free_index_names(graph, r, index_names)) for r in roots]
     return shared_texts(graph, roots, index_names)
 
 
-def _free_names(graph: Graph, root: int, index_names: Sequence[str]) -> Sequence[str]:
+def free_index_names(graph: Graph, root: int, index_names: Sequence[str]) -> Sequence[str]:
     """``index_names`` for a root that leaves an index free (the body of an ``each``); none for
     another, whose loops are named as usual (i, j, ...)."""
     return index_names if index_names and graph.scoped and binders.levels(graph)[root] >= 0 else ()
 
 
-def _loop_repeated(graph: Graph, roots: list[int]) -> bool:
+def loop_repeated(graph: Graph, roots: list[int]) -> bool:
     """Whether a part the shared form names (used more than once) holds a loop: printed inline,
     that loop would be printed, body and all, once a use."""
     named = shared_names(graph, roots)
@@ -149,7 +149,7 @@ def shared_texts(graph: Graph, roots: list[int],
         name = f"{prefix}{len(names) + 1}"
         definitions.append((name, to_infix(graph, node, names)))
         names[node] = name
-    return definitions, [names.get(r) or to_infix(graph, r, names, _free_names(graph, r, index_names))
+    return definitions, [names.get(r) or to_infix(graph, r, names, free_index_names(graph, r, index_names))
                          for r in roots]
 
 

@@ -46,3 +46,18 @@ def test_partials_that_print_each_loop_once_stay_inline() -> None:
     js = json.loads(r.stdout)
     assert "shared" not in js
     assert js["diff"] == {"x[k]": "sum(i = 1..20000, x[i])*(2*x[k]) + sum(i = 1..20000, x[i]^2)"}
+
+
+def test_latex_of_a_loop_gradient_names_its_loops_and_gives_the_range() -> None:
+    r = run("diff", PRODUCT, "--latex")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == r"\begin{aligned}" and lines[-1] == r"\end{aligned}"
+    assert lines[1] == r"t_{1} &= \prod_{i=1}^{20000} x_{i}^{2} \\"
+    (row,) = [line for line in lines if line.startswith(r"\frac{\partial f}{\partial x_{k}} &= ")]
+    assert row.endswith(r" \qquad k = 1, \dots, 20000 \\") and r"\prod" not in row and r"\sum" not in row
+    assert lines[-2] == r"\frac{\partial f}{\partial y} &= \sum_{i=1}^{20000} x_{i} + 2\,y"
+    text = r.stdout
+    assert text.count("{") == text.count("}") and text.count(r"\left") == text.count(r"\right")
+    js = json.loads(run("diff", PRODUCT, "--latex", "--json").stdout)
+    assert js["latex"] == text.rstrip("\n")
