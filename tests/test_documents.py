@@ -17,7 +17,7 @@ from support.measure import python_measured
 import symad
 from symad import Graph
 from symad.core import document
-from symad.core.document import DocumentError
+from symad.core.document import DocumentError, DocumentLimitError
 from symad.core.limits import LIMITS, override
 from symad.core.ops import OPS
 
@@ -239,14 +239,16 @@ def _junk(size: int) -> str:
 
 
 @pytest.mark.slow
-def test_loading_30_mb_of_junk_takes_memory_of_the_order_of_the_text(tmp_path) -> None:
+def test_loading_junk_takes_memory_of_the_order_of_the_text(tmp_path) -> None:
     small = tmp_path / "small.json"
     small.write_text(_doc())
     base = python_measured(_LOAD.format(path=str(small))).peak_mb  # symad, and what loading imports
-    cases = {"junk": _junk(30 << 20),  # refused at its key, "junk", before its value is read
-             # junk in the values the format has: 3 M nodes and a bad one, 10 M outputs
-             "nodes": _doc(nodes=[["var", "x"]] + [["sin", 0]] * ((30 << 20) // 10) + [["bad"]]),
-             "outputs": _doc(outputs=[0] * ((30 << 20) // 3))}
+    size = 10 << 20
+    cases = {"junk": _junk(size),  # refused at its key, "junk", before its value is read
+             # junk in the values the format has: a million nodes and a bad one; 3 M outputs, the
+             # last past the nodes (refused once every one is read)
+             "nodes": _doc(nodes=[["var", "x"]] + [["sin", 0]] * (size // 10) + [["bad"]]),
+             "outputs": _doc(outputs=[0] * (size // 3) + [3])}
     for name, text in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_text(text)
@@ -256,6 +258,13 @@ def test_loading_30_mb_of_junk_takes_memory_of_the_order_of_the_text(tmp_path) -
         assert "DocumentError" in m.stdout, m.stdout
         # the text, its bytes while decoded, and what is kept (was 16x the text: 510 MB for 33 MB)
         assert m.peak_mb - base < 4 * size_mb, (name, m.peak_mb, base, size_mb)
+
+
+def test_more_outputs_than_the_node_limit_are_refused_as_over_it() -> None:
+    with override(max_nodes=1000):
+        with pytest.raises(DocumentLimitError, match="more than 1,000 outputs, over the limit of nodes"):
+            document.loads(_doc(outputs=[0] * 1001))
+        assert len(document.loads(_doc(outputs=[0] * 1000))["outputs"]) == 1000  # as many as the limit: read
 
 
 @pytest.mark.slow

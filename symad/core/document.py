@@ -386,8 +386,9 @@ def _checked(pairs: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
         elif key == "outputs":
             outputs = document[key] = indices()
             for k in value.scalars():
-                if len(outputs) > LIMITS.max_nodes:
-                    raise DocumentError("the document's outputs must be indices of its nodes")
+                if len(outputs) >= LIMITS.max_nodes:
+                    raise DocumentLimitError(f"the document has more than {LIMITS.max_nodes:,} outputs, over the "
+                                             "limit of nodes (raise it with {setting})", "LIMITS.max_nodes")
                 outputs.append(_index(k))
         else:
             seen: dict[str, str] = {}
