@@ -186,7 +186,9 @@ class SympyTooSlow(BaseException):
     swallowed it once, and the example ran on for minutes."""
 
 
-SYMPY_CPU_SECONDS = 10.0  # a budget per example: SymPy's work on one takes milliseconds, rarely seconds
+# A budget per example: SymPy's work on one takes milliseconds, rarely a second or two; of the
+# SymPy property checks' ~1,000 examples, five took 3.4 to 10 s (40 s of the suite between them)
+SYMPY_CPU_SECONDS = 3.0
 
 
 @contextlib.contextmanager
