@@ -1,4 +1,5 @@
-"""``python -m symad.native.build_stencils FOLDER``: compile the stencils into the code cache FOLDER.
+"""``python -m symad.native.build_stencils FOLDER``: compile the stencils into the code cache FOLDER
+(and write their tables there).
 
 Started by :func:`symad.native.remote.build_stencils` as a process of its own, which outlives
 its parent: a short run that first needed the stencils still leaves them, compiled once a
@@ -26,7 +27,9 @@ def build(folder: str) -> None:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return
-        jit.stencil_objects(compile_missing=True)
+        objects = jit.stencil_objects(compile_missing=True)
+        if objects is not None:  # and their tables, which a process reads without parsing the object code
+            jit.keep_stencil_tables(objects[0])
 
 
 if __name__ == "__main__":

@@ -668,8 +668,7 @@ def stencils_ready() -> bool:
     shared cache, or without a cache a background task) and the answer is False."""
     if _stencils:
         return True
-    objects = stencil_objects(compile_missing=False)
-    if objects is not None and _install(*objects):
+    if _install_stencils(compile_missing=False):
         return True
     with _lock:
         if _stencils_task or not stitch_available():
@@ -692,29 +691,72 @@ def stitch(schedule: Schedule) -> stitching.StitchedProgram:
 
 def _load_stencils() -> tuple[stencils.Library, stitching.Entries]:
     with _compile_lock:
-        if not _stencils:
-            objects = stencil_objects(compile_missing=True)
-            if objects is None or not _install(*objects):
-                raise _native("stencils").StencilError("the stencils' entries cannot be loaded in this process")
+        if not _stencils and not _install_stencils(compile_missing=True):
+            raise _native("stencils").StencilError("the stencils' entries cannot be loaded in this process")
         return _stencils[0]
 
 
 def _stencils_in_background() -> None:
-    objects = stencil_objects(compile_missing=True, remote_ok=True)
-    if objects is not None:
-        _install(*objects)
+    _install_stencils(compile_missing=True, remote_ok=True)
 
 
-def _install(stencil_object: bytes, entries_object: bytes) -> bool:
-    """Parse and load the stencils and their entries (symad's own loader: no LLVM); whether done."""
-    image = elf.load(entries_object)
-    if image is None:
+def _install_stencils(compile_missing: bool, remote_ok: bool = False) -> bool:
+    """Load the stencils and their entries (symad's own loader: no LLVM): the stencils' tables from
+    the shared code cache where it has them (no object code parsed), else their object code, from
+    the cache or compiled where ``compile_missing`` (see :func:`stencil_objects`), parsed and its
+    tables kept in the cache for the next process; whether loaded."""
+    library = _cached_tables()
+    if library is not None:
+        entries = _shared_object(*_entries_wanted(), compile_missing, remote_ok)
+        image = elf.load(entries) if entries is not None else None
+        if image is not None:
+            _install(library, image)
+            return True
+    objects = stencil_objects(compile_missing, remote_ok)
+    image = elf.load(objects[1]) if objects is not None else None
+    if image is None:  # (before parsing: a process that cannot load the entries parses nothing)
         return False
-    library = _native("stencils").parse(stencil_object)
+    _install(keep_stencil_tables(objects[0]), image)  # type: ignore[index]
+    return True
+
+
+def _install(library: stencils.Library, image: Any) -> None:
     with _lock:
         if not _stencils:
             _stencils.append((library, _native("stitcher").Entries(image)))
-    return True
+
+
+def _tables_name() -> str:
+    return _disk_name(_stencils_key(), STENCIL_OPT, f"stencils tables {_native('stencils').TABLES_FORMAT}")
+
+
+def _cached_tables() -> stencils.Library | None:
+    """The stencils' tables (:func:`symad.native.stencils.tables`) from the shared code cache, or None."""
+    folder = cache.shared_dir()
+    stored = cache.load(_tables_name(), folder) if folder is not None else None
+    if stored is None:
+        return None
+    library = _native("stencils")
+    try:
+        return library.from_tables(stored)
+    except library.StencilError:
+        return None
+
+
+def keep_stencil_tables(stencil_object: bytes) -> stencils.Library:
+    """The stencils of ``stencil_object`` parsed, their tables stored in the shared code cache (where
+    there is one to write) for later processes to read without parsing."""
+    library = _native("stencils")
+    parsed = library.parse(stencil_object)
+    folder = cache.shared_dir()
+    if folder is not None and cache.writable(folder):
+        cache.store(_tables_name(), library.tables(parsed), folder)
+    return parsed
+
+
+def _entries_wanted() -> tuple[str, Callable[[], str], int, str]:
+    text = _native("stencils").entries_ir(fastcall.array_data_offset())
+    return text, lambda: text, 2, ""
 
 
 def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[bytes, bytes] | None:
@@ -722,26 +764,31 @@ def stencil_objects(compile_missing: bool, remote_ok: bool = False) -> tuple[byt
     rules; the stencils keyed by the code that writes them, the CPU and LLVM), else compiled and
     stored if ``compile_missing`` (in the worker process if ``remote_ok``: a background task),
     else None."""
-    library = _native("stencils")
-    entries_text = library.entries_ir(fastcall.array_data_offset())
-    wanted = [(_stencils_key(), library.library_ir, STENCIL_OPT, "stencils"),
-              (entries_text, lambda: entries_text, 2, "")]
+    stencil_object = _shared_object(_stencils_key(), _native("stencils").library_ir, STENCIL_OPT, "stencils",
+                                    compile_missing, remote_ok)
+    if stencil_object is None:
+        return None
+    entries = _shared_object(*_entries_wanted(), compile_missing, remote_ok)
+    return None if entries is None else (stencil_object, entries)
+
+
+def _shared_object(key: str, text: Callable[[], str], opt: int, kind: str, compile_missing: bool,
+                   remote_ok: bool) -> bytes | None:
+    """The object code keyed ``key``: from the shared code cache, else compiled from ``text()`` and
+    stored if ``compile_missing``, else None."""
     folder = cache.shared_dir()
-    found = []
-    for key, text, opt, kind in wanted:
-        name = _disk_name(key, opt, kind) if folder is not None else None
-        stored = cache.load(name, folder) if name else None
-        if stored is None:
-            if not compile_missing:
-                return None
-            stored = _compile_shared(text(), opt, remote_ok)
-            if name and cache.writable(folder):
-                cache.store(name, stored, folder)
-        else:
-            with _lock:
-                _stats["loaded"] += 1
-        found.append(stored)
-    return found[0], found[1]
+    name = _disk_name(key, opt, kind) if folder is not None else None
+    stored = cache.load(name, folder) if name else None
+    if stored is not None:
+        with _lock:
+            _stats["loaded"] += 1
+        return stored
+    if not compile_missing:
+        return None
+    stored = _compile_shared(text(), opt, remote_ok)
+    if name and cache.writable(folder):  # type: ignore[arg-type]
+        cache.store(name, stored, folder)
+    return stored
 
 
 def _compile_shared(text: str, opt: int, remote_ok: bool) -> bytes:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import struct
 from dataclasses import dataclass
 
@@ -224,6 +225,54 @@ class Library:
     addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
     tail: np.ndarray | None = None  # the bytes after a stitched body (the stitcher's, once built)
     split: tuple | None = None  # the relocations, holes and relative ones apart (the stitcher's, once built)
+
+
+TABLES_FORMAT = "stencil-tables-1"  # the layout of :func:`tables`: changed with it or with Library's arrays
+_TABLE_ARRAYS = ("variants", "blob", "start", "length", "rel_start", "rel_count", "rel_offset", "rel_kind",
+                 "rel_arg", "rel_addend", "arity")
+_TABLE_DTYPES = {"blob": np.dtype(np.uint8)}  # every other array: int64
+
+
+def tables(library: Library) -> bytes:
+    """The library's tables as bytes :func:`from_tables` reads back in a fraction of a millisecond
+    (the shared code cache keeps them beside the stencils' object code: parsing that takes a
+    process's first stitch tens of milliseconds): a JSON header of the ops, the C functions called
+    and each array's length, then the arrays, then the data."""
+    arrays = [np.ascontiguousarray(getattr(library, name), dtype=_TABLE_DTYPES.get(name, np.int64))
+              for name in _TABLE_ARRAYS]
+    header = json.dumps({"format": TABLES_FORMAT, "ops": library.ops, "calls": library.calls,
+                         "shapes": [list(a.shape) for a in arrays], "data": len(library.data)}).encode()
+    out = bytearray(struct.pack("<Q", len(header)) + header)
+    for a in arrays:
+        out += bytes(-len(out) % 8)
+        out += a.tobytes()
+    return bytes(out + library.data)
+
+
+def from_tables(payload: bytes) -> Library:
+    """The library :func:`tables` wrote (its arrays read-only views of ``payload``); a StencilError
+    where ``payload`` is not such tables, or not of this op table."""
+    try:
+        size, = struct.unpack_from("<Q", payload, 0)
+        header = json.loads(payload[8:8 + size])
+        if header["format"] != TABLES_FORMAT or len(header["shapes"]) != len(_TABLE_ARRAYS):
+            raise ValueError("another layout")
+        at, arrays = 8 + size, []
+        for name, shape in zip(_TABLE_ARRAYS, header["shapes"]):
+            dtype = _TABLE_DTYPES.get(name, np.dtype(np.int64))
+            at += -at % 8
+            count = int(np.prod(shape, dtype=np.int64))
+            arrays.append(np.frombuffer(payload, dtype, count, at).reshape(shape))
+            at += count * dtype.itemsize
+        data = payload[at:]
+        ops, calls = header["ops"], header["calls"]
+        if len(data) != header["data"] or not isinstance(ops, dict) or not all(isinstance(c, str) for c in calls):
+            raise ValueError("inconsistent lengths")
+    except (struct.error, ValueError, TypeError, KeyError) as err:
+        raise StencilError(f"unreadable stencil tables: {err}") from err
+    if not ops.keys() <= PRIMITIVES.keys():
+        raise StencilError(f"stencils of ops the table does not have: {sorted(ops.keys() - PRIMITIVES.keys())}")
+    return Library(ops, arrays[0], *arrays[1:10], data, list(calls), arrays[10])
 
 
 def parse(obj: bytes) -> Library:

@@ -190,6 +190,57 @@ def test_a_tampered_stencil_library_is_not_loaded(tmp_path, monkeypatch):
     assert jit.stencil_objects(compile_missing=False) is None  # not trusted: not used
 
 
+def test_the_tables_read_back_as_the_parsed_library():
+    parsed = stencils.parse(jit.stencil_objects(compile_missing=True)[0])
+    read = stencils.from_tables(stencils.tables(parsed))
+    for field in ("ops", "calls", "data"):
+        assert getattr(read, field) == getattr(parsed, field)
+    for field in ("variants", "blob", "start", "length", "rel_start", "rel_count", "rel_offset", "rel_kind",
+                  "rel_arg", "rel_addend", "arity"):
+        a, b = getattr(parsed, field), getattr(read, field)
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b), field
+    with pytest.raises(stencils.StencilError, match="unreadable stencil tables"):
+        stencils.from_tables(stencils.tables(parsed)[:-1])  # the data cut short
+    with pytest.raises(stencils.StencilError, match="unreadable stencil tables"):
+        stencils.from_tables(b"\x10" + bytes(7) + b'{"format": "other"}')
+
+
+def test_a_process_with_the_tables_in_the_cache_stitches_without_parsing_the_object_code(tmp_path, monkeypatch):
+    """The first process to parse the stencils keeps their tables in the code cache; a later one
+    reads them (a fraction of a millisecond, where parsing took tens), and its code computes the
+    same bits; tables changed on disk are not trusted, and the object code is parsed instead."""
+    objects = jit.stencil_objects(compile_missing=True)
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(cache, "_dir", [folder])
+    cache.store(jit._disk_name(jit._stencils_key(), jit.STENCIL_OPT, "stencils"), objects[0], folder)
+    cache.store(jit._disk_name(_entries_key(), 2), objects[1], folder)
+    parses = []
+    real_parse = stencils.parse
+    monkeypatch.setattr(stencils, "parse", lambda obj: parses.append(1) or real_parse(obj))
+    monkeypatch.setattr(jit, "_stencils", [])
+    assert jit.stencils_ready() and parses == [1]  # parsed once, the tables kept
+    assert cache.load(jit._tables_name(), folder) is not None
+    monkeypatch.setattr(jit, "_stencils", [])
+    assert jit.stencils_ready() and parses == [1]  # read from the tables
+    schedule = _schedule("sin(x)*y + exp(x - y)/(1 + x^2)")
+    program = jit.stitch(schedule)
+    x = np.array([0.3, -1.7])
+    want = symad.parse("sin(x)*y + exp(x - y)/(1 + x^2)", Graph()).compile(backend="python").value_and_grad(x)
+    got = _all_entries(program, x)[0]
+    assert got.tobytes() == np.array([want[0], *want[1]]).tobytes()
+    path = folder / f"{jit._tables_name()}.o"
+    changed = bytearray(path.read_bytes())
+    changed[-1] ^= 0xFF
+    path.write_bytes(bytes(changed))
+    os.chmod(path, 0o600)
+    monkeypatch.setattr(jit, "_stencils", [])
+    assert jit.stencils_ready() and parses == [1, 1]  # not trusted: parsed again
+
+
+def _entries_key() -> str:
+    return stencils.entries_ir(jit.fastcall.array_data_offset())
+
+
 def test_unknown_relocations_are_refused():
     with pytest.raises(stencils.StencilError):
         stencils.parse(b"not an object file")
