@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from symad.ad.forward import forward
-from symad.ad.gather import hessian_band_nodes, hessian_bands, indexed_gradient
+from symad.ad.gather import dense_coupling, hessian_band_nodes, hessian_bands, indexed_gradient
 from symad.ad.sparse_values import Compression, EntryPlaces, band_places
 from symad.ad.sparsity import CsrShape, Layout, hessian_pattern, scipy_sparse
 from symad.backends.arrays import ArrayProgram
@@ -31,7 +31,7 @@ from symad.core import binders
 from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats, expand_point, groups
-from symad.core.printing import to_texts
+from symad.core.printing import to_text, to_texts
 from symad.runtime import policy
 from symad.runtime.loop_tiers import LoopTier, first_program
 from symad.runtime.native_loops import WholeProgram, compiled_loops
@@ -378,13 +378,29 @@ class IndexedFunction(IndexedInputs):
         ``("x[k]", "x[k+1]", "...", (1, n-1))`` is ∂²f/∂x[k]∂x[k+1] for k = 1..n-1 (the range's
         edges as explicit cases in the text, as in :meth:`gradient_text`); a scalar's row or column
         is its name and a range None when no index runs.  Each pair once: a vector with itself
-        from the diagonal up (offsets >= 0), two variables in :attr:`variables` order.
+        from the diagonal up (offsets >= 0), two variables in :attr:`variables` order.  A Hessian
+        that is not bands (``sum(i = 1..n, x[i])^2``, a product's: every entry coupled with every
+        other) is refused with a SymadError, never printed in part.
 
         >>> import symad
         >>> f = symad.compile("n = 20000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)")
         >>> [(row, col, rng) for row, col, _, rng in f.hessian_text()]
         [('x[k]', 'x[k]', (1, 20000)), ('x[k]', 'x[k+1]', (1, 19999))]
         """
+        bands = self.hessian_roots()
+        _, texts = to_texts(self.graph, [node for _, _, node, _ in bands], "inline", index_names=["k"])
+        return [(row, col, text, span) for (row, col, _, span), text in zip(bands, texts)]
+
+    def hessian_roots(self) -> list[tuple[str, str, int, tuple[int, int] | None]]:
+        """The rows of :meth:`hessian_text` with each band's node (in ``self.graph``, index ``k``
+        free where a range runs) in place of its text; a SymadError where a row is not bands."""
+        dense = dense_coupling(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])))
+        if dense is not None:
+            name, loop = dense
+            raise SymadError(f"the Hessian is not a few bands: df/d{name}[k] holds {to_text(self.graph, loop)}, "
+                             f"which couples {name}[k] with every entry it reads (a dense block); Hessian-vector "
+                             "products (hessp) use it without the matrix, and its nonzeros at a point "
+                             "(hessian_values; symad hessian --at) are computed where they are not too many")
         return hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
                              self._scalar_nodes)
 

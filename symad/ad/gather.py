@@ -20,7 +20,6 @@ from symad.core import binders
 from symad.core.dag import BINDERS, Graph
 from symad.core.errors import SymadError
 from symad.core.gcpause import without_gc
-from symad.core.printing import to_infix
 
 
 class VectorPartial(NamedTuple):
@@ -277,21 +276,53 @@ def hessian_band_nodes(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Seq
     return out
 
 
+def dense_coupling(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
+                   partials: Mapping[str, int]) -> tuple[str, int] | None:
+    """A vector's Hessian row that is not bands (:func:`hessian_band_nodes` leaves it out):
+    ``(its name x, a loop)`` where ``∂f/∂x[k]`` depends on a loop (a sum or a product inside its
+    body, or in a part of it the same for every k) reading entries of a variable, which couples
+    x[k] with every entry that loop reads; None where every row is bands."""
+    vectors = {name for name in wrt if name in spans}
+    for name in wrt:
+        if name not in spans:
+            continue
+        partial = partials[name]
+        body, *caps = graph.args[partial]
+        inner = body_adjoints(graph, partial)
+        for node in [*binders.nested(graph, body, graph.data[partial][0]), *caps]:  # type: ignore[index]
+            weight = inner.get(node)
+            if weight is None or graph.is_const(weight, 0.0):
+                continue
+            loop = _loop_reading(graph, node, vectors)
+            if loop is not None:
+                return name, loop
+    return None
+
+
+def _loop_reading(graph: Graph, node: int, vectors: set[str]) -> int | None:
+    """A loop ``node`` reaches whose body reads an entry of one of ``vectors``, or None."""
+    for loop in graph.reachable([node]):
+        if graph.op[loop] in ("sum", "prod") and any(
+                graph.op[n] == "item" and graph.data[graph.args[n][0]] in vectors for n in graph.reachable([loop])):
+            return loop
+    return None
+
+
 def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence[tuple[int, int]]],
                   partials: Mapping[str, int], scalars: Mapping[str, int]
-                  ) -> list[tuple[str, str, str, tuple[int, int] | None]]:
-    """The Hessian's bands as text, ``(row, column, text, range)`` each, each pair once (see
-    :meth:`symad.indexed_function.IndexedFunction.hessian_text`)."""
+                  ) -> list[tuple[str, str, int, tuple[int, int] | None]]:
+    """The Hessian's bands, ``(row, column, node, range)`` each, each pair once, the node's free
+    index (if any) k (see :meth:`symad.indexed_function.IndexedFunction.hessian_text`)."""
     position = {name: k for k, name in enumerate(wrt)}
-    out: list[tuple[str, str, str, tuple[int, int] | None]] = []
+    out: list[tuple[str, str, int, tuple[int, int] | None]] = []
     for band in hessian_band_nodes(graph, wrt, spans, partials, scalars):
         row, column = band.row, band.column
         if row not in spans:  # a scalar's row: along a vector, or a scalar from its own place on
             if column in spans:
                 labels = (row, f"{column}[k]") if position[row] < position[column] else (f"{column}[k]", row)
-                out.append((*labels, to_infix(graph, band.node, index_names=["k"]), (band.low, band.high)))
+                out.append((*labels, band.node, (band.low, band.high)))
             elif position[column] >= position[row]:
-                out.append((row, column, to_infix(graph, band.node), None))
+                out.append((row, column, band.node, None))
             continue
         if position[column] < position[row] or (column == row and band.a == 1 and band.shift < 0):
             continue
@@ -301,5 +332,5 @@ def hessian_bands(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Sequence
             label = f"{column}[{band.shift}]"
         else:
             label = f"{column}[{band.shift} - k]"
-        out.append((f"{row}[k]", label, to_infix(graph, band.node, index_names=["k"]), (band.low, band.high)))
+        out.append((f"{row}[k]", label, band.node, (band.low, band.high)))
     return out

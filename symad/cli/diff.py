@@ -9,7 +9,7 @@ import re
 from symad.cli.common import emit
 from symad.core import binders, name_rule
 from symad.core.errors import VariableError
-from symad.core.latex import latex_block, latex_name
+from symad.core.latex import latex_block, latex_label, latex_name
 from symad.core.names import normal
 from symad.core.printing import to_texts
 from symad.expr import Expr
@@ -76,7 +76,7 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
     function = indexed.IndexedFunction(expr, wrt=wrt or None)
     if args.latex:
         rows = function.gradient_roots()
-        labels = [rf"\frac{{\partial f}}{{\partial {_latex_label(label)}}}" for label, _, _ in rows]
+        labels = [rf"\frac{{\partial f}}{{\partial {latex_label(label)}}}" for label, _, _ in rows]
         notes = [rf" \qquad k = {span[0]}, \dots, {span[1]}" if span else "" for _, _, span in rows]
         block = latex_block(function.graph, [root for _, root, _ in rows], labels, free_names=["k"], notes=notes)
         emit(args, {"expr": text.strip(), "latex": block}, [block], [])
@@ -92,7 +92,3 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
         lines.append(f"df/d{label} = {body}{where}")
     emit(args, obj, lines, [])
 
-
-def _latex_label(label: str) -> str:
-    """A partial's variable in LaTeX: ``x_{k}`` for a vector's entries (``x[k]``), else its name's."""
-    return latex_name(label[:-3]) + "_{k}" if label.endswith("[k]") else latex_name(label)

@@ -12,7 +12,8 @@ from typing import Any
 
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders, indexed
-from symad.core.errors import SymadError
+from symad.core.errors import PointError, SymadError
+from symad.core.latex import latex_block, latex_label
 from symad.core.printing import to_infix
 from symad.expr import Expr
 
@@ -66,9 +67,20 @@ def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """``symad hessian`` of an expression with loops: its bands as indexed expressions
     (``d2f/dx[k]dx[k+1] = ...    for k = 1..n-1``), or with ``--at`` the value and the nonzeros of
     the lower triangle, found from the loops' entries (never n x n)."""
-    if args.params or args.latex:
-        raise SymadError("--params and --latex are not supported yet with sums kept as loops")
+    if args.params:
+        raise SymadError("--params is not supported yet with sums kept as loops")
+    if args.latex and args.at:
+        raise PointError("--latex prints the Hessian's expressions: leave out --at and --params")
     f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)  # loaded for loops only
+    if args.latex:  # its bands, an aligned block (an n x n matrix it is not)
+        bands = f.hessian_roots()
+        labels = [rf"\frac{{\partial^2 f}}{{\partial {latex_label(row)}^2}}" if row == col else
+                  rf"\frac{{\partial^2 f}}{{\partial {latex_label(row)}\,\partial {latex_label(col)}}}"
+                  for row, col, _, _ in bands]
+        notes = [rf" \qquad k = {span[0]}, \dots, {span[1]}" if span else "" for _, _, _, span in bands]
+        block = latex_block(f.graph, [node for _, _, node, _ in bands], labels, free_names=["k"], notes=notes)
+        emit(args, {"expr": text.strip(), "variables": list(f.variables), "latex": block}, [block], [])
+        return
     if not args.at:
         bands = f.hessian_text()
         lines = [(f"d2f/d{row}2" if row == col else f"d2f/d{row}d{col}") + f" = {body}"

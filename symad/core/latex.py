@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from symad.core.dag import SCOPED, Graph
-from symad.core.ops import OPS, PREC_ATOM, PREC_PRODUCT, PREC_SUM, PREC_UNARY
+from symad.core.ops import OPS, PREC_ATOM, PREC_CMP, PREC_PRODUCT, PREC_SUM, PREC_UNARY
 from symad.core.printing import (
     SHARED_MIN_TREE,
     SHARED_RATIO,
@@ -57,6 +57,16 @@ def latex_name(name: str) -> str:
     if len(name) == 1 and name != "_":
         return name
     return r"\mathit{" + name.replace("_", r"\_") + "}"
+
+
+def latex_label(label: str) -> str:
+    """A variable as a command labels a partial, in LaTeX: an entry ``x[k+1]`` as ``x_{k+1}``,
+    anything else as :func:`latex_name` writes it."""
+    m = re.fullmatch(r"(.+?)\[(.+)\]", label)
+    if m and not _INDEXED.fullmatch(label):
+        base = latex_name(m.group(1))
+        return f"{{{base}}}_{{{m.group(2)}}}" if "_{" in base else f"{base}_{{{m.group(2)}}}"  # no double subscript
+    return latex_name(label)
 
 
 def latex_number(value: float) -> str:
@@ -187,6 +197,8 @@ def latex_block(graph: Graph, roots: list[int], labels: list[str], free_names: S
                       r"\mathit{shared}")
         for node in shared_names(graph, roots):
             body = to_latex(graph, node, names)
+            if precedence(graph, node) <= PREC_CMP:  # t_{1} = \left(a = 0\right), not t_{1} = a = 0
+                body = rf"\left({body}\right)"
             names[node] = f"{letter}_{{{len(names) + 1}}}"
             lines.append(f"{names[node]} &= {body}")
     for k, (label, r) in enumerate(zip(labels, roots)):

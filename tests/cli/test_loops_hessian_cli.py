@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from support.cli_helpers import run
 
 import symad
@@ -41,5 +42,41 @@ def test_the_hessian_of_a_loop_at_a_point_is_its_nonzeros() -> None:
 
 
 def test_what_the_hessian_of_a_loop_does_not_take_says_so() -> None:
-    r = run("hessian", ROSENBROCK, "--latex")
-    assert r.returncode == 2 and "--latex are not supported yet with sums kept as loops" in r.stderr
+    r = run("hessian", ROSENBROCK, "--params", "c=1")
+    assert r.returncode == 2 and "--params is not supported yet with sums kept as loops" in r.stderr
+    r = run("hessian", ROSENBROCK, "--latex", "--at", "x=1")
+    assert r.returncode == 2 and "--latex prints the Hessian's expressions" in r.stderr
+
+
+def test_the_latex_of_a_loops_hessian_is_its_bands_with_their_ranges() -> None:
+    r = run("hessian", ROSENBROCK + " + y^2*x[1]", "--latex")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == r"\begin{aligned}" and lines[-1] == r"\end{aligned}"
+    assert lines[1].startswith(r"\frac{\partial^2 f}{\partial x_{k}^2} &= ")
+    assert lines[1].endswith(r" \qquad k = 1, \dots, 20000 \\")
+    assert lines[2] == (r"\frac{\partial^2 f}{\partial x_{k}\,\partial x_{k+1}} &= \begin{cases} 2 \cdot 100\,"
+                        r"\left(-\left(2\,x_{k}\right)\right) & \text{if } k \le 19999 \\ 0 & \text{otherwise} "
+                        r"\end{cases} \qquad k = 1, \dots, 19999 \\")
+    assert lines[-2] == r"\frac{\partial^2 f}{\partial y^2} &= 2\,x_{1}"
+    assert r.stdout.count("{") == r.stdout.count("}")
+    js = json.loads(run("hessian", ROSENBROCK, "--latex", "--json").stdout)
+    assert js["latex"].startswith(r"\begin{aligned}") and js["variables"] == ["x[1..20000]"]
+
+
+def test_a_hessian_that_is_not_bands_is_refused_never_printed_in_part() -> None:
+    """(sum x)^2 couples every entry with every other: its rows printed as bands were none at all
+    (exit 0, nothing printed); a product's, only its diagonal."""
+    for text, holds in (("sum(i = 1..20000, x[i])^2", "sum(i = 1..20000, x[i])"),
+                        ("prod(i = 1..20000, x[i])", "prod(i = 1..20000, ")):
+        said = f"the Hessian is not a few bands: df/dx[k] holds {holds}"
+        for extra in ([], ["--latex"]):
+            r = run("hessian", text, *extra)
+            assert (r.returncode, r.stdout) == (2, "") and said in r.stderr, r.stdout
+        r = run("hessian", text, "--json")
+        assert r.returncode == 2 and said in json.loads(r.stdout)["error"]["message"]
+    with pytest.raises(symad.SymadError, match="not a few bands"):
+        symad.compile("sum(i = 1..20000, x[i])^2").hessian_text()
+    # at a point, its nonzeros are computed: every pair's 2
+    js = json.loads(run("hessian", "sum(i = 1..400, x[i])^2", "--at", "x=0.5", "--json").stdout)
+    assert len(js["hessian"]["values"]) == 400 * 401 // 2 and set(js["hessian"]["values"]) == {2.0}
