@@ -401,8 +401,13 @@ class IndexedFunction(IndexedInputs):
                              f"which couples {name}[k] with every entry it reads (a dense block); Hessian-vector "
                              "products (hessp) use it without the matrix, and its nonzeros at a point "
                              "(hessian_values; symad hessian --at) are computed where they are not too many")
-        return hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
-                             self._scalar_nodes)
+        bands = hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
+                              self._scalar_nodes)
+        if not bands:  # f is linear: its Hessian is 0, said as each variable's diagonal (not as nothing)
+            zero = self.graph.const(0.0)
+            bands = [(f"{name}[k]", f"{name}[k]", zero, self.spans[name][0]) if name in self.spans
+                     else (name, name, zero, None) for name in self.wrt]
+        return bands  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         return f"IndexedFunction({', '.join(self.variables)})"

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 from typing import Any
+
+import numpy as np
 
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders, indexed
@@ -58,8 +59,8 @@ def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
     # entries written out beside the loops (x[1], x[2] of a short product) from x=[...] or x=0.5
     point = indexed.expand_point([n for n in (*f.wrt, *f.data) if n not in f.spans], parse_point(at))
     for name, given in point.items():
-        if name in f.spans and isinstance(given, float):
-            point[name] = [given] * math.prod(hi - lo + 1 for lo, hi in f.spans[name])
+        if name in f.spans and isinstance(given, float):  # every entry, in the name's shape
+            point[name] = np.full([hi - lo + 1 for lo, hi in f.spans[name]], given)
     return f.named(point, None, {}, strict=True)  # (entries given on their own applied, unknown names refused)
 
 

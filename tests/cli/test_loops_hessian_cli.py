@@ -80,3 +80,20 @@ def test_a_hessian_that_is_not_bands_is_refused_never_printed_in_part() -> None:
     # at a point, its nonzeros are computed: every pair's 2
     js = json.loads(run("hessian", "sum(i = 1..400, x[i])^2", "--at", "x=0.5", "--json").stdout)
     assert len(js["hessian"]["values"]) == 400 * 401 // 2 and set(js["hessian"]["values"]) == {2.0}
+
+
+def test_a_linear_functions_hessian_is_printed_as_zero_not_as_nothing() -> None:
+    r = run("hessian", "sum(i = 1..20000, x[i]) + y")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["d2f/dx[k]2 = 0    for k = 1..20000", "d2f/dy2 = 0"]
+
+
+def test_one_number_fills_every_entry_of_a_matrix_of_data() -> None:
+    """A[i, 2] is data (a name of two indices); A=2 gives each of its 400 x 2 entries (it was refused
+    as "not an array of shape (800,)")."""
+    text = "sum(i = 1..400, x[i]*A[i, 2]) + sum(i = 1..400, x[i]^2*A[i, 1])"
+    r = run("hessian", text, "--at", "x=1,A=2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["f = 1600", "hessian: 400 nonzeros of the lower triangle", "d2f/dx[1]2 = 4"]
+    r = run("grad", text, "--at", "x=1,A=2", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["value"] == 1600
