@@ -166,3 +166,32 @@ def test_nested_loops_take_the_products() -> None:
     H = f.hessian(x, {"A": A})
     assert f._bands is not None and not f._bands.covers
     np.testing.assert_allclose(H, A + A.T + np.diag(12 * x**2), rtol=1e-13, atol=1e-13)
+
+
+# Hessians that are not bands: each entry coupled with every other through a loop in the gradient.
+NOT_BANDS = {
+    "squared sum": f"sum(i = 1..{N}, x[i])^2 + sum(i = 1..{N}, x[i]^4)",
+    "product": f"prod(i = 1..{N}, 1 + x[i]/4)",
+    "a sum's sine times entries": f"sin(sum(i = 1..{N}, x[i]^2))*y + sum(i = 1..{N}, y*x[i])",
+}
+
+
+@pytest.mark.parametrize("name", [*TEXTS, *NOT_BANDS])
+def test_the_bands_are_printed_exactly_where_they_hold_the_whole_hessian(name: str) -> None:
+    """hessian_text prints bands only where they hold every structural nonzero (hessian_values'
+    own test of them, checked above against the written-out Hessian); else it refuses, never
+    printing part of the Hessian (it once printed a product's diagonal alone)."""
+    looped, written = functions({**TEXTS, **NOT_BANDS}[name])
+    point = np.random.default_rng(5).uniform(-1.5, 1.5, looped.size)
+    rows, cols = looped.hessian_pattern()
+    np.testing.assert_allclose(looped.hessian_values(point), written.hessian(point)[rows, cols], rtol=1e-12,
+                               atol=1e-12)
+    covers = looped._bands.covers
+    try:
+        looped.hessian_text()
+    except symad.SymadError as err:
+        assert "not a few bands" in str(err)
+        printed = False
+    else:
+        printed = True
+    assert printed == covers == (name in TEXTS)
