@@ -157,7 +157,11 @@ def _row_partials(expr: Expr, k: int) -> list[tuple[str, str, tuple[str, int, in
     body = g.args[expr.id][0]
     if any(g.op[n] in ("sum", "prod", "each") for n in g.reachable([body])):
         raise SymadError("the rows of an each(...) with a loop inside are printed at a point only: add --at")
+    # its entries x[i + c], then what it reads the same for every i: scalars (y), fixed entries (x[5])
+    level = binders.levels(g)
     entries = binders.items(g, body, 0)
+    entries += [n for n in g.reachable([body]) if (g.op[n] == "var" or (g.op[n] == "item" and level[n] < 0))
+                and n not in entries]
     stand_in = {item: g.var(f"entry'{n}") for n, item in enumerate(entries)}
     flat = binders.substitute(g, body, stand_in)
     partials = importlib.import_module("symad.ad.reverse").gradient(g, flat, list(stand_in.values()))

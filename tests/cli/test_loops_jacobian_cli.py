@@ -36,3 +36,30 @@ def test_at_a_point_the_values_and_the_nonzeros() -> None:
     assert js["jacobian"]["rows"] == rows.tolist() and js["jacobian"]["cols"] == cols.tolist()
     assert js["jacobian"]["values"] == F.jacobian_values(np.full(20000, 2.0)).tolist()
     assert js["values"] == F.value(np.full(20000, 2.0)).tolist()
+
+
+def test_a_familys_row_has_its_partials_along_scalars_and_fixed_entries_too() -> None:
+    """f1[i] = x[i]^2 - y + x[5]*x[n]: its partials along y, x[5] and x[n] were left out (exit 0).
+    Where two references name one entry (x[i] and x[5] at i = 5) the entry's partial is their sum:
+    the Jacobian at a point is what the printed rows add up to (written out below by hand)."""
+    text = "n = 400; each(i = 1..n, x[i]^2 - y + x[5]*x[n])"
+    r = run("jacobian", text)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["f1[i] = x[i]^2 - y + x[5]*x[400]    for i = 1..400",
+                                     "df1[i]/dx[i] = 2*x[i]    for i = 1..400",
+                                     "df1[i]/dy = -1    for i = 1..400",
+                                     "df1[i]/dx[5] = x[400]    for i = 1..400",
+                                     "df1[i]/dx[400] = x[5]    for i = 1..400"]
+    js = json.loads(run("jacobian", text, "--at", "x=[" + ",".join(str(k / 100) for k in range(1, 401)) + "],y=3",
+                        "--json").stdout)
+    x = np.arange(1, 401) / 100
+    dense = np.zeros((400, 401))  # columns x[1..400], then y
+    for i in range(400):
+        dense[i, i] += 2 * x[i]
+        dense[i, 400] += -1
+        dense[i, 4] += x[399]
+        dense[i, 399] += x[4]
+    got = np.zeros((400, 401))
+    got[js["jacobian"]["rows"], js["jacobian"]["cols"]] = js["jacobian"]["values"]
+    assert js["variables"] == ["x[1..400]", "y"]
+    np.testing.assert_array_equal(got, dense)
