@@ -25,6 +25,8 @@ TEXTS = {
     "branches": f"sum(i = 2..{N - 1}, where(x[i] > 0, x[i+1], -x[i-1])*max(x[i], x[i+1]) + abs(x[i-1]))",
     "smooth functions": f"sum(i = 2..{N - 1}, exp(-x[i]^2)*tanh(x[i+1]) + log(1 + x[i-1]^2)/(2 + sin(y)))",
     "index as a number": f"sum(i = 1..{N}, (x[i] - i/10)^2*x[{N + 1}-i])",
+    # entries at a fixed index beside the loop, inside what the gradient's rows capture (once left out)
+    "fixed entries beside": f"sum(i = 1..{N}, x[i]^3) + x[5]^2*x[7] + sin(x[2]*y) + exp(x[3])*x[5]",
 }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from symad.ad.reverse import Nodes, backward, body_adjoints
+from symad.ad.reverse import Nodes, backward, body_adjoints, gradient
 from symad.ad.sweep import active, canonical_order
 from symad.core import binders
 from symad.core.dag import BINDERS, Graph
@@ -253,10 +253,15 @@ def hessian_band_nodes(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Seq
         inner = body_adjoints(graph, partial)
         found = []
         body, *caps = graph.args[partial]
-        # its entries at k, and the entries at a fixed index it captures (x[1]*x[n] beside a loop)
+        # its entries at k, and the entries at a fixed index it captures (x[1]*x[n] beside a loop),
+        # directly or inside a capture computed from them (x[5]^2*x[7] beside a loop: 2*x[5]*x[7])
+        through = _through_captures(graph, caps, inner, spans)
         fixed = [c for c in caps if graph.op[c] == "item" and len(graph.args[c]) == 2]
+        fixed += [t for t in through if t not in fixed]
         for item in [*binders.items(graph, body, 0), *fixed]:
             entry = inner.get(item)
+            for part in through.get(item, ()):
+                entry = part if entry is None else graph.make("add", entry, part)
             vector, *at = graph.args[item]
             other = graph.data[vector]
             if entry is None or other not in spans or other not in partials or len(at) != 1:
@@ -273,6 +278,35 @@ def hessian_band_nodes(graph: Graph, wrt: Sequence[str], spans: Mapping[str, Seq
                     (max(low, shift - ohigh), min(high, shift - olow))
             found.append(((wrt.index(other), a, shift), Band(name, other, a, shift, entry, *reach)))  # type: ignore[arg-type]
         out.extend(band for _, band in sorted(found))
+    return out
+
+
+def _through_captures(graph: Graph, caps: Sequence[int], inner: Mapping[int, int],
+                      spans: Mapping[str, Sequence[tuple[int, int]]]) -> dict[int, list[int]]:
+    """What a row's captures computed from fixed entries (not an entry themselves, no loop inside)
+    pass on to those entries: ``{entry: [∂body/∂c · ∂c/∂entry, ...]}`` over the captures ``c``,
+    each ``∂c/∂entry`` by reverse mode on ``c`` (a capture is a leaf of the body's sweep, so a
+    capture inside another is counted once, by each)."""
+    level = binders.levels(graph)
+    out: dict[int, list[int]] = {}
+    for c in caps:
+        weight = inner.get(c)
+        if graph.op[c] == "item" or weight is None or graph.is_const(weight, 0.0):
+            continue
+        reached = graph.reachable([c])
+        if any(graph.op[n] in BINDERS for n in reached):
+            continue  # a loop: a dense coupling (dense_coupling), not bands
+        entries = [n for n in reached if graph.op[n] == "item" and level[n] < 0 and len(graph.args[n]) == 2
+                   and graph.data[graph.args[n][0]] in spans]
+        if not entries:
+            continue
+        stand_in = {t: graph.var(f"entry'{k}") for k, t in enumerate(entries)}
+        back = {v: t for t, v in stand_in.items()}
+        partials = gradient(graph, binders.substitute(graph, c, stand_in), list(stand_in.values()))
+        for t, v in stand_in.items():
+            d = partials.get(v)
+            if d is not None and not graph.is_const(d, 0.0):
+                out.setdefault(t, []).append(graph.make("mul", weight, binders.substitute(graph, d, back)))
     return out
 
 
