@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.loops import looping, parse_looped, parse_unrolled
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from support.loops import loop_bodies, looping, parse_looped, parse_unrolled
+from support.properties import property_test
 
 import symad
 from symad.ad import sparse_values, sparsity
@@ -197,3 +200,30 @@ def test_the_bands_are_printed_exactly_where_they_hold_the_whole_hessian(name: s
     else:
         printed = True
     assert printed == covers == (name in TEXTS)
+
+
+@property_test(60)
+@given(body=loop_bodies(), wrap=st.sampled_from(["{s}", "({s})^2", "y*{s}", "sin({s})"]),
+       beside=st.sampled_from(["", " + x[5]^2*x[7]", " + x[1]*y^2", " + exp(x[3])*x[46]"]))
+def test_random_loops_print_their_bands_exactly_where_they_hold_the_hessian(body, wrap, beside) -> None:
+    """For any loop: hessian_text prints bands only where they hold every structural nonzero
+    (hessian_values' own criterion), else refuses; and the pattern holds the written-out Hessian's
+    nonzeros."""
+    text = wrap.format(s=f"sum(i = 3..42, {body('i')})") + beside
+    with looping():
+        expr = symad.parse(text, symad.Graph())
+    assume(binders.has_scoped(expr.graph, [expr.id]))  # else the body simplified to something free of i
+    looped, written = functions(text)
+    point = np.random.default_rng(11).uniform(-1.5, 1.5, looped.size)
+    rows, cols = looped.hessian_pattern()
+    dense = written.hessian(point)
+    assert {(r, c) for r, c in zip(*np.nonzero(dense)) if r >= c} <= lower_set(rows, cols)
+    looped.hessian_values(point)
+    try:
+        looped.hessian_text()
+    except symad.SymadError as err:
+        assert "not a few bands" in str(err)
+        printed = False
+    else:
+        printed = True
+    assert printed == looped._bands.covers, text

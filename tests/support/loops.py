@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
+from hypothesis import strategies as st
 
 import symad
 from symad.core import binders
@@ -126,3 +127,30 @@ def assert_loop_matches_unrolled(text: str, point: Mapping[str, object], value_s
         want = want_grad.get(name, 0.0)
         bound = rtol * (grad_scale.get(name, 0.0) + abs(want))
         assert abs(partial - want) <= bound, (text, name, partial, want)
+
+
+_OFFSETS = (-2, -1, 0, 1, 2)
+
+
+def loop_bodies() -> st.SearchStrategy[Callable[[str], str]]:
+    """Bodies built from entries x[i + c] (and one reversed, x[48 - i]), the scalar y, the index
+    as a number, constants, and the ops the loops lower: arithmetic, powers, where, max, abs, sin."""
+    leaves = st.one_of(
+        st.sampled_from(_OFFSETS).map(lambda c: lambda i: f"x[{i}{c:+d}]"),
+        st.just(lambda i: f"x[48-{i}]"),
+        st.just(lambda i: "y"),
+        st.just(lambda i: f"({i}/20)"),
+        st.sampled_from(["0.5", "2", "3"]).map(lambda c: lambda i: c),
+    )
+
+    def extend(inner: st.SearchStrategy) -> st.SearchStrategy:
+        unary = st.tuples(st.sampled_from(["sin", "tanh", "abs", "-", "sq"]), inner).map(
+            lambda t: (lambda i: f"({t[1](i)})^2") if t[0] == "sq" else (lambda i: f"{t[0]}({t[1](i)})"))
+        binary = st.tuples(st.sampled_from(["+", "-", "*"]), inner, inner).map(
+            lambda t: lambda i: f"({t[1](i)} {t[0]} {t[2](i)})")
+        maxed = st.tuples(inner, inner).map(lambda t: lambda i: f"max({t[0](i)}, {t[1](i)})")
+        branch = st.tuples(inner, inner, inner).map(
+            lambda t: lambda i: f"where({t[0](i)} > 0, {t[1](i)}, {t[2](i)})")
+        return st.one_of(unary, binary, maxed, branch)
+
+    return st.recursive(leaves, extend, max_leaves=6).filter(lambda b: "x[" in b("i"))
