@@ -394,20 +394,20 @@ class IndexedFunction(IndexedInputs):
     def hessian_roots(self) -> list[tuple[str, str, int, tuple[int, int] | None]]:
         """The rows of :meth:`hessian_text` with each band's node (in ``self.graph``, index ``k``
         free where a range runs) in place of its text; a SymadError where a row is not bands."""
-        dense = dense_coupling(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])))
+        partials = dict(zip(self.wrt, self._outputs[1:]))
+        dense = dense_coupling(self.graph, self.wrt, self.spans, partials)
         if dense is not None:
             name, loop = dense
             raise SymadError(f"the Hessian is not a few bands: df/d{name}[k] holds {to_text(self.graph, loop)}, "
                              f"which couples {name}[k] with every entry it reads (a dense block); Hessian-vector "
                              "products (hessp) use it without the matrix, and its nonzeros at a point "
                              "(hessian_values; symad hessian --at) are computed where they are not too many")
-        bands = hessian_bands(self.graph, self.wrt, self.spans, dict(zip(self.wrt, self._outputs[1:])),
-                              self._scalar_nodes)
+        bands = hessian_bands(self.graph, self.wrt, self.spans, partials, self._scalar_nodes)
         if not bands:  # f is linear: its Hessian is 0, said as each variable's diagonal (not as nothing)
             zero = self.graph.const(0.0)
             bands = [(f"{name}[k]", f"{name}[k]", zero, self.spans[name][0]) if name in self.spans
                      else (name, name, zero, None) for name in self.wrt]
-        return bands  # type: ignore[return-value]
+        return bands
 
     def __repr__(self) -> str:
         return f"IndexedFunction({', '.join(self.variables)})"
