@@ -64,8 +64,9 @@ def render(data: dict[str, Any]) -> str:
                         "chunks shared among them (a bound: no worker's start-up or transfer counted).  "
                         "Wall-clock time, and the process's CPU time (the machine is shared: the wall clock "
                         "counts waiting for a core)."
-                        + (f"  A process's first stitch (a program of 300 terms), which loads the stencils from the "
-                           f"code cache, took {fmt_time(min(first))} to {fmt_time(max(first))}." if first else "")
+                        + (f"  A process's first stitch (a program of 300 terms), which loads the stencils (their "
+                           f"tables, as the first process to parse their object code kept them in the code cache), "
+                           f"took {fmt_time(min(first))} to {fmt_time(max(first))}." if first else "")
                         + "\n\n"
                         + table(["operations", "stitch", "stitch CPU", "per 1,000 ops", "per 1,000 ops CPU",
                                  "VM build", "VM build CPU", "-O0 compile", "-O0 in chunks",
@@ -91,10 +92,10 @@ def render(data: dict[str, Any]) -> str:
         sections.append("## A call\n\nOne process per repeat; the tiers in turn in it, each timed over many calls "
                         "of `call(x, rest)` (value and gradient), seven times; a tier's figure is its fastest of "
                         "the seven (the machine is shared: a slower block is one the process waited through), "
-                        "the median of that over the processes.  A stitched program's `call` is a builtin "
-                        "function of CPython's fast calling convention on a stub of its own; -O2 and -O0 code's "
-                        "and the instructions' go through ctypes, which costs a few hundred nanoseconds more a "
-                        "call.  So the code alone is timed too: a batch of points through each tier's batch "
+                        "the median of that over the processes.  Every tier's `call` is a builtin function of "
+                        "CPython's fast calling convention (no ctypes conversion), so a call is its code and the "
+                        "same entry's few dozen nanoseconds.  The code alone is timed too: a batch of points "
+                        "through each tier's batch "
                         "entry, no Python call a point (fastest of seven batches, median over the processes); the "
                         "processor overlaps a point's last dependent operations (a written-out sum is a chain of "
                         "additions, each waiting for the one before) with the next point's first ones, so this is "
