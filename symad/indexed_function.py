@@ -440,16 +440,28 @@ class IndexedFunction(IndexedInputs):
         indexed (``k`` runs over the range), ``("y", "...", None)`` for a scalar."""
         return self.gradient_listing("inline")[1]
 
-    def gradient_listing(self, form: str = "auto") -> tuple[list[tuple[str, str]],
-                                                           list[tuple[str, str, tuple[int, int] | None]]]:
+    def gradient_listing(self, form: str = "auto", rows: Sequence[tuple[str, int, tuple[int, int] | None]] | None
+                         = None) -> tuple[list[tuple[str, str]], list[tuple[str, str, tuple[int, int] | None]]]:
         """The partials printed together, as ``symad diff`` lists them: ``(definitions, rows)``,
         the parts they share named once (``("_1", "prod(i = 1..n, x[i])")``, where ``form`` is
         ``"auto"`` and a loop would print more than once, or the text would be much larger than
         the DAG: :func:`symad.core.printing.to_texts`) and a row of :meth:`gradient_text` a
-        partial, using those names."""
-        rows = self.gradient_roots()
+        partial, using those names.  ``rows``: the partials to print, as :meth:`gradient_roots`
+        gives them (default: every one)."""
+        rows = self.gradient_roots() if rows is None else rows
         definitions, texts = to_texts(self.graph, [root for _, root, _ in rows], form, index_names=["k"])
         return definitions, [(label, text, span) for (label, _, span), text in zip(rows, texts)]
+
+    def entry_partial(self, name: str, index: int) -> int:
+        """``∂f/∂name[index]`` as a node of ``self.graph``: the vector's indexed partial at
+        ``k = index``, folded (0 outside the vector's range)."""
+        node = dict(zip(self.wrt, self._outputs[1:]))[name]
+        level, low, high = self.graph.data[node]  # type: ignore[misc]
+        if not low <= index <= high:
+            return self.graph.const(0.0)
+        body = self.graph.args[node][0]
+        own = [n for n in self.graph.reachable([body]) if self.graph.op[n] == "index" and self.graph.data[n] == level]
+        return binders.substitute(self.graph, body, {own[0]: self.graph.const(float(index))}) if own else body
 
     def gradient_roots(self) -> list[tuple[str, int, tuple[int, int] | None]]:
         """``(label, node, range)`` of each partial, in ``self.graph``: a vector's partial as the

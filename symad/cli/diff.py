@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
+from typing import Any
 
 from symad.cli.common import emit
 from symad.core import binders, name_rule
@@ -15,6 +16,7 @@ from symad.core.printing import to_texts
 from symad.expr import Expr
 
 _LISTED = re.compile(r",(?![^\[]*\])")  # --wrt x,y,A[1,2]: the commas outside brackets
+_ENTRY = re.compile(r"(.+)\[\s*(-?\d+)\s*\]")  # --wrt x[3]: an entry of a vector kept in loops
 ALIGN_MAX = 40  # labels longer than this are not padded (nor pad the others)
 
 EPILOG_NOTE = """\
@@ -73,15 +75,16 @@ def run(args: argparse.Namespace, text: str, expr: Expr) -> None:
 def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) -> None:
     """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
     indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
-    function = indexed.IndexedFunction(expr, wrt=wrt or None)
+    entries = {w: (m.group(1), int(m.group(2))) for w in wrt if (m := _ENTRY.fullmatch(w))}
+    function = indexed.IndexedFunction(expr, wrt=list(dict.fromkeys(entries.get(w, (w,))[0] for w in wrt)) or None)
+    rows, warnings = _asked_rows(function, wrt, entries)
     if args.latex:
-        rows = function.gradient_roots()
         labels = [rf"\frac{{\partial f}}{{\partial {latex_label(label)}}}" for label, _, _ in rows]
         notes = [rf" \qquad k = {span[0]}, \dots, {span[1]}" if span else "" for _, _, span in rows]
         block = latex_block(function.graph, [root for _, root, _ in rows], labels, free_names=["k"], notes=notes)
-        emit(args, {"expr": text.strip(), "latex": block}, [block], [])
+        emit(args, {"expr": text.strip(), "latex": block}, [block], warnings)
         return
-    definitions, partials = function.gradient_listing()
+    definitions, partials = function.gradient_listing(rows=rows)
     obj = {"expr": text.strip(), "diff": {label: body for label, body, _ in partials},
            "ranges": {label: list(span) for label, _, span in partials if span is not None}}
     if definitions:
@@ -90,5 +93,28 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
     for label, body, span in partials:
         where = f"    for k = {span[0]}..{span[1]}" if span is not None else ""
         lines.append(f"df/d{label} = {body}{where}")
-    emit(args, obj, lines, [])
+    emit(args, obj, lines, warnings)
+
+
+def _asked_rows(function: Any, wrt: list[str], entries: dict[str, tuple[str, int]]
+                ) -> tuple[list[tuple[str, int, tuple[int, int] | None]], list[str]]:
+    """The partials ``--wrt`` asks for, in its order (default: every one): a vector's indexed in k,
+    an entry's (``x[3]``) that row at k = 3, a scalar's; and the warnings for entries outside
+    their vector's range (derivative 0)."""
+    every = function.gradient_roots()
+    if not wrt:
+        return every, []
+    by_label = {label: (label, root, span) for label, root, span in every}
+    rows, warnings = [], []
+    for w in wrt:
+        if w in entries:
+            name, index = entries[w]
+            (low, high), = function.spans[name]
+            if not low <= index <= high:
+                warnings.append(f"{w} does not appear in the expression ({name} runs over {low}..{high}): "
+                                "its derivative is 0")
+            rows.append((w, function.entry_partial(name, index), None))
+        else:
+            rows.append(by_label.get(f"{w}[k]") or by_label[w])
+    return rows, warnings
 

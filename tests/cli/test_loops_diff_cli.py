@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+import pytest
 from support.cli_helpers import run
 
 import symad
@@ -61,3 +63,23 @@ def test_latex_of_a_loop_gradient_names_its_loops_and_gives_the_range() -> None:
     assert text.count("{") == text.count("}") and text.count(r"\left") == text.count(r"\right")
     js = json.loads(run("diff", PRODUCT, "--latex", "--json").stdout)
     assert js["latex"] == text.rstrip("\n")
+
+
+def test_an_entry_of_a_vector_kept_in_loops_gets_its_own_partial() -> None:
+    """--wrt x[3] (refused with loops, while written out it worked): the vector's row at k = 3,
+    folded; an entry past the vector's range is 0 with a warning, as an absent variable is."""
+    text = "sum(i = 1..20000, x[i]^2*x[i+1]) + x[3]*y"
+    r = run("diff", text, "--wrt", "y,x[3],x[20001],x[20005]")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["df/dy = x[3]", "df/dx[3] = y + (x[4]*(2*x[3]) + x[2]^2)",
+                                     "df/dx[20001] = x[20000]^2", "df/dx[20005] = 0"]
+    assert "x[20005] does not appear in the expression (x runs over 1..20001): its derivative is 0" in r.stderr
+    point = {"x": np.linspace(-1, 1, 20001), "y": 0.25}
+    grad = IndexedFunction(symad.parse(text)).value_and_grad(point)[1]
+    x = point["x"]
+    assert float(symad.parse("y + (x4*(2*x3) + x2^2)").compile()(x2=x[1], x3=x[2], x4=x[3], y=0.25)) \
+        == pytest.approx(grad[2], rel=1e-15)  # (the flat gradient: x[1..20001], then y)
+    js = json.loads(run("diff", text, "--wrt", "x[3]", "--json").stdout)
+    assert js["diff"] == {"x[3]": "y + (x[4]*(2*x[3]) + x[2]^2)"} and js["ranges"] == {}
+    r = run("diff", text, "--wrt", "x[2]", "--latex")
+    assert r.stdout.splitlines()[1] == r"\frac{\partial f}{\partial x_{2}} &= x_{3} \cdot 2\,x_{2} + x_{1}^{2}"
