@@ -31,7 +31,7 @@ from symad.core import binders
 from symad.core.dag import natural_key
 from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.indexed import as_floats, expand_point, groups
-from symad.core.printing import to_text, to_texts
+from symad.core.printing import free_index_names, to_infix, to_texts
 from symad.runtime import policy
 from symad.runtime.loop_tiers import LoopTier, first_program
 from symad.runtime.native_loops import WholeProgram, compiled_loops
@@ -398,7 +398,8 @@ class IndexedFunction(IndexedInputs):
         dense = dense_coupling(self.graph, self.wrt, self.spans, partials)
         if dense is not None:
             name, loop = dense
-            raise SymadError(f"the Hessian is not a few bands: df/d{name}[k] holds {to_text(self.graph, loop)}, "
+            loop_text = to_infix(self.graph, loop, index_names=free_index_names(self.graph, loop, ["k"]))
+            raise SymadError(f"the Hessian is not a few bands: df/d{name}[k] holds {loop_text}, "
                              f"which couples {name}[k] with every entry it reads (a dense block); Hessian-vector "
                              "products (hessp) use it without the matrix, and its nonzeros at a point "
                              "(hessian_values; symad hessian --at) are computed where they are not too many")
