@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from symad.cli.common import emit, format_number, json_number, parse_point
 from symad.core import binders, indexed
-from symad.core.errors import PointError, SymadError
+from symad.core.errors import PointError, SymadError, VariableError
 from symad.core.latex import latex_block, latex_label
 from symad.core.printing import to_infix
 from symad.expr import Expr
@@ -39,18 +40,35 @@ def refuse(command: str) -> SymadError:
 def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: bool) -> None:
     """``symad grad``/``eval`` of an expression with loops: a vector is given whole, ``x=[...]``, or
     as one number for every entry, ``x=0.5``."""
-    if getattr(args, "params", None):
-        raise SymadError("--params is not supported yet with sums kept as loops")
-    f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)  # loaded for loops only
-    value, grad = f.value_and_grad(indexed_point(f, args.at))
+    make = importlib.import_module("symad.indexed_function").IndexedFunction  # loaded for loops only
+    f, held = _holding(args, lambda wrt: make(expr, wrt=wrt))
+    value, grad = f.value_and_grad(indexed_point(f, [*args.at, *args.params]))
     names = [name for variable in f.variables for name in _entries(variable)]
-    obj: dict = {"expr": text.strip(), "value": json_number(value)}
+    obj: dict = {"expr": text.strip(), **({"params": held} if held else {}), "value": json_number(value)}
     rows = [("f", format_number(value))]
     if with_grad:
         obj["grad"] = {n: json_number(float(g)) for n, g in zip(names, grad)}
         rows += [(f"df/d{n}", format_number(float(g))) for n, g in zip(names, grad)]
     width = max(len(label) for label, _ in rows)
     emit(args, obj, [f"{label.ljust(width)} = {v}" for label, v in rows] if with_grad else [rows[0][1]], [])
+
+
+def _holding(args: argparse.Namespace, make: Callable[[list[str] | None], Any]) -> tuple[Any, dict[str, Any]]:
+    """The function of loops ``make(wrt)`` with ``--params`` held (given at the call as data, not
+    differentiated), and their values: built over every variable, then without the held ones (a
+    function of loops costs the size of its loops to build, not of its vectors)."""
+    every = make(None)
+    held = parse_point(getattr(args, "params", None) or [], "--params")
+    if not held:
+        return every, {}
+    unknown = [k for k in held if k not in every.wrt]
+    if unknown:
+        raise VariableError(f"--params names {', '.join(unknown)}, which the expression does not differentiate "
+                            f"(it differentiates {', '.join(every.wrt)})", tuple(unknown))
+    both = [k for k in parse_point(args.at) if k in held]
+    if both:
+        raise VariableError(f"{', '.join(both)} is given by both --at and --params: give it once")
+    return make([w for w in every.wrt if w not in held]), held
 
 
 def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
@@ -68,11 +86,13 @@ def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:
     """``symad hessian`` of an expression with loops: its bands as indexed expressions
     (``d2f/dx[k]dx[k+1] = ...    for k = 1..n-1``), or with ``--at`` the value and the nonzeros of
     the lower triangle, found from the loops' entries (never n x n)."""
-    if args.params:
-        raise SymadError("--params is not supported yet with sums kept as loops")
-    if args.latex and args.at:
+    if args.latex and (args.at or args.params):
         raise PointError("--latex prints the Hessian's expressions: leave out --at and --params")
-    f = importlib.import_module("symad.indexed_function").IndexedFunction(expr)  # loaded for loops only
+    if args.params and not args.at:
+        raise PointError("--params gives values, which the Hessian as expressions (no --at) does not use: "
+                         "add --at for the other variables")
+    make = importlib.import_module("symad.indexed_function").IndexedFunction  # loaded for loops only
+    f, _ = _holding(args, lambda wrt: make(expr, wrt=wrt))
     if args.latex:  # its bands, an aligned block (an n x n matrix it is not)
         bands = f.hessian_roots()
         labels = [rf"\frac{{\partial^2 f}}{{\partial {latex_label(row)}^2}}" if row == col else
@@ -91,7 +111,7 @@ def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:
                            for row, col, body, span in bands]}
         emit(args, obj, lines, [])
         return
-    point = indexed_point(f, args.at)
+    point = indexed_point(f, [*args.at, *args.params])
     value = f.value(point)
     rows, cols = f.hessian_pattern()
     values = f.hessian_values(point)
@@ -108,8 +128,9 @@ def jacobian(args: argparse.Namespace, text: str, outputs: list[Expr]) -> None:
     """``symad jacobian`` of outputs with loops (``each(i = ...)`` families and scalars): each
     family's row as an indexed expression with its partials along its entries, or with ``--at``
     the values and the Jacobian's nonzeros (read from the loops' entries, never unrolled)."""
-    if args.params:
-        raise SymadError("--params is not supported yet with sums kept as loops")
+    if args.params and not args.at:
+        raise PointError("--params gives values, which the Jacobian as expressions (no --at) does not use: "
+                         "add --at for the other variables")
     if not args.at:
         lines: list[str] = []
         obj: dict[str, Any] = {"exprs": [str(e) for e in outputs], "rows": []}
@@ -119,8 +140,9 @@ def jacobian(args: argparse.Namespace, text: str, outputs: list[Expr]) -> None:
                 obj["rows"].append({"label": label, "expr": body, **({"range": list(span[1:])} if span else {})})
         emit(args, obj, lines, [])
         return
-    F = importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction(outputs)  # for loops only
-    point = indexed_point(F, args.at)
+    make = importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction  # for loops only
+    F, _ = _holding(args, lambda wrt: make(outputs, wrt=wrt))
+    point = indexed_point(F, [*args.at, *args.params])
     values = F.value(point)
     rows, cols = F.jacobian_pattern()
     entries = F.jacobian_values(point)

@@ -43,7 +43,7 @@ def test_the_hessian_of_a_loop_at_a_point_is_its_nonzeros() -> None:
 
 def test_what_the_hessian_of_a_loop_does_not_take_says_so() -> None:
     r = run("hessian", ROSENBROCK, "--params", "c=1")
-    assert r.returncode == 2 and "--params is not supported yet with sums kept as loops" in r.stderr
+    assert r.returncode == 2 and "--params gives values, which the Hessian as expressions (no --at)" in r.stderr
     r = run("hessian", ROSENBROCK, "--latex", "--at", "x=1")
     assert r.returncode == 2 and "--latex prints the Hessian's expressions" in r.stderr
 
