@@ -8,10 +8,15 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from support.cli_helpers import run
+from support.loops import loop_bodies, looping
+from support.properties import property_test
 
 import symad
 from symad import Graph
+from symad.core import binders
 from symad.indexed_function import IndexedFunction
 
 PRODUCT = "prod(i = 1..20000, x[i]^2) + y*sum(i = 1..20000, x[i]) + y^2"
@@ -83,3 +88,24 @@ def test_an_entry_of_a_vector_kept_in_loops_gets_its_own_partial() -> None:
     assert js["diff"] == {"x[3]": "y + (x[4]*(2*x[3]) + x[2]^2)"} and js["ranges"] == {}
     r = run("diff", text, "--wrt", "x[2]", "--latex")
     assert r.stdout.splitlines()[1] == r"\frac{\partial f}{\partial x_{2}} &= x_{3} \cdot 2\,x_{2} + x_{1}^{2}"
+
+
+@property_test(40)
+@given(body=loop_bodies(), wrap=st.sampled_from(["prod(i = 3..42, 1 + ({b})/4)", "sum(i = 3..42, {b})^2",
+                                                  "sin(sum(i = 3..42, {b}))*prod(i = 3..42, 2 + cos({b}))"]))
+def test_named_loops_mean_what_the_inline_partials_say(body, wrap) -> None:
+    """The listing's definitions and rows, read back (each row summed over its range so that k is
+    bound), are the same nodes as the rows printed inline."""
+    with looping():
+        expr = symad.parse(wrap.format(b=body("i")), Graph())
+    assume(binders.has_scoped(expr.graph, [expr.id]))
+    f = IndexedFunction(expr)
+    definitions, rows = f.gradient_listing("shared")
+    _, inline = f.gradient_listing("inline")
+    assert definitions or not wrap.startswith("prod")  # a product's partials print its loops twice: named
+    g = Graph()
+    defs = "".join(f"{name} = {value};" for name, value in definitions)
+    with looping():
+        for (label, text, span), (_, plain, _) in zip(rows, inline):
+            named, whole = (f"sum(k = {span[0]}..{span[1]}, {t})" if span else t for t in (text, plain))
+            assert symad.parse(defs + named, g).id == symad.parse(whole, g).id, (label, text)
