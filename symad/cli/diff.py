@@ -76,7 +76,11 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
     """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
     indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
     entries = {w: (m.group(1), int(m.group(2))) for w in wrt if (m := _ENTRY.fullmatch(w))}
-    function = indexed.IndexedFunction(expr, wrt=list(dict.fromkeys(entries.get(w, (w,))[0] for w in wrt)) or None)
+    function = every = indexed.IndexedFunction(expr)  # (a function of loops costs its loops to build)
+    if wrt:  # an entry x[3] asks for its vector x (an entry of no vector: 0, warned)
+        bases = [entries[w][0] if w in entries else w for w in wrt
+                 if w not in entries or entries[w][0] in every.spans]
+        function = indexed.IndexedFunction(expr, wrt=list(dict.fromkeys(bases))) if bases else every
     rows, warnings = _asked_rows(function, wrt, entries)
     if args.latex:
         labels = [rf"\frac{{\partial f}}{{\partial {latex_label(label)}}}" for label, _, _ in rows]
@@ -109,6 +113,11 @@ def _asked_rows(function: Any, wrt: list[str], entries: dict[str, tuple[str, int
     for w in wrt:
         if w in entries:
             name, index = entries[w]
+            if name not in function.spans:
+                warnings.append(f"{w} does not appear in the expression ({name} is no vector of it): its derivative "
+                                "is 0")
+                rows.append((w, function.graph.const(0.0), None))
+                continue
             (low, high), = function.spans[name]
             if not low <= index <= high:
                 warnings.append(f"{w} does not appear in the expression ({name} runs over {low}..{high}): "

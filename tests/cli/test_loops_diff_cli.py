@@ -86,6 +86,8 @@ def test_an_entry_of_a_vector_kept_in_loops_gets_its_own_partial() -> None:
         == pytest.approx(grad[2], rel=1e-15)  # (the flat gradient: x[1..20001], then y)
     js = json.loads(run("diff", text, "--wrt", "x[3]", "--json").stdout)
     assert js["diff"] == {"x[3]": "y + (x[4]*(2*x[3]) + x[2]^2)"} and js["ranges"] == {}
+    r = run("diff", text, "--wrt", "y[2]")  # an entry of no vector (y is a scalar): 0, warned (was a KeyError)
+    assert (r.returncode, r.stdout) == (0, "df/dy[2] = 0\n") and "y is no vector of it" in r.stderr
     r = run("diff", text, "--wrt", "x[2]", "--latex")
     assert r.stdout.splitlines()[1] == r"\frac{\partial f}{\partial x_{2}} &= x_{3} \cdot 2\,x_{2} + x_{1}^{2}"
 
