@@ -326,6 +326,15 @@ def test_a_picture_of_loops_is_the_same_text_each_time() -> None:
     assert symad.to_digraph(looped(text, g)).source == first
 
 
+def test_a_partial_whose_body_does_not_use_its_index_is_drawn() -> None:
+    """The gradient of 20000*sum(x) is each(k, 20000): its box holds k, which its body does not
+    use (symad graph --grad was an internal KeyError)."""
+    e = looped(f"sum(i = 1..{N}, sum(j = 1..{N}, x[j]))")
+    where, clusters, labels = _clusters(symad.to_digraph(e, grad=True).source)
+    box = next(c for c, (text, _) in clusters.items() if text == f"each k = 1..{N}")
+    assert {labels[n] for n, c in where.items() if c == box} == {"k", str(N), "each"}
+
+
 def test_a_gradient_of_loops_draws_the_indexed_gradient_beside_the_loops() -> None:
     e = looped(ROSENBROCK.format(n=N))
     where, clusters, labels = _clusters(symad.to_digraph(e, grad=True).source)

@@ -244,7 +244,7 @@ def to_digraph(expr: Expr | str, *, grad: bool = False, wrt: Sequence[str] | str
     partials = _indexed_partials(expr, wrt) if grad and looped else []
     drawn += sum(len(box.nodes) for _, _, boxes in partials for box in boxes)
     _check_size(drawn, max_nodes, "the expression and its indexed gradient")
-    local = {node: i for i, node in enumerate(order)}
+    local = _numbered(order, found)
 
     values: dict[int, float] | None = None
     point: dict[str, float] = {}
@@ -305,6 +305,16 @@ def _indexed_partials(expr: Expr, wrt: Sequence[str] | None) -> list[tuple[str, 
     return out
 
 
+def _numbered(order: list[int], found: list[loop_picture.Box] | None) -> dict[int, int]:
+    """A number for each node drawn: those reached, then any a box holds beside them (the index of
+    a loop whose body does not use it, as in the partial each(k, 20000) of 20000*sum(x))."""
+    local = {node: i for i, node in enumerate(order)}
+    for box in found or ():
+        for node in box.nodes:
+            local.setdefault(node, len(local))
+    return local
+
+
 def _draw_indexed_gradient(dot: graphviz.Digraph, g: Graph, root: int, local: Mapping[int, int],
                            found: list[loop_picture.Box], partials: list[tuple[str, int, list[loop_picture.Box]]],
                            large: bool) -> None:
@@ -323,8 +333,8 @@ def _draw_indexed_gradient(dot: graphviz.Digraph, g: Graph, root: int, local: Ma
             "label": label, "color": "#2e7d32", "style": "rounded", "fontsize": "12", "fontcolor": "#2e7d32"})
         names = scoped_names(g, node)
         names = ["k", *(n for n in names if n != "k")] if "k" in names else names
-        own = {n: i for i, n in enumerate(g.reachable([node]))}
-        _draw_loops(part, g, node, own, boxes, large, prefix=f"d{j}_", index_names=names)
+        _draw_loops(part, g, node, _numbered(g.reachable([node]), boxes), boxes, large, prefix=f"d{j}_",
+                    index_names=names)
         back.subgraph(part)
     dot.subgraph(back)
 
