@@ -167,7 +167,8 @@ def _scope_lines(scope: Scope, index: str, indices: dict[int, str], names: dict[
             names[node] = f"%{p}h{node}"
             continue
         if inner is not None:
-            names[node] = _inner_sum(inner, indices, names, lines, block, f"{p}{node}x", declared, clamp=clamp)
+            reduced = _inner_product if inner.op == "prod" else _inner_sum
+            names[node] = reduced(inner, indices, names, lines, block, f"{p}{node}x", declared, clamp=clamp)
             continue
         r = f"%{p}v{node}"
         lines += op_lines(op, [names[a] for a in args], r, f"%{p}t{node}", declared)
@@ -180,10 +181,20 @@ def _index_nodes(scope: Scope) -> list[tuple[int, str | None]]:
     return [(scope.index_node, None)] if scope.index_node is not None else []
 
 
+def _inner_product(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str],
+                   block: list[str], p: str, declared: dict[str, int], clamp: bool = True) -> str:
+    """A product inside a body (one block of factors at most: :func:`symad.schedule.loop_nest.loop_nest`)
+    as a loop in the canonical order of :func:`symad.backends.arrays.blocked_prod`: from 1.0, each
+    factor in turn, one lane."""
+    return _inner_sum(scope, indices, names, lines, block, p, declared, clamp=clamp, lanes=1, reduce="fmul",
+                      identity="1.0")
+
+
 def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lines: list[str], block: list[str],
                p: str, declared: dict[str, int], first: str | None = None, last_index: str | None = None,
                clamp: bool = True, lanes: int = INNER_LANES, hoisted: Hoisted | None = None,
-               start: list[str] | None = None, kept: list[str] | None = None) -> str:
+               start: list[str] | None = None, kept: list[str] | None = None, reduce: str = "fadd",
+               identity: str = "0.0") -> str:
     """A sum as a loop in the canonical order (``lanes`` lanes from 0.0, lane ``l`` adding the terms
     at offsets ``l``, ``l + lanes``, ... from ``first``; then the lanes added as a tree of adjacent
     pairs); returns its IR value.  The index runs from ``first`` to ``last_index`` (IR values; by
@@ -192,7 +203,8 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     last terms one at a time, each to its lane.  A sum taken in parts: the lanes start from
     ``start`` (IR values) and, with ``kept``, are appended to it, not added (every part but the
     last a multiple of ``lanes`` terms long).  A whole range longer than a block runs a block at
-    a time (:func:`_blocked_sum`)."""
+    a time (:func:`_blocked_sum`).  ``reduce`` and ``identity``: the lanes' operation and start
+    (``fmul`` from 1.0 for a product's one lane)."""
     if first is None and last_index is None and scope.high - scope.low + 1 > BLOCK:
         return _blocked_sum(scope, indices, names, lines, block, p, declared, clamp, lanes, hoisted)
     first = str(scope.low) if first is None else first
@@ -211,12 +223,13 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
         body.append(f"  {at} = add i64 {j}, {lane}")
         value = _scope_lines(scope, at, {**indices, scope.level: at}, names, body, block, f"{p}M{lane}", declared,
                              clamp, hoisted)
-        body.append(f"  {q}S{lane}n = fadd double {q}S{lane}, {value}")
+        body.append(f"  {q}S{lane}n = {reduce} double {q}S{lane}, {value}")
         sums.append(f"{q}S{lane}")
     last = block[0]
     body += [f"  {q}Jn = add i64 {j}, {lanes}", f"  br label %L{p}H"]
     lines += [f"L{p}H:", f"  {j} = phi i64 [{first}, %{before}], [{q}Jn, %{last}]"]
-    lines += [f"  {s} = phi double [{a}, %{before}], [{s}n, %{last}]" for s, a in zip(sums, start or ["0.0"] * lanes)]
+    lines += [f"  {s} = phi double [{a}, %{before}], [{s}n, %{last}]"
+              for s, a in zip(sums, start or [identity] * lanes)]
     lines += [f"  {q}go = icmp slt i64 {j}, {q}E", f"  br i1 {q}go, label %L{p}B, label %L{p}T", *body]
     # the last terms (fewer than the lanes), one a step, each to its lane
     k = f"{q}K"
@@ -226,7 +239,7 @@ def _inner_sum(scope: Scope, indices: dict[int, str], names: dict[int, str], lin
     end = block[0]
     tail.append(f"  {q}Kl = sub i64 {k}, {q}E")
     for lane in range(lanes):
-        tail += [f"  {q}Q{lane}s = fadd double {q}Q{lane}, {value}", f"  {q}Q{lane}c = icmp eq i64 {q}Kl, {lane}",
+        tail += [f"  {q}Q{lane}s = {reduce} double {q}Q{lane}, {value}", f"  {q}Q{lane}c = icmp eq i64 {q}Kl, {lane}",
                  f"  {q}Q{lane}n = select i1 {q}Q{lane}c, double {q}Q{lane}s, double {q}Q{lane}"]
     tail += [f"  {q}Kn = add i64 {k}, 1", f"  br label %L{p}T"]
     lines += [f"L{p}T:", f"  {k} = phi i64 [{q}E, %L{p}H], [{q}Kn, %{end}]"]

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 from support.loops import looping, parse_looped
 
-from symad import native
+import symad
+from symad import Graph, native
 from symad.indexed_function import IndexedFunction
 from symad.runtime.native_loops import _Nest
+from symad.schedule.loop_nest import NotCompiled, loop_nest
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs llvmlite")
 
@@ -95,3 +97,25 @@ def test_sums_inside_computed_for_every_row_first_read_clamped_entries_as_numpy_
     w = x - np.arange(1, n + 1) / 7
     w[0] = 0.0
     assert got[0] == pytest.approx(float(np.sum(w * x * (B @ x))), rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("inner", ["sum", "prod"])
+def test_a_loop_inside_that_would_repeat_its_work_runs_in_numpy(inner: str) -> None:
+    """The partial along y[k] of sum(i, sin(x[i])*loop(j, g(x[i], y[j]))) holds loop(j, ...) for
+    every i, inside the map over k, whose index it does not read: as a nest it ran 8,192 times over
+    (69 s a call for a sum), so NumPy runs it (once for each i); where it repeats 20 times, it stays
+    machine code. Either way the bits are NumPy's."""
+    body = "exp(sum(j = 1..{m}, log(1 + y[j]*x[i]/{m})))" if inner == "sum" else "prod(j = 1..{m}, 1 + y[j]*x[i]/{m})"
+    for m, repeated in ((8192, True), (20, False)):
+        text = f"sum(i = 1..301, sin(x[i])*{body.format(m=m)})"
+        f = IndexedFunction(symad.parse(text, Graph()))
+        partial_y = dict(zip(f.wrt, f._outputs[1:]))["y"]
+        if repeated:
+            with pytest.raises(NotCompiled, match=f"a loop inside repeated {m:,} times over"):
+                loop_nest(f.graph, partial_y, f.spans)
+        else:
+            assert loop_nest(f.graph, partial_y, f.spans)
+        point = np.random.default_rng(2).uniform(-1, 1, f.size)
+        fast, plain = symad.compile(text), symad.compile(text, backend="python")
+        (a, ga), (b, gb) = fast.value_and_grad(point), plain.value_and_grad(point)
+        assert np.float64(a).tobytes() == np.float64(b).tobytes() and ga.tobytes() == gb.tobytes()
