@@ -44,9 +44,10 @@ INNER_LANES = 8
 # does not read (the partial along y of sum(i, f(x[i])*prod(j, g(x[i], y[j]))) runs prod(j, ...)
 # for every k of y[k] and every i), where NumPy computes it once for each value of the indices it
 # reads.  Past this factor of repeated work, and this many repeated iterations, NumPy runs it
-# (measured: machine code ~85x NumPy's pace a term; sum(i = 1..301, ... sum(j = 1..8192, ...))
-# took 69 s a call as code, recomputing each inner sum 8,192 times, 0.84 s in NumPy).
-REPEATED_MAX = 64
+# (measured: NumPy is faster from about 85 repeats of a body of exp and log, 120 of a dot product;
+# sum(i = 1..301, ... sum(j = 1..8192, ...)) took 69 s a call as code, recomputing each inner sum
+# 8,192 times, 0.84 s in NumPy).
+REPEATED_MAX = 100
 REPEATED_WORK_MIN = 1_000_000
 
 
