@@ -59,6 +59,20 @@ def test_bad_start_points_are_clear_errors(given, message: str) -> None:
         symad.minimize(LOOPED, given)
 
 
-def test_held_values_are_refused_with_loops() -> None:
-    with pytest.raises(symad.SymadError, match="takes no fixed"):
+def test_fixed_and_params_hold_whole_names_given_to_the_loops_as_data() -> None:
+    """fixed and params with loops (they were refused): a scalar or a whole vector held at its
+    value, not a variable of the problem; an entry is held by its bounds, as the error says."""
+    text = f"sum(i = 1..{N}, (x[i] - c*d[i])^2) + (y - c)^2"
+    d = np.arange(1.0, N + 1)
+    r = symad.minimize(text, {"x": 0, "y": 0}, method="l-bfgs-b", fixed={"c": 2.0}, params={"d": d})
+    assert r.success and list(r.point) == ["x", "y"] and r.variables[-1] == "y" and len(r.variables) == N + 1
+    np.testing.assert_allclose(r.point["x"], 2 * d, rtol=1e-12)
+    assert r.point["y"] == pytest.approx(2.0, rel=1e-12)
+    newton = symad.minimize(text, {"x": 0, "y": 0}, method="newton", fixed={"c": 2.0, "d": 1.5})  # one number: d
+    np.testing.assert_allclose(newton.point["x"], 3.0, rtol=1e-12)
+    with pytest.raises(symad.SymadError, match=r"an entry such as x\[1\] is held by its bounds"):
         symad.minimize(LOOPED, np.zeros(N), fixed={"x[1]": 0.0})
+    with pytest.raises(symad.SymadError, match="z held \\(fixed or params\\) is not a variable of the objective"):
+        symad.minimize(text, {"x": 0, "y": 0}, fixed={"z": 1.0})
+    with pytest.raises(symad.SymadError, match="takes no fixed"):  # with constraints: not yet
+        symad.minimize(text, {"x": 0, "y": 0}, method="trust-constr", fixed={"c": 2.0}, constraints=[("ineq", "y - 1")])

@@ -13,7 +13,7 @@ from symad.cli.common import emit, format_number, parse_point
 from symad.cli.minimize_args import duration, ipopt_options, json_number, parse_bounds, progress_bar
 from symad.core import binders
 from symad.core.dag import Graph
-from symad.core.errors import ParseError, SymadError
+from symad.core.errors import ParseError, SymadError, VariableError
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
 from symad.optimize.driver import minimize
@@ -32,8 +32,19 @@ def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
     method = args.method or ("trust-constr" if args.constraints else "l-bfgs-b")
     _refuse_with_loops(args, method)
     pieces = [_read_piece(kind, given) for kind, given in args.constraints]
-    layout = Layout([_labels_and_rows(expr)[0], *(p.labels for p in pieces)])
-    start = parse_point(args.start, "--from")
+    fixed = parse_point(args.fix, "--fix")  # held: given to the loops as data, not variables
+    labels = _labels_and_rows(expr)[0]
+    entries = [k for k in fixed if "[" in k]
+    if entries:
+        raise VariableError(f"--fix holds whole names with sums kept as loops: an entry such as {entries[0]} is "
+                            f"held by its bounds, --bounds {entries[0]}=v:v", tuple(entries))
+    unknown = [k for k in fixed if k not in {label.partition("[")[0] for label in labels}]
+    if unknown:
+        raise VariableError(f"--fix names {', '.join(unknown)}, which the objective does not use (its variables: "
+                            f"{', '.join(labels)})", tuple(unknown))
+    own = [label for label in labels if label.partition("[")[0] not in fixed]
+    layout = Layout([own, *(p.labels for p in pieces)])
+    start = {k: v for k, v in parse_point(args.start, "--from").items() if k not in fixed}
     x0 = layout.values(start, "--from")
     bounds = parse_bounds(args.bounds)
     layout.box(bounds, "--bounds")  # refused as the flag's, before any compile
@@ -41,11 +52,11 @@ def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
     options: dict[str, Any] = {"options": ipopt_options(args.option)} if method == "ipopt" else {}
     result = minimize(expr, x0, method=method, constraints=[(p.kind, p.raw) for p in pieces] or None,
                       bounds=bounds or None, tol=args.tol, max_iter=args.max_iter, max_time=args.max_time,
-                      callback=bar, background=False,
+                      callback=bar, background=False, fixed=fixed or None,
                       **({} if method == "ipopt" else {"xtol": args.xtol}), **options)
     if bar is not None:
         bar.close()
-    _report_loops(args, text, result, layout, start, bounds, pieces)
+    _report_loops(args, text, result, layout, start, bounds, pieces, fixed)
     if args.strict and not result.success:
         raise SystemExit(1)
 
@@ -62,9 +73,9 @@ def _refuse_with_loops(args: argparse.Namespace, method: str) -> None:
     if args.trace or args.plot:
         raise SymadError("--trace and --plot record and draw the path of a few variables: with sums kept as "
                          "loops they are not supported (--json --full gives the whole solution)")
-    if args.fix:
-        raise SymadError("--fix is not supported with sums kept as loops: write the value into the text "
-                         "(a = 3; ...)")
+    if args.fix and args.constraints:
+        raise SymadError("--fix with constraints over sums kept as loops is not supported yet: write the value "
+                         "into the text (a = 3; ...)")
     if args.lr is not None:
         raise SymadError("--lr is for gd, momentum, nesterov and adam, which do not take sums kept as loops")
     if args.option and method != "ipopt":
@@ -118,7 +129,7 @@ def _vector_line(v: np.ndarray) -> str:
 
 
 def _report_loops(args: argparse.Namespace, text: str, r: OptimizeResult, layout: Layout, start: dict[str, Any],
-                  bounds: dict[str, Any], pieces: list[_Piece]) -> None:
+                  bounds: dict[str, Any], pieces: list[_Piece], fixed: dict[str, Any]) -> None:
     """The summary: each vector's length, first entries, min and max (every entry with --full),
     a family of constraints its count of rows and largest violation."""
     full = bool(getattr(args, "full", False))
@@ -135,6 +146,9 @@ def _report_loops(args: argparse.Namespace, text: str, r: OptimizeResult, layout
         else:
             rows.append((base, format_number(value)))
             point[base] = json_number(value)
+    for name, value in fixed.items():  # held at their values, as a written-out problem shows them
+        rows.append((name, (_vector_line(np.asarray(value, dtype=float)) if isinstance(value, list)
+                            else format_number(value)) + " (fixed)"))
     rows += [("f", format_number(r.fun)), ("grad norm", f"{r.grad_norm:.3g}"), ("iterations", str(r.nit)),
              ("evaluations", evaluations), ("time", f"{duration(r.time)} (+ {duration(r.setup_time)} compiling)")]
     cons = _loop_constraints(r, pieces, full)
@@ -152,6 +166,8 @@ def _report_loops(args: argparse.Namespace, text: str, r: OptimizeResult, layout
         "expr": text.strip(), "method": r.method, "variables": layout.described(),
         "from": {k: _vector_summary(np.asarray(v, dtype=float), full) if isinstance(v, list) else json_number(v)
                  for k, v in start.items()},
+        **({"fixed": {k: _vector_summary(np.asarray(v, dtype=float), full) if isinstance(v, list) else json_number(v)
+                      for k, v in fixed.items()}} if fixed else {}),
         "bounds": {k: list(v) for k, v in bounds.items()}, "x": point, "value": json_number(r.fun),
         "grad": _vector_summary(np.asarray(r.jac, dtype=float), full), "grad_norm": json_number(r.grad_norm),
         "iterations": r.nit, "evaluations": r.nfev, "hessian_evaluations": r.nhev, "success": bool(r.success),

@@ -132,7 +132,8 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     ``bound_multipliers``.  With ``trust-constr`` or ``ipopt``, the objective may keep sums as
     loops and a constraint may be a family ``each(k = lo..hi, c_k)`` (docs/guide/optimize.md).
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
-    ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values);
+    ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values; with
+    loops, whole names given to the loops as data, not with constraints yet);
     ``params``: ``{name: value}`` held constant too, but passed at each call to one compiled
     function, so a :class:`~symad.second_order.SecondOrder` compiled with ``wrt=`` is reused for
     new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one ``(lo, hi)`` per
@@ -282,8 +283,8 @@ def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapp
         if isinstance(fun, (str, Expr)):
             fun = parse(fun, Graph()) if isinstance(fun, str) else fun  # text: a graph of its own
             if has_loops(fun):  # whole vectors: value, gradient and Hessian-vector products as loops
-                refuse_held(variables, fixed, params)
-                return LoopObjective(fun, bounds)
+                refuse_held(variables, None, None)
+                return LoopObjective(fun, bounds, fixed, params)
         return Problem(fun, variables, fixed, bounds, background=background, params=params)
     if variables:
         raise SymadError("an objective's wrt and data name its variables: it takes no variables (hold some "

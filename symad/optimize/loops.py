@@ -433,20 +433,46 @@ def _read(specs: Any) -> list[tuple[str, Expr]]:
 class LoopObjective(Problem):
     """An objective whose sums stay loops, for symad's own methods (``newton`` by Hessian-vector
     products, ``trust-ncg``, ``gd``, ``adam`` ...): the value, gradient and Hessian-vector products
-    of its :class:`~symad.indexed_function.IndexedFunction`, over :class:`Layout`'s flat vector."""
+    of its :class:`~symad.indexed_function.IndexedFunction`, over :class:`Layout`'s flat vector.
+    ``fixed`` and ``params`` (``{name: value}``, a vector's value an array or one number for every
+    entry) are held: given to the loops as data at each call, not variables of the problem."""
 
-    def __init__(self, expr: Expr, bounds: Any):
+    def __init__(self, expr: Expr, bounds: Any, fixed: Mapping[str, Any] | None = None,
+                 params: Mapping[str, Any] | None = None):
         check_objective(expr)
         self.expr = expr
         self.fn = IndexedFunction(expr)
+        held = {**(fixed or {}), **(params or {})}
+        if held:
+            entries = [k for k in held if "[" in k]
+            if entries:
+                raise VariableError(f"a problem with loops holds whole names (fixed, params): an entry such as "
+                                    f"{entries[0]} is held by its bounds, bounds={{{entries[0]!r}: (v, v)}}",
+                                    tuple(entries))
+            unknown = [k for k in held if k not in self.fn.wrt]
+            if unknown:
+                raise VariableError(f"{', '.join(unknown)} held (fixed or params) is not a variable of the "
+                                    f"objective (it has {', '.join(self.fn.wrt)})", tuple(unknown))
+            self.fn = IndexedFunction(expr, wrt=[w for w in self.fn.wrt if w not in held])
+        self.data = {name: self._held(name, value) for name, value in held.items()}
         self.layout = Layout([self.fn.variables])
         self.take = self.layout.positions(list(self.fn.variables))
         self.in_order = bool(np.array_equal(self.take, np.arange(self.layout.size)))
         self.names = self.all_names = Labels(self.layout)
-        self.fixed, self.params, self.args = {}, {}, ()
+        self.fixed, self.params = dict(fixed or {}), dict(params or {})
+        self.args = (self.data,) if self.data else ()  # what the driver passes its calls of self.fn
         self.lower, self.upper = self.layout.box(bounds)  # by slices: no entry a variable of a dict
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.nfev = self.njev = self.nhev = 0
+
+    def _held(self, name: str, value: Any) -> Any:
+        """A held name's value as the loops take it: a vector's entries (one number fills them)."""
+        span = self.fn.spans.get(name)
+        if span is None:
+            return float(value)
+        shape = [hi - lo + 1 for lo, hi in span]
+        given = np.asarray(value, dtype=float)
+        return np.full(shape, float(given)) if given.ndim == 0 else given
 
     def start(self, x0: Any) -> np.ndarray:
         """The start point: a flat sequence, or ``{"x": array or number, "x[3]": number, "a": number}``."""
@@ -469,7 +495,7 @@ class LoopObjective(Problem):
     def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         self.nfev += 1
         self.njev += 1
-        f, g = self.fn.value_and_grad(self._own(x))
+        f, g = self.fn.value_and_grad(self._own(x), *self.args)
         return float(f), self._flat(g)
 
     def dense(self) -> bool:
@@ -480,4 +506,4 @@ class LoopObjective(Problem):
 
     def hessp(self, x: np.ndarray, p: np.ndarray) -> np.ndarray:
         self.nhev += 1
-        return self._flat(self.fn.hessp(self._own(x), self._own(p)))
+        return self._flat(self.fn.hessp(self._own(x), self._own(p), *self.args))

@@ -128,11 +128,13 @@ def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Ma
 
 
 def refuse_held(variables: Any, fixed: Any, params: Any) -> None:
-    """A problem with loops reads its values from its texts: a SymadError naming what was given."""
+    """A problem with loops reads its variables from its texts, and a constrained one its values
+    too: a SymadError naming what was given."""
     given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
     if given:
-        raise SymadError(f"a problem with loops takes no {', '.join(given)}: write the values into its "
-                         f"text (N = 2000; h = 1/N; ...)")
+        raise SymadError(f"a problem with loops takes no {', '.join(given)}"
+                         + (" with constraints yet" if given != ["variables"] else "")
+                         + ": write the values into its text (N = 2000; h = 1/N; ...)")
 
 
 def with_loops(fun: Any, constraints: Any) -> tuple[Expr, list[tuple[Any, Expr]]] | None:

@@ -86,7 +86,10 @@ def test_strict_exits_1_when_a_loop_problem_does_not_converge() -> None:
     (["--from", "x=0", "--method", "newton"], "--method newton does not take sums kept as loops"),
     (["--from", "x=0", "--method", "slsqp"], "(its matrices are dense)"),
     (["--from", "x=0", "--trace", "t.csv"], "--trace and --plot record and draw the path of a few variables"),
-    (["--from", "x=0", "--fix", "a=1"], "--fix is not supported with sums kept as loops"),
+    (["--from", "x=0", "--fix", "a=1"], "--fix names a, which the objective does not use"),
+    (["--from", "x=0", "--fix", "x[2]=1"], "--fix holds whole names with sums kept as loops: an entry such as x[2]"),
+    (["--from", "x=0", "--fix", "x=1", "--eq", STEPS], "--fix with constraints over sums kept as loops is not "
+     "supported yet"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs-b"], "--method l-bfgs-b takes no constraints"),
     (["--from", "x=0", "--bounds", "x=1:0"], "--bounds: empty for x[1]: 1 > 0"),
     (["--from", "x=0", "--bounds", "z=0:1"], "--bounds: z is not a variable of the problem (x[1..1000])"),
@@ -103,3 +106,14 @@ def test_l_bfgs_b_takes_written_out_expressions_too_but_no_constraints() -> None
     assert r.returncode == 0 and "converged" in r.stdout and "l-bfgs-b" in r.stdout
     r = run("minimize", "(x-1)^2", "--from", "x=0", "--method", "l-bfgs-b", "--eq", "x - 2")
     assert r.returncode == 2 and "--method l-bfgs-b takes no constraints" in r.stderr
+
+
+def test_fix_holds_a_scalar_or_a_whole_vector() -> None:
+    text = "n = 1000; sum(i = 1..n, (x[i] - c*d[i])^2) + (y - c)^2"
+    r = run("minimize", text, "--from", "x=0,y=0", "--fix", "c=2,d=0.5")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert {tuple(line.split()) for line in lines} >= {("c", "2", "(fixed)"), ("d", "0.5", "(fixed)")}
+    js = json.loads(run("minimize", text, "--from", "x=0,y=0", "--fix", "c=2,d=0.5", "--json").stdout)
+    assert js["success"] and js["fixed"] == {"c": 2.0, "d": 0.5} and set(js["x"]) == {"x", "y"}
+    assert js["x"]["x"]["min"] == pytest.approx(1.0, rel=1e-9) and js["x"]["y"] == pytest.approx(2.0, rel=1e-9)
