@@ -76,11 +76,12 @@ def _indexed(args: argparse.Namespace, text: str, expr: Expr, wrt: list[str]) ->
     """The partials of an expression with a sum kept as a loop: a vector's as one indexed line."""
     indexed = importlib.import_module("symad.indexed_function")  # loaded for loops only: the CLI starts fast
     entries = {w: (m.group(1), int(m.group(2))) for w in wrt if (m := _ENTRY.fullmatch(w))}
-    function = every = indexed.IndexedFunction(expr)  # (a function of loops costs its loops to build)
+    # (the partials as expressions: nothing compiled; a function of loops costs its loops to build)
+    function = every = indexed.IndexedFunction(expr, prepare=False)
     if wrt:  # an entry x[3] asks for its vector x (an entry of no vector: 0, warned)
         bases = [entries[w][0] if w in entries else w for w in wrt
                  if w not in entries or entries[w][0] in every.spans]
-        function = indexed.IndexedFunction(expr, wrt=list(dict.fromkeys(bases))) if bases else every
+        function = indexed.IndexedFunction(expr, wrt=list(dict.fromkeys(bases)), prepare=False) if bases else every
     rows, warnings = _asked_rows(function, wrt, entries)
     if args.latex:
         labels = [rf"\frac{{\partial f}}{{\partial {latex_label(label)}}}" for label, _, _ in rows]

@@ -41,7 +41,7 @@ def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: b
     """``symad grad``/``eval`` of an expression with loops: a vector is given whole, ``x=[...]``, or
     as one number for every entry, ``x=0.5``."""
     make = importlib.import_module("symad.indexed_function").IndexedFunction  # loaded for loops only
-    f, held = _holding(args, lambda wrt: make(expr, wrt=wrt))
+    f, held = _holding(args, lambda wrt, prepare: make(expr, wrt=wrt, prepare=prepare))
     value, grad = f.value_and_grad(indexed_point(f, [*args.at, *args.params]))
     names = [name for variable in f.variables for name in _entries(variable)]
     obj: dict = {"expr": text.strip(), **({"params": held} if held else {}), "value": json_number(value)}
@@ -53,12 +53,13 @@ def value_and_grad(args: argparse.Namespace, text: str, expr: Expr, with_grad: b
     emit(args, obj, [f"{label.ljust(width)} = {v}" for label, v in rows] if with_grad else [rows[0][1]], [])
 
 
-def _holding(args: argparse.Namespace, make: Callable[[list[str] | None], Any]) -> tuple[Any, dict[str, Any]]:
-    """The function of loops ``make(wrt)`` with ``--params`` held (given at the call as data, not
-    differentiated), and their values: built over every variable, then without the held ones (a
-    function of loops costs the size of its loops to build, not of its vectors)."""
-    every = make(None)
+def _holding(args: argparse.Namespace, make: Callable[[list[str] | None, bool], Any]) -> tuple[Any, dict[str, Any]]:
+    """The function of loops ``make(wrt, prepare)`` with ``--params`` held (given at the call as
+    data, not differentiated), and their values: over every variable, or with ``--params`` read
+    over every variable (nothing compiled: to learn its variables) and built without the held ones
+    (a function of loops costs the size of its loops to build, not of its vectors)."""
     held = parse_point(getattr(args, "params", None) or [], "--params")
+    every = make(None, not held)
     if not held:
         return every, {}
     unknown = [k for k in held if k not in every.wrt]
@@ -68,7 +69,7 @@ def _holding(args: argparse.Namespace, make: Callable[[list[str] | None], Any]) 
     both = [k for k in parse_point(args.at) if k in held]
     if both:
         raise VariableError(f"{', '.join(both)} is given by both --at and --params: give it once")
-    return make([w for w in every.wrt if w not in held]), held
+    return make([w for w in every.wrt if w not in held], True), held
 
 
 def indexed_point(f: Any, at: list[str]) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def hessian(args: argparse.Namespace, text: str, expr: Expr) -> None:
         raise PointError("--params gives values, which the Hessian as expressions (no --at) does not use: "
                          "add --at for the other variables")
     make = importlib.import_module("symad.indexed_function").IndexedFunction  # loaded for loops only
-    f, _ = _holding(args, lambda wrt: make(expr, wrt=wrt))
+    f, _ = _holding(args, lambda wrt, prepare: make(expr, wrt=wrt, prepare=prepare and bool(args.at)))
     if args.latex:  # its bands, an aligned block (an n x n matrix it is not)
         bands = f.hessian_roots()
         labels = [rf"\frac{{\partial^2 f}}{{\partial {latex_label(row)}^2}}" if row == col else
@@ -141,7 +142,7 @@ def jacobian(args: argparse.Namespace, text: str, outputs: list[Expr]) -> None:
         emit(args, obj, lines, [])
         return
     make = importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction  # for loops only
-    F, _ = _holding(args, lambda wrt: make(outputs, wrt=wrt))
+    F, _ = _holding(args, lambda wrt, _prepare: make(outputs, wrt=wrt))  # (it compiles at its first call)
     point = indexed_point(F, [*args.at, *args.params])
     values = F.value(point)
     rows, cols = F.jacobian_pattern()

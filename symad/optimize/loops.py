@@ -441,8 +441,8 @@ class LoopObjective(Problem):
                  params: Mapping[str, Any] | None = None):
         check_objective(expr)
         self.expr = expr
-        self.fn = IndexedFunction(expr)
         held = {**(fixed or {}), **(params or {})}
+        self.fn = IndexedFunction(expr, prepare=not held)  # (with names held: read for its variables only)
         if held:
             entries = [k for k in held if "[" in k]
             if entries:
