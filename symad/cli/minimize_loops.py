@@ -110,7 +110,8 @@ def _labels_and_rows(expr: Expr) -> tuple[list[str], int | None]:
         family = importlib.import_module("symad.indexed_vector_function").IndexedVectorFunction([expr])
         return list(family.variables), len(family)
     if expr.graph.scoped and binders.has_scoped(expr.graph, [expr.id]):
-        return list(importlib.import_module("symad.indexed_function").IndexedFunction(expr).variables), None
+        function = importlib.import_module("symad.indexed_function").IndexedFunction
+        return list(function(expr, prepare=False).variables), None  # (its names: nothing compiled)
     return list(expr.variables), None
 
 
