@@ -384,6 +384,19 @@ class Function(Inputs):
         n = len(self.variables)
         return out[:, 0].reshape(shape), out[:, 1:].reshape(*shape, n)
 
+    def value_and_grad_at(self, point: np.ndarray, grad: np.ndarray) -> float:
+        """The value at ``point`` (a float64 vector in ``variables`` order), its gradient written
+        into ``grad`` (a float64 vector as long): an optimizer's call with no array made, the
+        bits of :meth:`value_and_grad`.  The function has no parameters."""
+        program = self._value_grad.program
+        call = program.call if program is not None else self._value_grad.vm_call()
+        if (call is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape
+                and point.strides == _STRIDE and type(grad) is np.ndarray and grad.dtype is _F64
+                and grad.shape == self._shape and grad.strides == _STRIDE):
+            return call(point, grad)
+        value, grad[:] = self.value_and_grad(point)
+        return value
+
     def float_function(self) -> Callable[..., tuple[float, ...]]:
         """``fn(x1, ..., xn) -> (value, ∂/∂x1, ..., ∂/∂xn)`` on plain floats, in ``variables``
         order (the parameters' values, if any, follow the variables'): the fastest call form

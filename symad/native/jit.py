@@ -624,19 +624,54 @@ def _interpreter_code(text: str) -> tuple[bytes, int]:
     ~15% faster) when it can be kept in the shared cache: compiled once a machine (~0.1 s) and
     loaded by every later process (~3 ms); else quick code (-O0, ~10 ms) every process.  ``text``:
     its IR (:func:`symad.native.ir.interpreter_ir`)."""
+    return _routine_code(_interpreter_key(), lambda: text, uncached_opt=0)
+
+
+def _routine_code(key: str, text: Callable[[], str], uncached_opt: int) -> tuple[bytes, int]:
+    """The object code of a routine written once (not a program's), and its optimisation level:
+    -O2 kept in the shared code cache under ``key`` (compiled once a machine, loaded by every later
+    process), else compiled at ``uncached_opt`` every process.  ``text``: its IR, asked for only
+    where it is compiled."""
     folder = cache.shared_dir()
     if folder is not None:
-        name = _disk_name(_interpreter_key(), 2)
+        name = _disk_name(key, 2)
         stored = cache.load(name, folder)
         if stored is not None:
             with _lock:
                 _stats["loaded"] += 1
             return stored, 2
         if cache.writable(folder):
-            stored = codegen.object_code(text, _target_machine_for(2), 2, codegen.QUICK_OPS + 1)
+            stored = codegen.object_code(text(), _target_machine_for(2), 2, codegen.QUICK_OPS + 1)
             cache.store(name, stored, folder)
             return stored, 2
-    return codegen.object_code(text, _target_machine_for(0), 0, codegen.QUICK_OPS + 1), 0
+    return codegen.object_code(text(), _target_machine_for(uncached_opt), uncached_opt, codegen.QUICK_OPS + 1), 0
+
+
+_lbfgs: list[tuple[int, Any]] = []
+
+
+def lbfgs_entry() -> tuple[int, Any] | None:
+    """The L-BFGS step's machine code (:mod:`symad.native.lbfgs_ir`): the address of its builtin
+    entry and the loaded code (to keep alive while the entry is called); compiled at -O2 once a
+    machine and kept in the shared code cache, loaded once a process.  None where NumPy's or
+    CPython's layout is not the one its entry reads."""
+    if _lbfgs:
+        return _lbfgs[0]
+    offset = fastcall.array_data_offset()
+    if offset is None or fastcall.self_offset() is None:
+        return None
+    lbfgs_ir = _native("lbfgs_ir")
+    key = _sources_digest(f"lbfgs {offset} {fastcall.self_offset()}", "symad.native.lbfgs_ir")
+
+    def load() -> tuple[int, Any]:
+        with _compile_lock:
+            if not _lbfgs:
+                code = _load(*_routine_code(key or lbfgs_ir.lbfgs_ir(offset), lambda: lbfgs_ir.lbfgs_ir(offset),
+                                            uncached_opt=2))
+                _lbfgs.append((code.get_function_address("fast"), code))
+            return _lbfgs[0]
+
+    return background.run_interruptibly(load)
 
 
 def _empty_module(tm: Any) -> Any:

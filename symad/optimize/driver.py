@@ -37,8 +37,9 @@ from symad.core.errors import SymadError
 from symad.expr import Expr, parse
 from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
 from symad.optimize.ipopt import minimize_ipopt
+from symad.optimize.lbfgs import Stops
 from symad.optimize.loops import LoopObjective, has_loops
-from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER
+from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER, TOLD_STOPS
 from symad.optimize.nlp import refuse_held
 from symad.optimize.problem import DataProblem, Problem, is_objective
 from symad.optimize.result import OptimizeResult
@@ -209,7 +210,8 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
         nit, status, message = 0, -1, ""
         falling = stalled = False
         path = [(x, f, gnorm)]
-        steps = METHODS[name](p, x, f, g, **options)
+        told = {"stops": Stops(tol, xtol, max_iter, callback is not None or keep_path or max_time is not None)}
+        steps = METHODS[name](p, x, f, g, **(told if name in TOLD_STOPS else {}), **options)
         try:
             while True:
                 if f <= -UNBOUNDED_F:
@@ -229,11 +231,11 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
                 if status >= 0:
                     break
                 try:
-                    x, f_new, g, step = next(steps)
+                    x, f_new, g, step, *taken = next(steps)  # (a count where a method yields some iterates only)
                 except StopIteration as stop:  # a message (a failed line search), or a status and its message
                     status, message = stop.value if isinstance(stop.value, tuple) else (6, str(stop.value))
                     break
-                nit += 1
+                nit += taken[0] if taken else 1
                 falling, f = f_new < f, f_new
                 gnorm = norm(p.pgrad(x, g))
                 if keep_path:

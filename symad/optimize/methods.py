@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from symad.optimize.lbfgs import lbfgs_steps
 from symad.optimize.lbfgsb_steps import MEMORY, lbfgsb_steps
 from symad.optimize.problem import Problem
 from symad.optimize.vectors import norm
@@ -199,9 +200,12 @@ def _lbfgsb(p: Problem, x: np.ndarray, f: float, g: np.ndarray, memory: int = ME
     return (yield from lbfgsb_steps(p.fg, x, f, g, p.lower, p.upper, memory))
 
 
-METHODS: dict[str, Method] = {"gd": _gd, "momentum": _momentum, "nesterov": _nesterov,
-                              "adam": _adam, "newton": _newton, "trust-ncg": _trust_ncg, "l-bfgs-b": _lbfgsb}
-ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg", "L-BFGS-B": "l-bfgs-b", "lbfgsb": "l-bfgs-b"}
+METHODS: dict[str, Method] = {"gd": _gd, "momentum": _momentum, "nesterov": _nesterov, "adam": _adam,
+                              "newton": _newton, "trust-ncg": _trust_ncg, "l-bfgs": lbfgs_steps, "l-bfgs-b": _lbfgsb}
+ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg", "L-BFGS-B": "l-bfgs-b", "lbfgsb": "l-bfgs-b",
+           "L-BFGS": "l-bfgs", "lbfgs": "l-bfgs"}
 OPTIONS = {"gd": ("lr",), "momentum": ("lr", "beta"), "nesterov": ("lr", "beta"),
-           "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",), "l-bfgs-b": ("memory",)}
+           "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",), "l-bfgs": ("memory",),
+           "l-bfgs-b": ("memory",)}
+TOLD_STOPS = ("l-bfgs",)  # given the driver's stopping rules (Stops): it yields only where they may hold
 SECOND_ORDER = ("newton", "trust-ncg")

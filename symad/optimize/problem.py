@@ -130,6 +130,15 @@ class Problem:
         self.njev += 1
         return self.fn.value_and_grad(x, *self.args)
 
+    def fg_into(self, x: np.ndarray, grad: np.ndarray) -> float:
+        """:meth:`fg` with the gradient written into ``grad`` (a float64 vector of the variables)."""
+        self.nfev += 1
+        self.njev += 1
+        if not self.args and isinstance(self.fn, SecondOrder):
+            return self.fn.value_and_grad_at(x, grad)
+        value, grad[:] = self.fn.value_and_grad(x, *self.args)
+        return value
+
     def dense(self) -> bool:
         """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
         return len(self.names) * self.fn.operations() <= DENSE_NEWTON_OPS

@@ -1,0 +1,85 @@
+"""symad's L-BFGS: the iteration in machine code, the objective's evaluations in between.
+
+L-BFGS-B without bounds is L-BFGS with Moré and Thuente's line search
+(:mod:`symad.native.lbfgs_ir` has the iteration and why); here it runs between the
+evaluations, which are the objective's compiled code called from a short loop.  Nothing else
+runs per evaluation: no Python work on the vectors, no call of scipy's routine with its
+seventeen arguments, no driver step.  The driver sees an iterate only where one of its stopping
+rules may hold, where its callback, path or time limit asks for each one, or at ``max_iter``;
+the iterates are the same either way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from symad.core.errors import SymadError
+from symad.native import fastcall, jit
+from symad.native.lbfgs_ir import FAILED, FG, LINE_STEPS, NEW_X, NEW_X_CHECK, NO_DESCENT, SLOT, STALLED, record_size
+from symad.optimize.lbfgsb_steps import MEMORY
+from symad.optimize.problem import Problem
+
+_MARGIN = 1e-6  # the machine code's stopping tests are looser than the driver's by this (rounding)
+_F, _SS = SLOT["F"], SLOT["SS"]
+UNBOUNDED_F, EXPLODED_X = 1e300, 1e150  # the driver's
+ENDS = {  # how a run ends other than by the driver's rules: a status and its message, or a message (status 6)
+    STALLED: (1, "stalled: f no longer decreases (L-BFGS-B's own test), but the gradient norm is above tol"),
+    FAILED: (f"line search failed (L-BFGS: no acceptable point in {LINE_STEPS} evaluations along its direction, "
+             "or a value that is not finite there)"),
+    NO_DESCENT: "line search failed (L-BFGS: -g is no descent direction: the gradient is 0 or not finite)"}
+
+
+class Stops(NamedTuple):
+    """What the driver stops at: ``tol`` on the gradient's 2-norm, ``xtol`` on a step's length
+    (relative to ``1 + |x|``), and after ``limit`` iterates; ``each``: yield every iterate (for a
+    callback, a path or a time limit)."""
+
+    tol: float
+    xtol: float
+    limit: int
+    each: bool
+
+
+def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops,
+                memory: int = MEMORY) -> Iterator[tuple[np.ndarray, float, np.ndarray, float, int]]:
+    """L-BFGS's iterates from ``x`` (``f``, ``g`` its value and gradient), ``memory`` corrections
+    kept: yields ``(x, f, g, step length, iterates since the last yield)`` where the driver
+    should look (see :class:`Stops`); returns (ends) with :data:`ENDS`' status and message, or message,
+    where f stalls or a line search fails."""
+    if p.bounded:
+        raise SymadError("method l-bfgs takes no bounds: use method='l-bfgs-b' (scipy's routine, whose "
+                         "Cauchy point and subspace minimisation keep to them)")
+    entry = jit.lbfgs_entry()
+    if entry is None:
+        raise SymadError("method l-bfgs needs this platform's NumPy and CPython layouts as symad reads them; "
+                         "use method='l-bfgs-b'")
+    n, m = x.size, int(memory)
+    w = np.zeros(record_size(n, m))
+    for name, value in (("N", n), ("M", m), ("TOL2", (stops.tol * (1 + _MARGIN)) ** 2),
+                        ("XTOL_STOP", stops.xtol * (1 + _MARGIN)), ("UNBOUNDED", -UNBOUNDED_F),
+                        ("BIG_X2", (EXPLODED_X * (1 - _MARGIN)) ** 2), ("F", f)):
+        w[SLOT[name]] = value
+    step = fastcall.bound(entry[0], w.ctypes.data, (entry[1], w))
+    if step is None:
+        raise SymadError("method l-bfgs needs CPython's C API at hand; use method='l-bfgs-b'")
+    xs, gs = np.array(x, dtype=np.float64), np.array(g, dtype=np.float64)
+    fg, each, limit = p.fg_into, stops.each, stops.limit
+    taken = total = 0
+    while True:
+        task = step(xs, gs)
+        if task == FG:
+            w[_F] = fg(xs, gs)
+        elif task == NEW_X or task == NEW_X_CHECK:
+            taken += 1
+            total += 1
+            if each or task == NEW_X_CHECK or total >= limit:
+                yield xs.copy(), float(w[_F]), gs.copy(), math.sqrt(w[_SS]), taken
+                taken = 0
+        else:
+            if taken:  # the iterates since the last yield: the last one is the run's
+                yield xs.copy(), float(w[_F]), gs.copy(), math.sqrt(w[_SS]), taken
+            return ENDS[int(task)]

@@ -1,0 +1,120 @@
+"""method="l-bfgs": symad's L-BFGS, its iteration in machine code between the evaluations.
+
+Without bounds, L-BFGS-B's iteration is L-BFGS with Moré-Thuente's line search: scipy's routine is
+the oracle, its iterates the same points up to rounding (different sums: the compact form against
+the two-loop recursion), and its evaluations as many.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symad
+from symad.core.errors import SymadError
+
+N = 12
+NAMES = [f"x{i}" for i in range(1, N + 1)]
+ROSENBROCK = " + ".join(f"100*(x{i + 1} - x{i}^2)^2 + (1 - x{i})^2" for i in range(1, N))
+START = np.array([-1.2 if i % 2 == 0 else 1.0 for i in range(N)])
+# a smooth function with a dense Hessian, and one whose curvature varies a thousandfold
+LOGSUMEXP = "log(" + " + ".join(f"exp({(i % 5) - 2}*x{i} + 0.1*x{i % N + 1})" for i in range(1, N + 1)) + ") + " + \
+    " + ".join(f"0.05*x{i}^2" for i in range(1, N + 1))
+SCALED = " + ".join(f"{10 ** (3 * i / N):.6g}*(x{i} - {i % 3})^2 + 0.01*x{i}^4" for i in range(1, N + 1))
+PROBLEMS = {"rosenbrock": ROSENBROCK, "logsumexp": LOGSUMEXP, "scaled": SCALED}
+
+
+def _ours(text: str, x0: np.ndarray, iterates: int) -> list[np.ndarray]:
+    seen: list[np.ndarray] = []
+    symad.minimize(text, x0, variables=NAMES, method="l-bfgs", max_iter=iterates, tol=1e-300, xtol=0.0,
+                   callback=lambda r: seen.append(r.x.copy()))
+    return seen
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_the_iterates_are_l_bfgs_bs_up_to_rounding(name):
+    so = pytest.importorskip("scipy.optimize")
+    fn = symad.compile(PROBLEMS[name], variables=NAMES)
+    theirs: list[np.ndarray] = []
+    so.minimize(fn.value_and_grad, START, jac=True, method="L-BFGS-B",
+                callback=lambda xk: theirs.append(np.array(xk)),
+                options={"maxiter": 25, "gtol": 0.0, "ftol": 0.0})
+    ours = _ours(PROBLEMS[name], START, 25)
+    assert len(ours) == len(theirs) >= 10  # (fewer where f stops falling: L-BFGS-B's own test, as both stop)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        # rounding apart, the same points: the gap starts at a few ulps and may grow with k
+        assert np.allclose(a, b, rtol=1e-7, atol=1e-9), (k, np.abs(a - b).max())
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_it_converges_with_as_many_evaluations_as_l_bfgs_b(name):
+    pytest.importorskip("scipy")
+    ours = symad.minimize(PROBLEMS[name], START, variables=NAMES, method="l-bfgs")
+    theirs = symad.minimize(PROBLEMS[name], START, variables=NAMES, method="l-bfgs-b")
+    assert ours.method == "l-bfgs" and ours.status == theirs.status  # (stalled on "scaled": ill-conditioned)
+    assert ours.success == (ours.grad_norm <= 1e-8)
+    assert np.allclose(ours.x, theirs.x, atol=1e-5)
+    assert abs(ours.nit - theirs.nit) <= max(2, theirs.nit // 10)
+    assert abs(ours.nfev - theirs.nfev) <= max(3, theirs.nfev // 10)
+
+
+def test_the_result_is_the_same_iterate_whether_the_driver_sees_each_one_or_not():
+    quiet = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs")
+    seen: list[int] = []
+    watched = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs",
+                             callback=lambda r: seen.append(r.nit), keep_path=True)
+    assert np.array_equal(quiet.x, watched.x) and quiet.fun == watched.fun
+    assert quiet.nit == watched.nit == len(seen) == len(watched.path) - 1 and quiet.nfev == watched.nfev
+    assert seen == list(range(1, quiet.nit + 1))
+
+
+def test_max_iter_stops_at_exactly_that_iterate():
+    r = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", max_iter=7)
+    assert r.status == 2 and r.nit == 7 and not r.success
+    assert np.array_equal(r.x, _ours(ROSENBROCK, START, 7)[-1])
+
+
+def test_memory_changes_the_iterates_and_is_checked():
+    a = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", memory=3)
+    b = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs")
+    assert a.success and b.success and a.nit != b.nit
+    with pytest.raises(SymadError, match="does not take lr"):
+        symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", lr=0.1)
+
+
+def test_bounds_are_refused_naming_l_bfgs_b():
+    with pytest.raises(SymadError, match="l-bfgs takes no bounds.*l-bfgs-b"):
+        symad.minimize("(x - 2)^2", [0.0], method="l-bfgs", bounds={"x": (None, 1)})
+
+
+def test_stopping_rules_are_the_drivers():
+    stalled = symad.minimize("(x - 1)^2 + (y + 2)^2", [5.0, 5.0], method="l-bfgs", tol=1e-30, xtol=1e-3)
+    assert stalled.status in (0, 1) and np.allclose(stalled.x, [1, -2], atol=1e-3)
+    below = symad.minimize("-x - y^2", [0.0, 1.0], method="l-bfgs")
+    assert below.status == 7 and "unbounded" in below.message
+    done = symad.minimize("(x - 3)^2", [3.0], method="l-bfgs")
+    assert done.success and done.nit == 0
+
+
+def test_a_line_search_that_meets_no_finite_value_says_so():
+    r = symad.minimize("log(x) + 1/x^3", [0.5], method="l-bfgs", tol=1e-300)
+    assert not r.success
+    assert r.status in (1, 6) and np.isfinite(r.fun)
+
+
+def test_an_objective_without_compiled_calls_runs_through_its_own_value_and_grad():
+    pytest.importorskip("scipy")
+    loops = "sum(i = 1..400, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
+    ours = symad.minimize(loops, {"x": np.full(401, 0.5)}, method="l-bfgs")
+    theirs = symad.minimize(loops, {"x": np.full(401, 0.5)}, method="l-bfgs-b")
+    assert ours.success and np.allclose(ours.x, 1.0, atol=1e-6)
+    assert abs(ours.nit - theirs.nit) <= max(2, theirs.nit // 10)
+
+
+def test_a_callback_error_propagates_and_a_later_run_is_unaffected():
+    def boom(r):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", callback=boom)
+    assert symad.minimize(ROSENBROCK, START, variables=NAMES, method="lbfgs").success
