@@ -54,10 +54,24 @@ class _Driver:
         tables = lalr_tables()
         self.start, self.end, self.states = tables.start, tables.end, tables.states
         self.ignore, self.pattern, self.keywords = tables.ignore, tables.pattern, tables.keywords
+        # The loop reads this copy of the table: each action tagged as a shift (or goto), a
+        # pass-through reduction, or a reduction with its handler already looked up.
+        self.actions = {state: {symbol: _tagged(shift, arg) for symbol, (shift, arg) in row.items()}
+                        for state, row in self.states.items()}
         # Most reductions pass one child through (`sum: product`, ...): a token climbs through
         # several of them, each replacing the top state by a goto from the state below.  The
         # state a chain of them ends in depends only on (state below, top, lookahead): kept here.
         self.passing: dict[tuple[int, int, str], int] = {}
+        # Where a reduction lands: the goto from the state below on the rule's name, then the
+        # pass-through reductions from there on the lookahead (one step, not a turn of the loop).
+        self.landing: dict[tuple[int, str, str], int] = {}
+
+    def _land(self, below: int, origin: str, kind: str) -> int:
+        """The top state after reducing to ``origin`` over ``below`` with lookahead ``kind``."""
+        goto = self.actions[below][origin][1]
+        state = goto if goto == self.end else self._pass_through(below, goto, kind)  # type: ignore[arg-type]
+        self.landing[below, origin, kind] = state
+        return state
 
     def _pass_through(self, below: int, top: int, kind: str) -> int:
         """The top state after the pass-through reductions from ``top`` on ``kind``, over ``below``."""
@@ -78,8 +92,8 @@ class _Driver:
 
     def run(self, text: str, emit: Emit) -> None:
         """Parse ``text``, calling ``emit`` with each postfix token in order."""
-        states, ignore, match, keywords = self.states, self.ignore, self.pattern.match, self.keywords
-        passing, pass_through = self.passing, self._pass_through
+        actions, ignore, match, keywords, end = self.actions, self.ignore, self.pattern.match, self.keywords, self.end
+        passing, pass_through, landing = self.passing, self._pass_through, self.landing
         state_stack = [self.start]
         values: list[object] = []
         reductions = _Run(text)
@@ -88,7 +102,7 @@ class _Driver:
             if pos < n:
                 m = match(text, pos)
                 if m is None:
-                    raise _unexpected_char(text, pos, states[state_stack[-1]])
+                    raise _unexpected_char(text, pos, self.states[state_stack[-1]])
                 kind = m.lastgroup
                 start, pos = pos, m.end()
                 if kind in ignore:
@@ -100,32 +114,51 @@ class _Driver:
                 kind, start, value = "$END", n, None
             while True:
                 top = state_stack[-1]
-                if len(state_stack) > 1:
-                    below = state_stack[-2]
-                    climbed = passing.get((below, top, kind))  # type: ignore[arg-type]
-                    if climbed is None:
-                        climbed = pass_through(below, top, kind)  # type: ignore[arg-type]
-                    top = state_stack[-1] = climbed
-                action = states[top].get(kind)  # type: ignore[arg-type]
+                action = actions[top].get(kind)  # type: ignore[arg-type]
                 if action is None:
-                    raise _unexpected_token(text, kind, value, start, states[top])
-                shift, arg = action
-                if shift:
+                    raise _unexpected_token(text, kind, value, start, self.states[top])
+                what, arg = action
+                if what is _SHIFT:
                     state_stack.append(arg)  # type: ignore[arg-type]
                     values.append(value)
                     break
-                origin, size, name = arg  # type: ignore[misc]
-                children = values[len(values) - size:] if size else []
-                if size:
+                if what is _PASS:
+                    climbed = passing.get((state_stack[-2], top, kind))  # type: ignore[arg-type]
+                    if climbed is None:
+                        climbed = pass_through(state_stack[-2], top, kind)  # type: ignore[arg-type]
+                    if climbed != top:
+                        state_stack[-1] = climbed
+                        continue
+                origin, size, handler = arg  # type: ignore[misc]
+                if size == 1:
+                    children = [values.pop()]
+                    state_stack.pop()
+                elif size:
+                    children = values[len(values) - size:]
                     del values[len(values) - size:]
                     del state_stack[len(state_stack) - size:]
-                handler = _REDUCE.get(name)
+                else:
+                    children = []
                 result = handler(children, emit, reductions) if handler else (children[0] if children else None)
-                goto = states[state_stack[-1]][origin][1]
-                if kind == "$END" and goto == self.end:
+                below = state_stack[-1]
+                goto = landing.get((below, origin, kind))  # type: ignore[arg-type]
+                if goto is None:
+                    goto = self._land(below, origin, kind)  # type: ignore[arg-type]
+                if kind == "$END" and goto == end:
                     return
                 state_stack.append(goto)  # type: ignore[arg-type]
                 values.append(result)
+
+
+_SHIFT, _PASS, _REDUCE_BY = "shift", "pass", "reduce"  # the tags of the driver's actions
+
+
+def _tagged(shift: bool, arg: object) -> tuple[str, object]:
+    """A table action as the driver's loop reads it (see ``_Driver.actions``)."""
+    if shift:
+        return _SHIFT, arg
+    origin, size, name = arg  # type: ignore[misc]
+    return (_PASS if _passes(arg) else _REDUCE_BY), (origin, size, _REDUCE.get(name))  # type: ignore[arg-type]
 
 
 def _passes(rule: tuple[str, int, str]) -> bool:
@@ -158,8 +191,10 @@ class _Name(NamedTuple):
 
 
 def _op(name: str) -> Callable[[list, Emit, _Run], None]:
+    token = Token("op", name, OPS[name].arity, 0)  # the same every time: tokens are immutable
+
     def reduce(children: list, emit: Emit, run: _Run) -> None:
-        emit(Token("op", name, OPS[name].arity, 0))
+        emit(token)
     return reduce
 
 
