@@ -65,6 +65,10 @@ class Graph:
         node = self._index.get(key)
         if node is not None:
             return node
+        return self._new(key, op, args, data)
+
+    def _new(self, key: tuple, op: str, args: tuple[int, ...], data: float | str | None) -> int:
+        """The node of ``key``, added unless another thread has just added it."""
         with _INTERN_LOCK:
             node = self._index.get(key)
             if node is None:
@@ -132,7 +136,8 @@ class Graph:
                 swap = b < a
             if swap:
                 args = (b, a)
-        node = self._index.get((op, args))
+        key = (op, args)
+        node = self._index.get(key)
         if node is not None:  # built before: rewrites are deterministic, so reuse it
             return node
         if (ops[args[0]] == "const" and ops[args[1]] == "const" if arity == 2
@@ -144,7 +149,7 @@ class Graph:
             node = rule(self, args)
             if node is not None:
                 return node
-        return self._intern((op, args), op, args, None)
+        return self._new(key, op, args, None)
 
     def _fold(self, py, np_fn, args: tuple[int, ...]) -> float | None:
         values = [self.data[a] for a in args]

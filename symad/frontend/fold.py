@@ -23,6 +23,7 @@ from symad.core.unrolling import REDUCTIONS
 from symad.frontend.tokens import Token, line_column
 
 _LARGEST_INDEX = 2**31  # indices and bounds are whole numbers within ±this
+_COMPARISONS = frozenset(name for name, spec in OPS.items() if spec.prec == PREC_CMP)  # chains read their right
 
 
 def _arith(op: str, args: list[float | None]) -> float | None:
@@ -115,7 +116,10 @@ class Folder:
             return
         graph, stack = self.graph, self.stack
         kind = tok.kind
-        if kind == "number":
+        if kind == "op" and tok.arity == 2 and tok.text not in _COMPARISONS:  # most tokens: `+ - * / ^`
+            right = stack.pop()
+            stack[-1] = graph.make(tok.text, stack[-1], right)
+        elif kind == "number":
             stack.append(graph.const(float(tok.text)))
         elif kind == "name":
             stack.append(self._lookup(tok.text))
