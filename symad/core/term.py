@@ -20,6 +20,10 @@ from symad.core.printing import to_text
 def as_node(graph: Graph, value: Any) -> int:
     """The node id of a Term or a number, in ``graph`` (a Term of another graph is copied in).
     A number is what :func:`as_number` reads as one."""
+    if type(value) is float:  # the common cases first: derivative rules build with these
+        return graph.const(value)
+    if isinstance(value, Term) and value.graph is graph:
+        return value.id
     value = unwrapped(value)
     if isinstance(value, Term):
         return value.id if value.graph is graph else graph.copy_from(value.graph, [value.id])[0]
@@ -103,6 +107,8 @@ class Term(Arithmetic):
     # ------------------------------------------------------------------ building
     def apply(self, op: str, *others: Any) -> Any:
         """``op(self, *others)`` as a new (or existing) node."""
+        if not others:
+            return type(self)(self.graph, self.graph.make(op, self.id))
         g = self.graph if all(not isinstance(o, Term) or o.graph is self.graph for o in others) \
             else _home(self, *others)
         return type(self)(g, g.make(op, as_node(g, self), *(as_node(g, o) for o in others)))
