@@ -30,7 +30,7 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     of the expressions alone: never of node ids, which depend on what else a graph holds.
 
     A depth-first post-order from the roots, arguments in their order, a commutative node's
-    arguments ordered by structure (:meth:`Graph.digest`).  The reverse sweep visits users in
+    arguments ordered by height, name and structure (:meth:`Graph.digest`).  The reverse sweep visits users in
     this order reversed, so a node's adjoint adds up its contributions in the same order, and
     gives the same bits, in every graph, thread and process.
 
@@ -40,9 +40,9 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     'add'
     """
     roots = list(roots)
-    args_of, op_of, digest = graph.args, graph.op, graph.digests(roots)
-    height = _heights(graph, roots)
-    names = {n: graph.data[n] for n in height if op_of[n] == "var"}  # variables in name order: x before y
+    args_of, op_of = graph.args, graph.op
+    height, tied = _heights(graph, roots)
+    digest = graph.digests(tied) if tied else {}  # one walk, and only where heights and names tie
     seen = bytearray(len(args_of))
     out: list[int] = []
     add = out.append
@@ -62,10 +62,17 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
             if len(args) == 2:
                 a, b = args
                 # the taller argument first (a chain of sums runs down its spine, as it was written,
-                # keeping each term's adjoints next to its values), then by structure
-                if op_of[node] in _COMMUTATIVE and a != b and _first(b, height, names, digest) < \
-                        _first(a, height, names, digest):
-                    a, b = b, a
+                # keeping each term's adjoints next to its values), then a variable by name (x
+                # before y), then by structure
+                if op_of[node] in _COMMUTATIVE and a != b:
+                    ha, hb = height[a], height[b]
+                    if ha != hb:
+                        swap = hb > ha
+                    else:
+                        na, nb = _name(graph, a), _name(graph, b)
+                        swap = nb < na if na != nb else digest[b] < digest[a]
+                    if swap:
+                        a, b = b, a
                 if not seen[b]:
                     push(b)
                 if not seen[a]:
@@ -77,19 +84,27 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     return out
 
 
-def _first(node: int, height: Mapping[int, int], names: Mapping[int, Any], digest: Mapping[int, int]) -> tuple:
-    """A commutative node's argument visited first: the taller, then a variable by name, then by structure."""
-    return (-height[node], names.get(node, ""), digest[node])
+def _name(graph: Graph, node: int) -> str:
+    return graph.data[node] if graph.op[node] == "var" else ""  # type: ignore[return-value]
 
 
-def _heights(graph: Graph, roots: list[int]) -> dict[int, int]:
-    """Each node's height (the longest path down to a leaf): structural, as a digest is."""
-    args_of = graph.args
+def _heights(graph: Graph, roots: list[int]) -> tuple[dict[int, int], list[int]]:
+    """Each node's height (the longest path down to a leaf): structural, as a digest is; and the
+    arguments of commutative nodes that only a digest orders (equal heights, not variables apart)."""
+    args_of, op_of = graph.args, graph.op
     height: dict[int, int] = {}
+    tied: list[int] = []
     for node in graph.reachable(roots):  # children first
         args = args_of[node]
-        height[node] = 1 + max([height[a] for a in args]) if args else 0
-    return height
+        if len(args) == 2:
+            a, b = args
+            ha, hb = height[a], height[b]
+            height[node] = 1 + (ha if ha > hb else hb)
+            if ha == hb and a != b and op_of[node] in _COMMUTATIVE and _name(graph, a) == _name(graph, b):
+                tied += args
+        else:
+            height[node] = 1 + max([height[a] for a in args]) if args else 0
+    return height, tied
 
 
 def active(graph: Graph, order: list[int], sources: Collection[int] | None = None,

@@ -281,16 +281,8 @@ class Graph:
     def digests(self, roots: Iterable[int]) -> Mapping[int, int]:
         """The digests of every node the roots depend on (and of others computed before), by node:
         one walk instead of a call per node."""
-        for root in roots:
-            self.digest(root)
-        return self._digests
-
-    def digest(self, node: int) -> int:
-        """A hash of the node's structure, equal in every graph and process for equal expressions."""
         digests = self._digests
-        if node in digests:
-            return digests[node]
-        for n in self.reachable([node], digests):  # only the nodes not digested yet: k calls cost their new nodes
+        for n in self.reachable(roots, digests):  # only the nodes not digested yet: k calls cost their new nodes
             op, data = self.op[n], self.data[n]
             if op == "const":
                 digests[n] = hash((_OP_CODE[op], _float_bits(data)))  # type: ignore[arg-type]
@@ -305,7 +297,12 @@ class Graph:
                 if _MAKE[op][1]:  # commutative: argument order is by node id, which graphs differ in
                     parts.sort()
                 digests[n] = hash((_OP_CODE[op], *parts))
-        return digests[node]
+        return digests
+
+    def digest(self, node: int) -> int:
+        """A hash of the node's structure, equal in every graph and process for equal expressions."""
+        known = self._digests.get(node)
+        return known if known is not None else self.digests([node])[node]
 
 
 def stable_hash(text: str) -> int:
