@@ -42,6 +42,9 @@ LAZY_IMPORTS = {
     **{("symad.cli.main", m): "only the command that runs is imported" for m in _command_modules()},
     ("symad.__main__", "symad.runtime.background"): "imported only after a Ctrl-C",
     ("symad.expr", "symad.function"): "parsing and printing (the command line) never load NumPy and the backends",
+    **{("symad.optimize.driver", f"symad.optimize.{m}"): "a solve without constraints or loops loads neither's code"
+       for m in ("ipopt", "constrained", "loops", "nlp")},
+    ("symad.optimize.scipy_adapter", "symad.optimize.constraints"): "loaded where constraints are given",
 }
 # Private names of other modules a module may use (the standard library's documented ones).
 PRIVATE_ALLOWED = {"_exit", "_register_atexit"}

@@ -19,9 +19,8 @@ from symad.core.errors import ParseError, SymadError, VariableError, name_list
 from symad.core.files import write_atomically
 from symad.expr import Expr, parse
 from symad.optimize.conditions import as_constraint
-from symad.optimize.constrained import SCIPY_METHODS
 from symad.optimize.driver import check_settings, minimize
-from symad.optimize.methods import METHODS
+from symad.optimize.methods import METHODS, SCIPY_METHODS
 from symad.optimize.problem import Problem
 from symad.optimize.result import OptimizeResult
 

@@ -5,7 +5,9 @@
 over rows of data, :func:`compile_map` into a loop mapping it over a range.  :func:`interpreter`
 is the instruction interpreter the VM runs on (its opcodes: :func:`interpreter_opcodes`,
 ``COPY``); :func:`stitch` copies and patches machine code from precompiled stencils (the
-``stencils`` and ``stitcher`` modules).  The on-disk cache of object code is configured by :func:`set_cache_dir` and
+``stencils`` and ``stitcher`` modules); :func:`lbfgs_step` is L-BFGS's iteration between
+evaluations in machine code (``lbfgs_ir``: its record, ``lbfgs_record``, and answers,
+``LbfgsTask``).  The on-disk cache of object code is configured by :func:`set_cache_dir` and
 :func:`set_cache_max_mb`.  Inside: the IR (``ir``), LLVM's passes and object code
 (``codegen``), the loader of object code (``elf``), the compile worker process (``worker``,
 ``remote``), the on-disk cache (``cache``) and the compiles themselves (``jit``).  Nothing
@@ -28,7 +30,8 @@ _EXPORTS = {
     "compile_program": "jit", "fast_call": "jit", "LoopCode": "jit", "compile_rows": "jit", "compile_stats": "jit",
     "interpreter": "jit", "interpreter_ready": "jit", "loaded_program": "jit", "rows_if_cached": "jit",
     "stitch": "jit", "stitch_available": "jit",
-    "stencils_ready": "jit",
+    "stencils_ready": "jit", "lbfgs_step": "jit",
+    "LBFGS_LINE_STEPS": "lbfgs_ir", "LBFGS_SLOT": "lbfgs_ir", "LbfgsTask": "lbfgs_ir", "lbfgs_record": "lbfgs_ir",
 }
 
 if TYPE_CHECKING:
@@ -51,12 +54,14 @@ if TYPE_CHECKING:
         fast_call,
         interpreter,
         interpreter_ready,
+        lbfgs_step,
         loaded_program,
         rows_if_cached,
         stencils_ready,
         stitch,
         stitch_available,
     )
+    from symad.native.lbfgs_ir import LBFGS_LINE_STEPS, LBFGS_SLOT, LbfgsTask, lbfgs_record
 
 
 __getattr__, __dir__ = lazy.exports(__name__, _EXPORTS)
@@ -68,4 +73,5 @@ __all__ = [
     "compile_rows", "compile_stats", "interpreter", "interpreter_ready", "interpreter_opcodes", "loaded_program",
     "rows_if_cached", "set_cache_dir",
     "set_cache_max_mb", "stencils_ready", "stitch", "stitch_available",
+    "LBFGS_LINE_STEPS", "LBFGS_SLOT", "LbfgsTask", "lbfgs_record", "lbfgs_step",
 ]

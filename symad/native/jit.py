@@ -33,20 +33,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from symad.core import forksafe
-from symad.native import cache, codegen, elf, fastcall, ir, loop_ir
+from symad.native import cache, codegen, elf, fastcall, ir
 from symad.runtime import background
-from symad.schedule.loop_nest import LoopNest, LoopProgram
 from symad.schedule.schedule import Schedule
 
 if TYPE_CHECKING:  # imported at their first use (_native): code loaded from the disk cache needs none of them
-    from symad.native import remote, stencils  # noqa: F401 - remote: the dependency, for the import-graph checks
+    from symad.native import loop_ir, remote, stencils  # noqa: F401 - the dependencies, for the import-graph checks
     from symad.native import stitcher as stitching
+    from symad.schedule.loop_nest import LoopNest, LoopProgram
 
 
 def _native(name: str) -> Any:
-    """The module ``symad.native.<name>`` (``remote``, ``stencils``, ``stitcher``), imported at its
-    first use: the compile worker's client (and subprocess) and the stitcher cost milliseconds
-    to import, which a program loaded from the disk cache would spend for nothing."""
+    """The module ``symad.native.<name>`` (``remote``, ``stencils``, ``stitcher``, ``loop_ir``,
+    ``lbfgs_ir``), imported at its first use: the compile worker's client (and subprocess), the
+    stitcher and the IR writers cost milliseconds to import, which a program loaded from the disk
+    cache would spend for nothing."""
     return background.module(f"symad.native.{name}")
 
 
@@ -350,7 +351,7 @@ class MapProgram:
 
 def compile_map(schedule: Schedule, sources: list[tuple[str, int]], opt: int = 2) -> MapProgram:
     """Machine code of ``schedule`` at each row of columns (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: loop_ir.map_ir(schedule, sources), opt,
+    return _loop_code(f"{schedule.key}-map{sources}-O{opt}", lambda: _native("loop_ir").map_ir(schedule, sources), opt,
                       _rows_folder(schedule),
                       lambda e: MapProgram(e, len(schedule.outputs)))
 
@@ -378,21 +379,21 @@ class LoopCode:
 
 def compile_nest(nest: LoopNest, opt: int = 2) -> LoopCode:
     """Machine code of a loop nest (cached as :func:`compile`'s programs)."""
-    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: loop_ir.nest_ir(nest), opt, cache.shared_dir(),
+    return _loop_code(f"{nest.key}-nest-O{opt}", lambda: _native("loop_ir").nest_ir(nest), opt, cache.shared_dir(),
                       lambda e: LoopCode(NEST(e.get_function_address("nest")), e))
 
 
 def compile_program(program: LoopProgram, opt: int = 2, remote: bool = False) -> LoopCode:
     """Machine code of a whole program with loops (cached as :func:`compile`'s programs); with
     ``remote``, in a pool task, compiled by the compile worker (abandoned at exit)."""
-    return _loop_code(f"{program.key}-prog-O{opt}", lambda: loop_ir.program_ir(program), opt, cache.shared_dir(),
-                      _program_code, remote)
+    return _loop_code(f"{program.key}-prog-O{opt}", lambda: _native("loop_ir").program_ir(program), opt,
+                      cache.shared_dir(), _program_code, remote)
 
 
 def loaded_program(program: LoopProgram, opt: int = 2) -> LoopCode | None:
     """:func:`compile_program`'s code where it is at hand without LLVM: in memory, or in the disk
     cache (loaded here); else None."""
-    found, _ = _at_hand(f"{program.key}-prog-O{opt}", _once(lambda: loop_ir.program_ir(program)), opt,
+    found, _ = _at_hand(f"{program.key}-prog-O{opt}", _once(lambda: _native("loop_ir").program_ir(program)), opt,
                         cache.shared_dir(), _program_code)
     return found
 
@@ -648,6 +649,16 @@ def _routine_code(key: str, text: Callable[[], str], uncached_opt: int) -> tuple
 
 
 _lbfgs: list[tuple[int, Any]] = []
+
+
+def lbfgs_step(record: Any) -> Any:
+    """L-BFGS's ``step(x, g) -> task`` (:mod:`symad.native.lbfgs_ir`) on ``record`` (a NumPy array
+    from ``lbfgs_record``, kept alive with the step), a builtin function; None where its machine
+    code or CPython's API is not at hand."""
+    entry = lbfgs_entry()
+    if entry is None:
+        return None
+    return fastcall.bound(entry[0], record.ctypes.data, (entry[1], record))
 
 
 def lbfgs_entry() -> tuple[int, Any] | None:

@@ -10,14 +10,14 @@ Driven by reverse communication, as scipy drives L-BFGS-B's routine: ``call(x, g
 builtin function, :mod:`symad.native.fastcall`, whose context is the record ``w``) reads the value
 at ``x`` from ``w[F]`` and the gradient from ``g``, and answers
 
-* :data:`FG`: evaluate at the new ``x`` (written in place), put the value in ``w[F]`` and the
+* ``FG``: evaluate at the new ``x`` (written in place), put the value in ``w[F]`` and the
   gradient in ``g``, call again;
-* :data:`NEW_X` / :data:`NEW_X_CHECK`: ``x``, ``g``, ``w[F]`` are the next iterate (``w`` holds
+* ``NEW_X`` / ``NEW_X_CHECK``: ``x``, ``g``, ``w[F]`` are the next iterate (``w`` holds
   ``g·g``, ``x·x`` and the step's ``s·s``); ``NEW_X_CHECK`` where a stopping rule of the driver
   may hold (its thresholds, with a margin for rounding, in ``w``), so a caller looks only then;
-* :data:`STALLED`: the last iterate did not lower f (L-BFGS-B's own test with ``factr`` 0);
-* :data:`FAILED`: no acceptable point in :data:`LINE_STEPS` evaluations, with no memory left to
-  drop; :data:`NO_DESCENT`: ``-g`` is no descent direction (``g`` is 0 or not finite).
+* ``STALLED``: the last iterate did not lower f (L-BFGS-B's own test with ``factr`` 0);
+* ``FAILED``: no acceptable point in :data:`LINE_STEPS` evaluations, with no memory left to
+  drop; ``NO_DESCENT``: ``-g`` is no descent direction (``g`` is 0 or not finite).
 
 As in L-BFGS-B: a line search ending on one of Moré-Thuente's warnings (rounding errors, the
 step at a bound of its interval) ends it at the point it reached; a failed one with corrections
@@ -33,11 +33,24 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
+from symad.native.fastcall import fast_entry_ir
+
 FTOL, GTOL, XTOL = 1e-3, 0.9, 0.1  # the line search's (L-BFGS-B's)
 STEP_MAX = 1e10  # L-BFGS-B's largest step without bounds
-LINE_STEPS = 20  # most evaluations of one line search (scipy's maxls)
+LINE_STEPS = LBFGS_LINE_STEPS = 20  # most evaluations of one line search (scipy's maxls)
 EPS = 2.220446049250313e-16  # a correction is kept where s·y > EPS·(-s·g) (L-BFGS-B's test)
-FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = 1, 2, 3, 4, 5, 6
+
+
+class LbfgsTask:
+    """What ``step`` answers (see above)."""
+
+    FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = 1, 2, 3, 4, 5, 6
+
+
+FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = (LbfgsTask.FG, LbfgsTask.NEW_X, LbfgsTask.FAILED,
+                                                       LbfgsTask.NO_DESCENT, LbfgsTask.NEW_X_CHECK, LbfgsTask.STALLED)
 
 # The record: these scalars, then d, the last iterate's x and g, the corrections s and y (a ring of
 # m + 1 rows of n: the row after the newest is free for the next correction, written before it
@@ -45,13 +58,24 @@ FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = 1, 2, 3, 4, 5, 6
 SCALARS = ("F", "PHASE", "N", "M", "K", "HEAD", "FOLD", "STP", "GINIT", "GTEST", "BRACKT", "STAGE",
            "WIDTH", "WIDTH1", "STX", "FX", "GX", "STY", "FY", "GY", "STMIN", "STMAX", "NLS", "GG", "XX",
            "SS", "GAMMA", "STALL", "TOL2", "XTOL_STOP", "UNBOUNDED", "BIG_X2", "ITER")
-SLOT = {name: i for i, name in enumerate(SCALARS)}
+LBFGS_SLOT = {name: i for i, name in enumerate(SCALARS)}
+SLOT = LBFGS_SLOT
 HEADER = len(SCALARS)
 
 
 def record_size(n: int, m: int) -> int:
     """The record's length in doubles for ``n`` variables and ``m`` corrections."""
     return HEADER + 3 * n + 2 * (m + 1) * (n + 1)
+
+
+def lbfgs_record(n: int, m: int, **scalars: float) -> np.ndarray:
+    """A record for ``n`` variables and ``m`` corrections, the scalars named set (``F``: the start's
+    value; the driver's thresholds ``TOL2``, ``XTOL_STOP``, ``UNBOUNDED``, ``BIG_X2``), at the start."""
+    record = np.zeros(record_size(n, m))
+    record[SLOT["N"]], record[SLOT["M"]] = n, m
+    for name, value in scalars.items():
+        record[SLOT[name]] = value
+    return record
 
 
 def _ir() -> Any:
@@ -573,8 +597,6 @@ def lbfgs_ir(data_offset: int | None) -> str:
     """The module's IR: ``step(w, x, g)``, and (where NumPy's layout is known, ``data_offset``
     bytes into an array object) ``call(w, x, g)`` on two arrays' data and its builtin entry ``fast``
     (:func:`symad.native.fastcall.fast_entry_ir`)."""
-    from symad.native.fastcall import fast_entry_ir
-
     w = _Writer()
     kernels = _kernels(w)
     step = _Step(w, kernels)

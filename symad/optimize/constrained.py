@@ -20,6 +20,7 @@ from symad.core.errors import SymadError
 from symad.expr import Expr
 from symad.optimize.constraints import Constraints
 from symad.optimize.loops import LoopProblem
+from symad.optimize.methods import SCIPY_METHODS
 from symad.optimize.nlp import FEASIBLE, constrained_problem, jacobian_t, refuse_held, violation, with_loops
 from symad.optimize.problem import Problem
 from symad.optimize.sparse import SparseHessian, symmetric_csr
@@ -28,7 +29,6 @@ from symad.second_order import SecondOrder
 if TYPE_CHECKING:
     from symad.objectives import Objective
 
-SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}
 # trust-constr gets the objective's Hessian as a sparse matrix while it has at most this many
 # nonzeros a row on average (each compiled as an expression); denser and large, Hessian-vector products.
 SPARSE_PER_ROW = 50

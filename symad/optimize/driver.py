@@ -3,9 +3,9 @@
 :func:`minimize` runs gradient descent (backtracking Armijo line search),
 momentum, Nesterov, Adam, Newton (exact Hessian, line search, shifted when not
 positive definite) or a trust-region Newton-CG that uses only Hessian-vector
-products, or scipy's L-BFGS-B driven an iterate at a time (``l-bfgs-b``, its bounds its
-own).  Every method is a generator of iterates; one driver owns the
-stopping rules (gradient norm, step size, iterations, time, callback), the
+products, symad's L-BFGS (``l-bfgs``: its iteration in machine code), or scipy's L-BFGS-B
+driven an iterate at a time (``l-bfgs-b``, its bounds its own).  Every method is a generator
+of iterates; one driver owns the stopping rules (gradient norm, step size, iterations, time, callback), the
 counters and the result, so a method is just its update rule.
 
 Fixed parameters are substituted into the DAG as constants before compiling
@@ -35,13 +35,9 @@ import numpy as np
 from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
-from symad.optimize.constrained import SCIPY_METHODS, minimize_scipy
-from symad.optimize.ipopt import minimize_ipopt
 from symad.optimize.lbfgs import Stops
-from symad.optimize.loops import LoopObjective, has_loops
-from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SECOND_ORDER, TOLD_STOPS
-from symad.optimize.nlp import refuse_held
-from symad.optimize.problem import DataProblem, Problem, is_objective
+from symad.optimize.methods import ALIASES, METHODS, OPTIONS, SCIPY_METHODS, SECOND_ORDER, TOLD_STOPS
+from symad.optimize.problem import DataProblem, Problem, has_loops, is_objective
 from symad.optimize.result import OptimizeResult
 from symad.optimize.vectors import norm
 from symad.second_order import SecondOrder
@@ -167,6 +163,8 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
             raise SymadError("method ipopt takes the whole objective: batch_size is for "
                              f"{', '.join(STOCHASTIC)}")
         check_settings({"max_iter": max_iter, "tol": tol, "max_time": max_time})
+        from symad.optimize.ipopt import minimize_ipopt  # (the constrained solvers load on first use)
+
         return OptimizeResult(minimize_ipopt(
             fun, x0, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol,
             max_iter=3000 if max_iter is None else max_iter, max_time=max_time, callback=callback,
@@ -178,6 +176,8 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
             raise SymadError(f"method {name} takes the whole objective: batch_size is for "
                              f"{', '.join(STOCHASTIC)}")
         check_settings({"max_iter": max_iter, "tol": tol, "xtol": xtol, "max_time": max_time})
+        from symad.optimize.constrained import minimize_scipy
+
         return OptimizeResult(minimize_scipy(
             fun, x0, name, constraints, variables=variables, fixed=fixed, bounds=bounds, tol=tol, xtol=xtol,
             max_iter=1000 if max_iter is None else max_iter, max_time=max_time, callback=callback,
@@ -285,6 +285,9 @@ def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapp
         if isinstance(fun, (str, Expr)):
             fun = parse(fun, Graph()) if isinstance(fun, str) else fun  # text: a graph of its own
             if has_loops(fun):  # whole vectors: value, gradient and Hessian-vector products as loops
+                from symad.optimize.loops import LoopObjective
+                from symad.optimize.nlp import refuse_held
+
                 refuse_held(variables, None, None)
                 return LoopObjective(fun, bounds, fixed, params)
         return Problem(fun, variables, fixed, bounds, background=background, params=params)

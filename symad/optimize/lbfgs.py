@@ -17,20 +17,13 @@ from typing import NamedTuple
 
 import numpy as np
 
+from symad import native
 from symad.core.errors import SymadError
-from symad.native import fastcall, jit
-from symad.native.lbfgs_ir import FAILED, FG, LINE_STEPS, NEW_X, NEW_X_CHECK, NO_DESCENT, SLOT, STALLED, record_size
 from symad.optimize.lbfgsb_steps import MEMORY
 from symad.optimize.problem import Problem
 
 _MARGIN = 1e-6  # the machine code's stopping tests are looser than the driver's by this (rounding)
-_F, _SS = SLOT["F"], SLOT["SS"]
 UNBOUNDED_F, EXPLODED_X = 1e300, 1e150  # the driver's
-ENDS = {  # how a run ends other than by the driver's rules: a status and its message, or a message (status 6)
-    STALLED: (1, "stalled: f no longer decreases (L-BFGS-B's own test), but the gradient norm is above tol"),
-    FAILED: (f"line search failed (L-BFGS: no acceptable point in {LINE_STEPS} evaluations along its direction, "
-             "or a value that is not finite there)"),
-    NO_DESCENT: "line search failed (L-BFGS: -g is no descent direction: the gradient is 0 or not finite)"}
 
 
 class Stops(NamedTuple):
@@ -53,33 +46,40 @@ def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops
     if p.bounded:
         raise SymadError("method l-bfgs takes no bounds: use method='l-bfgs-b' (scipy's routine, whose "
                          "Cauchy point and subspace minimisation keep to them)")
-    entry = jit.lbfgs_entry()
-    if entry is None:
-        raise SymadError("method l-bfgs needs this platform's NumPy and CPython layouts as symad reads them; "
-                         "use method='l-bfgs-b'")
-    n, m = x.size, int(memory)
-    w = np.zeros(record_size(n, m))
-    for name, value in (("N", n), ("M", m), ("TOL2", (stops.tol * (1 + _MARGIN)) ** 2),
-                        ("XTOL_STOP", stops.xtol * (1 + _MARGIN)), ("UNBOUNDED", -UNBOUNDED_F),
-                        ("BIG_X2", (EXPLODED_X * (1 - _MARGIN)) ** 2), ("F", f)):
-        w[SLOT[name]] = value
-    step = fastcall.bound(entry[0], w.ctypes.data, (entry[1], w))
+    w = native.lbfgs_record(x.size, int(memory), F=f, TOL2=(stops.tol * (1 + _MARGIN)) ** 2,
+                            XTOL_STOP=stops.xtol * (1 + _MARGIN), UNBOUNDED=-UNBOUNDED_F,
+                            BIG_X2=(EXPLODED_X * (1 - _MARGIN)) ** 2)
+    step = native.lbfgs_step(w)
     if step is None:
-        raise SymadError("method l-bfgs needs CPython's C API at hand; use method='l-bfgs-b'")
+        raise SymadError("method l-bfgs needs NumPy's and CPython's layouts as symad reads them: "
+                         "use method='l-bfgs-b'")
     xs, gs = np.array(x, dtype=np.float64), np.array(g, dtype=np.float64)
     fg, each, limit = p.fg_into, stops.each, stops.limit
+    task_fg, new_x, check = native.LbfgsTask.FG, native.LbfgsTask.NEW_X, native.LbfgsTask.NEW_X_CHECK
+    at_f, at_ss = native.LBFGS_SLOT["F"], native.LBFGS_SLOT["SS"]
     taken = total = 0
     while True:
         task = step(xs, gs)
-        if task == FG:
-            w[_F] = fg(xs, gs)
-        elif task == NEW_X or task == NEW_X_CHECK:
+        if task == task_fg:
+            w[at_f] = fg(xs, gs)
+        elif task == new_x or task == check:
             taken += 1
             total += 1
-            if each or task == NEW_X_CHECK or total >= limit:
-                yield xs.copy(), float(w[_F]), gs.copy(), math.sqrt(w[_SS]), taken
+            if each or task == check or total >= limit:
+                yield xs.copy(), float(w[at_f]), gs.copy(), math.sqrt(w[at_ss]), taken
                 taken = 0
         else:
             if taken:  # the iterates since the last yield: the last one is the run's
-                yield xs.copy(), float(w[_F]), gs.copy(), math.sqrt(w[_SS]), taken
-            return ENDS[int(task)]
+                yield xs.copy(), float(w[at_f]), gs.copy(), math.sqrt(w[at_ss]), taken
+            return _end(int(task))
+
+
+def _end(task: int) -> tuple[int, str] | str:
+    """How a run ends other than by the driver's rules: a status and its message, or a message
+    (status 6, a failed line search)."""
+    if task == native.LbfgsTask.STALLED:
+        return 1, "stalled: f no longer decreases (L-BFGS-B's own test), but the gradient norm is above tol"
+    if task == native.LbfgsTask.FAILED:
+        return (f"line search failed (L-BFGS: no acceptable point in {native.LBFGS_LINE_STEPS} evaluations along "
+                "its direction, or a value that is not finite there)")
+    return "line search failed (L-BFGS: -g is no descent direction: the gradient is 0 or not finite)"

@@ -34,16 +34,11 @@ from symad.indexed_function import IndexedFunction
 from symad.indexed_vector_function import IndexedVectorFunction
 from symad.optimize.conditions import as_constraint, check_objective
 from symad.optimize.constraints import KINDS
-from symad.optimize.problem import Problem, box
+from symad.optimize.problem import Problem, box, has_loops
 from symad.optimize.sparse import Union
 
 _LABEL = re.compile(r"(?P<base>[^\[\]]+)\[(?P<lo>-?\d+)(?:\.\.(?P<hi>-?\d+))?\]")
 MULTIPLIERS = "lam'"  # the family's multipliers in its Lagrangian: a name no parsed text has (the quote)
-
-
-def has_loops(expr: Expr) -> bool:
-    """Whether ``expr`` keeps a loop (a sum, prod or each that was not written out)."""
-    return bool(expr.graph.scoped) and binders.has_scoped(expr.graph, [expr.id])
 
 
 def _ranges(labels: Sequence[str]) -> list[tuple[str, int, int] | tuple[str, None, None]]:

@@ -207,5 +207,6 @@ ALIASES = {"gradient-descent": "gd", "trust-region": "trust-ncg", "L-BFGS-B": "l
 OPTIONS = {"gd": ("lr",), "momentum": ("lr", "beta"), "nesterov": ("lr", "beta"),
            "adam": ("lr", "beta1", "beta2", "eps"), "newton": (), "trust-ncg": ("radius",), "l-bfgs": ("memory",),
            "l-bfgs-b": ("memory",)}
+SCIPY_METHODS = {"slsqp": "SLSQP", "trust-constr": "trust-constr"}  # scipy's, given exact derivatives
 TOLD_STOPS = ("l-bfgs",)  # given the driver's stopping rules (Stops): it yields only where they may hold
 SECOND_ORDER = ("newton", "trust-ncg")

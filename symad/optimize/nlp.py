@@ -22,8 +22,8 @@ from symad.core.dag import Graph
 from symad.core.errors import SymadError
 from symad.expr import Expr, parse
 from symad.optimize.constraints import Constraints, read_constraints
-from symad.optimize.loops import LoopProblem, has_loops
-from symad.optimize.problem import DataProblem, Problem, is_objective
+from symad.optimize.loops import LoopProblem
+from symad.optimize.problem import DataProblem, Problem, has_loops, is_objective
 from symad.optimize.sparse import SparseHessian, Union
 from symad.second_order import SecondOrder
 

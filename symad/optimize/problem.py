@@ -49,6 +49,11 @@ def substitute(expr: Expr, values: Mapping[str, float]) -> Expr:
     return Expr(g, new[expr.id])
 
 
+def has_loops(expr: Expr) -> bool:
+    """Whether ``expr`` keeps a loop (a sum, prod or each that was not written out)."""
+    return bool(expr.graph.scoped) and binders.has_scoped(expr.graph, [expr.id])
+
+
 class Problem:
     """The objective over the free variables: fixed values substituted, parameters' values passed
     at each call, box bounds, call counters."""

@@ -10,12 +10,12 @@ import numpy as np
 
 from symad.core.errors import SymadError
 from symad.expr import Expr
-from symad.optimize.constraints import Constraints
 from symad.optimize.problem import DataProblem, Problem, box, is_objective
 from symad.second_order import SecondOrder
 
 if TYPE_CHECKING:
     from symad.objectives import Objective
+    from symad.optimize.constraints import Constraints
 
 
 class ScipyFunctions:
@@ -98,6 +98,8 @@ class ScipyFunctions:
         return self._constraints(specs).dicts()
 
     def _constraints(self, specs: Any) -> Constraints:
+        from symad.optimize.constraints import Constraints  # (loaded where constraints are given)
+
         p = self.problem
         return Constraints(specs, p.expr.graph, p.names, p.fixed, p.params)
 
