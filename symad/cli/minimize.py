@@ -41,13 +41,14 @@ methods: newton (exact Hessian, line search, shifted where not positive definite
   with many variables or a large expression, Newton-CG on Hessian-vector products instead),
   trust-ncg (trust-region Newton-CG on Hessian-vector products), gd (gradient descent with a
   backtracking Armijo line search), momentum, nesterov, adam (fixed learning rate --lr),
+  l-bfgs (symad's L-BFGS: L-BFGS-B's iteration without bounds, in machine code; no scipy),
   l-bfgs-b (scipy's L-BFGS-B routine, symad's stopping rules; its BLAS on one thread);
   slsqp (the default with constraints) and trust-constr: scipy's, given exact derivatives;
   ipopt: IPOPT's interior point (pip install "symad[ipopt]"), given the exact sparse Jacobian
   and Hessian of the Lagrangian, its options by --option NAME=VALUE.
 
-sums kept as loops (past 300 terms): l-bfgs-b (scipy's; the default), trust-constr (the
-  default with constraints) or ipopt, over the vectors' entries. --from x=0 gives every entry
+sums kept as loops (past 300 terms): l-bfgs-b (scipy's; the default), l-bfgs, trust-constr
+  (the default with constraints) or ipopt, over the vectors' entries. --from x=0 gives every entry
   of x one number, x=[...] all of them; --bounds x=-2:2 bounds every entry; a constraint may
   be a family each(i=a..b, c_i), its text read on its own. The summary gives a vector's length,
   first entries, min and max, a family its rows and largest violation; --full every entry.

@@ -20,7 +20,7 @@ from symad.optimize.driver import minimize
 from symad.optimize.loops import Layout
 from symad.optimize.result import OptimizeResult
 
-LOOP_METHODS = ("l-bfgs-b", "trust-constr", "ipopt")  # the methods that take sums kept as loops
+LOOP_METHODS = ("l-bfgs-b", "l-bfgs", "trust-constr", "ipopt")  # the methods that take sums kept as loops
 SHOWN_ENTRIES = 5  # a vector's first entries in the summary
 
 
@@ -66,9 +66,9 @@ def _refuse_with_loops(args: argparse.Namespace, method: str) -> None:
     if method not in LOOP_METHODS:
         why = " (its matrices are dense)" if method == "slsqp" else ""
         raise SymadError(f"--method {method} does not take sums kept as loops{why}: use l-bfgs-b (the default), "
-                         f"trust-constr (the default with constraints) or ipopt")
-    if method == "l-bfgs-b" and args.constraints:
-        raise SymadError("--method l-bfgs-b takes no constraints: use trust-constr (the default with constraints) "
+                         f"l-bfgs, trust-constr (the default with constraints) or ipopt")
+    if method in ("l-bfgs-b", "l-bfgs") and args.constraints:
+        raise SymadError(f"--method {method} takes no constraints: use trust-constr (the default with constraints) "
                          "or ipopt")
     if args.trace or args.plot:
         raise SymadError("--trace and --plot record and draw the path of a few variables: with sums kept as "

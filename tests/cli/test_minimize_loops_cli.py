@@ -33,6 +33,15 @@ def test_the_text_summary_has_one_line_for_a_vector() -> None:
     assert [line.split()[0] for line in lines[3:]] == ["f", "grad", "iterations", "evaluations", "time"]
 
 
+def test_symads_own_l_bfgs_reaches_the_same_minimum() -> None:
+    r = run("minimize", ROSENBROCK, "--from", "x=0", "--method", "l-bfgs", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["method"] == "l-bfgs" and out["success"] and out["grad_norm"] <= 1e-8
+    x = out["x"]["x"]
+    assert abs(x["min"] - 1) < 1e-6 and abs(x["max"] - 1) < 1e-6
+
+
 def test_a_bound_on_a_whole_vector_holds_each_entry() -> None:
     r = run("minimize", "n = 2000; sum(i = 1..n, (x[i] - 2)^2 + x[i]*x[i+1]/100)", "--from", "x=0",
             "--bounds", "x=-1:1", "--json", "--full")
@@ -91,6 +100,9 @@ def test_strict_exits_1_when_a_loop_problem_does_not_converge() -> None:
     (["--from", "x=0", "--fix", "x=1", "--eq", STEPS], "--fix with constraints over sums kept as loops is not "
      "supported yet"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs-b"], "--method l-bfgs-b takes no constraints"),
+    (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs"], "--method l-bfgs takes no constraints"),
+    (["--from", "x=0", "--bounds", "x=-1:1", "--method", "l-bfgs"], "method l-bfgs takes no bounds: use "
+     "method='l-bfgs-b'"),
     (["--from", "x=0", "--bounds", "x=1:0"], "--bounds: empty for x[1]: 1 > 0"),
     (["--from", "x=0", "--bounds", "z=0:1"], "--bounds: z is not a variable of the problem (x[1..1000])"),
     (["--from", "x=0", "--eq", "each(i = 1..n, x[i])"], "in --eq 'each(i = 1..n, x[i])': the last bound"),
