@@ -125,23 +125,21 @@ class Graph:
         if len(args) != arity:
             raise SymadError(f"{op} takes {arity} argument(s), got {len(args)}")
         ops = self.op
-        if commutative:
+        if arity == 2:
             a, b = args
             ca, cb = ops[a] == "const", ops[b] == "const"
             # Canonical order: by id, except that numbers come last in sums and comparisons
             # and first elsewhere, as people write them: `x + 2`, `2*x`, `x != 0`.
-            if ca != cb:
-                swap = ca if number_last else cb
-            else:
-                swap = b < a
-            if swap:
+            if commutative and (ca == number_last if ca != cb else b < a):
                 args = (b, a)
+            foldable = ca and cb
+        else:
+            foldable = all(ops[a] == "const" for a in args)
         key = (op, args)
         node = self._index.get(key)
         if node is not None:  # built before: rewrites are deterministic, so reuse it
             return node
-        if (ops[args[0]] == "const" and ops[args[1]] == "const" if arity == 2
-                else all(ops[a] == "const" for a in args)):
+        if foldable:
             folded = self._fold(py, np_fn, args)
             if folded is not None:
                 return self.const(folded)

@@ -107,10 +107,12 @@ class Term(Arithmetic):
     # ------------------------------------------------------------------ building
     def apply(self, op: str, *others: Any) -> Any:
         """``op(self, *others)`` as a new (or existing) node."""
+        g = self.graph
         if not others:
-            return type(self)(self.graph, self.graph.make(op, self.id))
-        g = self.graph if all(not isinstance(o, Term) or o.graph is self.graph for o in others) \
-            else _home(self, *others)
+            return type(self)(g, g.make(op, self.id))
+        if len(others) == 1 and type(others[0]) is float:  # x^2.0 in a derivative rule
+            return type(self)(g, g.make(op, self.id, g.const(others[0])))
+        g = g if all(not isinstance(o, Term) or o.graph is g for o in others) else _home(self, *others)
         return type(self)(g, g.make(op, as_node(g, self), *(as_node(g, o) for o in others)))
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:
