@@ -41,13 +41,15 @@ class Graph:
     (expressions hold their graph); nodes are never removed from a live graph.
     """
 
-    __slots__ = ("op", "args", "data", "scoped", "_index", "_imports", "_digests", "_variables", "__weakref__")
+    __slots__ = ("op", "args", "data", "scoped", "_index", "_numbers", "_imports", "_digests", "_variables",
+                 "__weakref__")
 
     def __init__(self) -> None:
         self.op: list[str] = []
         self.args: list[tuple[int, ...]] = []
         self.data: list[float | str | int | tuple | None] = []  # a constant's value, a variable's name, a range
         self._index: dict[tuple, int] = {}
+        self._numbers: dict[float, int] = {}  # constants by value, a shortcut past their bits' text
         # Nodes copied in from other graphs: {source graph: {its node: our node}}
         self._imports: weakref.WeakKeyDictionary[Graph, dict[int, int]] = weakref.WeakKeyDictionary()
         self._digests: dict[int, int] = {}  # structural hashes, computed on demand
@@ -84,7 +86,12 @@ class Graph:
     def const(self, value: float) -> int:
         """The node of a number (keyed by its exact bits)."""
         value = float(value)
-        return self._intern(("const", value.hex()), "const", (), value)
+        node = self._numbers.get(value)
+        if node is None:
+            node = self._intern(("const", value.hex()), "const", (), value)
+            if value and value == value:  # equal floats have equal bits, but for 0.0, -0.0 and nans
+                self._numbers[value] = node
+        return node
 
     def var(self, name: str) -> int:
         """The node of a variable.  The name is not checked here: the parser makes only names
