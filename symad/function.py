@@ -397,6 +397,13 @@ class Function(Inputs):
         value, grad[:] = self.value_and_grad(point)
         return value
 
+    def point_call(self) -> Callable[[np.ndarray, np.ndarray], float] | None:
+        """The compiled program's ``call(point, grad) -> value`` as it stands (the tier serving calls
+        now), for a caller that passes float64 vectors of the variables' length itself, as
+        :meth:`value_and_grad_at` checks; None before the program is compiled, or with parameters."""
+        program = self._value_grad.program
+        return program.call if program is not None and not self.params else None
+
     def float_function(self) -> Callable[..., tuple[float, ...]]:
         """``fn(x1, ..., xn) -> (value, ∂/∂x1, ..., ∂/∂xn)`` on plain floats, in ``variables``
         order (the parameters' values, if any, follow the variables'): the fastest call form

@@ -57,18 +57,25 @@ def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops
     fg, each, limit = p.fg_into, stops.each, stops.limit
     task_fg, new_x, check = native.LbfgsTask.FG, native.LbfgsTask.NEW_X, native.LbfgsTask.NEW_X_CHECK
     at_f, at_ss = native.LBFGS_SLOT["F"], native.LBFGS_SLOT["SS"]
-    taken = total = 0
+    taken = total = calls = 0
+    call = p.point_call()  # the compiled code itself where the objective has it (counted here)
     while True:
         task = step(xs, gs)
         if task == task_fg:
-            w[at_f] = fg(xs, gs)
+            if call is not None:
+                w[at_f] = call(xs, gs)
+                calls += 1
+            else:
+                w[at_f] = fg(xs, gs)
         elif task == new_x or task == check:
             taken += 1
             total += 1
             if each or task == check or total >= limit:
+                p.nfev, p.njev, calls = p.nfev + calls, p.njev + calls, 0
                 yield xs.copy(), float(w[at_f]), gs.copy(), math.sqrt(w[at_ss]), taken
-                taken = 0
+                taken, call = 0, p.point_call()  # (a faster tier may serve by now)
         else:
+            p.nfev, p.njev = p.nfev + calls, p.njev + calls
             if taken:  # the iterates since the last yield: the last one is the run's
                 yield xs.copy(), float(w[at_f]), gs.copy(), math.sqrt(w[at_ss]), taken
             return _end(int(task))

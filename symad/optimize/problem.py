@@ -144,6 +144,12 @@ class Problem:
         value, grad[:] = self.fn.value_and_grad(x, *self.args)
         return value
 
+    def point_call(self) -> Any:
+        """The objective's compiled ``call(x, grad) -> f`` as it stands (see
+        :meth:`symad.function.Function.point_call`), for a caller that counts its evaluations
+        itself; None where there is none (then :meth:`fg_into`)."""
+        return self.fn.point_call() if not self.args and isinstance(self.fn, SecondOrder) else None
+
     def dense(self) -> bool:
         """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
         return len(self.names) * self.fn.operations() <= DENSE_NEWTON_OPS
