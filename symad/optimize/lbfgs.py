@@ -19,7 +19,7 @@ import numpy as np
 
 from symad import native
 from symad.core.errors import SymadError
-from symad.optimize.lbfgsb_steps import MEMORY
+from symad.optimize.lbfgsb_steps import MEMORY, STALLED
 from symad.optimize.problem import Problem
 
 _MARGIN = 1e-6  # the machine code's stopping tests are looser than the driver's by this (rounding)
@@ -85,7 +85,7 @@ def _end(task: int) -> tuple[int, str] | str:
     """How a run ends other than by the driver's rules: a status and its message, or a message
     (status 6, a failed line search)."""
     if task == native.LbfgsTask.STALLED:
-        return 1, "stalled: f no longer decreases (L-BFGS-B's own test), but the gradient norm is above tol"
+        return STALLED
     if task == native.LbfgsTask.FAILED:
         return (f"line search failed (L-BFGS: no acceptable point in {native.LBFGS_LINE_STEPS} evaluations along "
                 "its direction, or a value that is not finite there)")
