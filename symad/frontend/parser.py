@@ -12,6 +12,7 @@ into the DAG builder.)
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable
@@ -55,7 +56,8 @@ class _Driver:
         self.start, self.end, self.states = tables.start, tables.end, tables.states
         self.ignore, self.pattern, self.keywords = tables.ignore, tables.pattern, tables.keywords
         # The loop reads this copy of the table: each action tagged as a shift (or goto), a
-        # pass-through reduction, or a reduction with its handler already looked up.
+        # pass-through reduction, an operator's reduction with its token, or another reduction
+        # with its handler already looked up.
         self.actions = {state: {symbol: _tagged(shift, arg) for symbol, (shift, arg) in row.items()}
                         for state, row in self.states.items()}
         # Most reductions pass one child through (`sum: product`, ...): a token climbs through
@@ -129,17 +131,24 @@ class _Driver:
                     if climbed != top:
                         state_stack[-1] = climbed
                         continue
-                origin, size, handler = arg  # type: ignore[misc]
-                if size == 1:
-                    children = [values.pop()]
-                    state_stack.pop()
-                elif size:
-                    children = values[len(values) - size:]
+                if what is _EMIT:  # an operator: its token, made once; its operands' values are done
+                    origin, size, token = arg  # type: ignore[misc]
                     del values[len(values) - size:]
                     del state_stack[len(state_stack) - size:]
+                    emit(token)
+                    result = None
                 else:
-                    children = []
-                result = handler(children, emit, reductions) if handler else (children[0] if children else None)
+                    origin, size, handler = arg  # type: ignore[misc]
+                    if size == 1:
+                        children = [values.pop()]
+                        state_stack.pop()
+                    elif size:
+                        children = values[len(values) - size:]
+                        del values[len(values) - size:]
+                        del state_stack[len(state_stack) - size:]
+                    else:
+                        children = []
+                    result = handler(children, emit, reductions) if handler else (children[0] if children else None)
                 below = state_stack[-1]
                 goto = landing.get((below, origin, kind))  # type: ignore[arg-type]
                 if goto is None:
@@ -150,7 +159,7 @@ class _Driver:
                 values.append(result)
 
 
-_SHIFT, _PASS, _REDUCE_BY = "shift", "pass", "reduce"  # the tags of the driver's actions
+_SHIFT, _PASS, _EMIT, _REDUCE_BY = "shift", "pass", "emit", "reduce"  # the tags of the driver's actions
 
 
 def _tagged(shift: bool, arg: object) -> tuple[str, object]:
@@ -158,7 +167,11 @@ def _tagged(shift: bool, arg: object) -> tuple[str, object]:
     if shift:
         return _SHIFT, arg
     origin, size, name = arg  # type: ignore[misc]
-    return (_PASS if _passes(arg) else _REDUCE_BY), (origin, size, _REDUCE.get(name))  # type: ignore[arg-type]
+    handler = _REDUCE.get(name)
+    token = getattr(handler, "token", None)
+    if token is not None:  # an operator's reduction emits its token, nothing else
+        return _EMIT, (origin, size, token)
+    return (_PASS if _passes(arg) else _REDUCE_BY), (origin, size, handler)  # type: ignore[arg-type]
 
 
 def _passes(rule: tuple[str, int, str]) -> bool:
@@ -195,12 +208,19 @@ def _op(name: str) -> Callable[[list, Emit, _Run], None]:
 
     def reduce(children: list, emit: Emit, run: _Run) -> None:
         emit(token)
+    reduce.token = token  # type: ignore[attr-defined]  # what the driver emits in its place
     return reduce
+
+
+# A NamedTuple's constructor is a Python function: these build the same tuples without one
+# (a number's and a name's reductions run once a leaf).
+_new_token = functools.partial(tuple.__new__, Token)
+_new_name = functools.partial(tuple.__new__, _Name)
 
 
 def _number(children: list, emit: Emit, run: _Run) -> None:
     word, pos = children[0]
-    emit(Token("number", word, 0, pos))
+    emit(_new_token(("number", word, 0, pos)))
 
 
 def _not_a_function(word: str, pos: int, run: _Run) -> None:
@@ -216,10 +236,11 @@ def _not_a_range(word: str, pos: int, run: _Run) -> None:
 
 def _name(children: list, emit: Emit, run: _Run) -> _Name:
     word, pos = children[0]
-    _not_a_function(word, pos, run)
-    _not_a_range(word, pos, run)
-    emit(Token("name", word, 0, pos))
-    return _Name(word, pos)
+    if word in FUNCTIONS or word in _RANGES or word in run.functions or word == run.defining:
+        _not_a_function(word, pos, run)
+        _not_a_range(word, pos, run)
+    emit(_new_token(("name", word, 0, pos)))
+    return _new_name(children[0])  # type: ignore[no-any-return]
 
 
 def _call(children: list, emit: Emit, run: _Run) -> None:
