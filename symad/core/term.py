@@ -117,7 +117,9 @@ class Term(Arithmetic):
 
     def _binary(self, op: str, other: Any, reflected: bool = False) -> Any:
         g = self.graph
-        if isinstance(other, Term) and other.graph is not g:
+        if isinstance(other, Term) and other.graph is g:  # the common case first
+            return type(self)(g, g.make(op, other.id, self.id) if reflected else g.make(op, self.id, other.id))
+        if isinstance(other, Term):
             g = _home(self, other)
             return type(self)(g, g.make(op, *((as_node(g, other), as_node(g, self)) if reflected
                                               else (as_node(g, self), as_node(g, other)))))
