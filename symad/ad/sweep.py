@@ -30,9 +30,9 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
     of the expressions alone: never of node ids, which depend on what else a graph holds.
 
     A depth-first post-order from the roots, arguments in their order, a commutative node's
-    arguments ordered by height, name and structure (:meth:`Graph.digest`).  The reverse sweep visits users in
-    this order reversed, so a node's adjoint adds up its contributions in the same order, and
-    gives the same bits, in every graph, thread and process.
+    arguments ordered by height, name and structure (:meth:`Graph.digest`).  The reverse sweep
+    visits users in this order reversed, so a node's adjoint adds up its contributions in the
+    same order, and gives the same bits, in every graph, thread and process.
 
     >>> from symad import parse
     >>> e = parse("sin(x) + y")
@@ -85,6 +85,7 @@ def canonical_order(graph: Graph, roots: Iterable[int]) -> list[int]:
 
 
 def _name(graph: Graph, node: int) -> str:
+    """A variable's name, else ``""``: what orders a commutative node's arguments of equal height."""
     return graph.data[node] if graph.op[node] == "var" else ""  # type: ignore[return-value]
 
 
