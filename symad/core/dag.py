@@ -144,6 +144,8 @@ class Graph:
             if commutative and (ca == number_last if ca != cb else b < a):
                 args = (b, a)
             foldable = ca and cb
+        elif arity == 1:
+            foldable = ops[args[0]] == "const"
         else:
             foldable = all(ops[a] == "const" for a in args)
         key = (op, args)
