@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from symad.core.ops import OPS
 from symad.native.fastcall import fast_entry_ir
 
 FTOL, GTOL, XTOL = 1e-3, 0.9, 0.1  # the line search's (L-BFGS-B's)
@@ -94,8 +95,9 @@ class _Writer:
         self.f64, self.i64, self.ptr, self.i1 = ir.DoubleType(), ir.IntType(64), ir.PointerType(), ir.IntType(1)
         self.v4 = ir.VectorType(self.f64, 4)
         unary = ir.FunctionType(self.f64, [self.f64])
-        self.sqrt_fn = ir.Function(self.module, unary, "llvm.sqrt.f64")
-        self.fabs_fn = ir.Function(self.module, unary, "llvm.fabs.f64")
+        # the op table's own lowerings of sqrt and abs (intrinsics: the same bits as every backend's)
+        self.sqrt_fn = ir.Function(self.module, unary, OPS["sqrt"].llvm.symbol)
+        self.fabs_fn = ir.Function(self.module, unary, OPS["abs"].llvm.symbol)
 
     def const(self, value: float) -> Any:
         return self.ir.Constant(self.f64, value)
