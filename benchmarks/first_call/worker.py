@@ -56,13 +56,17 @@ def phase_after(task: str, reported: list[str]) -> str:
     return order[min(order.index(done[-1]) + 1, len(order) - 1)] if done else order[0]
 
 
+OWN_METHODS = {"minimize": "l-bfgs", "minimize-lbfgsb": "l-bfgs-b"}  # --variant: symad.minimize's method
+
+
 def solve_own(args: argparse.Namespace) -> int:
-    """symad's own form: ``symad.minimize(text, x0, method="l-bfgs-b")`` (scipy's L-BFGS-B routine
-    driven by symad's driver); the imports a user's script makes (NumPy, symad), the build (the
-    text parsed, the gradient built and compiled: minimize's ``setup_time``), the solve.  Its
-    stopping rule is symad's: the gradient's 2-norm at most 1e-8, which implies the shared form's
-    ``gtol`` (its largest entry at most 1e-8); the shared form also stops where f no longer
-    falls by scipy's ``ftol``, so this form is the stricter."""
+    """symad's own forms: ``symad.minimize(text, x0, method=...)``, ``l-bfgs`` (symad's L-BFGS, its
+    iteration in machine code) or ``l-bfgs-b`` (scipy's L-BFGS-B routine driven by symad's
+    driver); the imports a user's script makes (NumPy, symad), the build (the text parsed, the
+    gradient built and compiled: minimize's ``setup_time``), the solve.  Its stopping rule is
+    symad's: the gradient's 2-norm at most 1e-8, which implies the shared form's ``gtol`` (its
+    largest entry at most 1e-8); the shared form also stops where f no longer falls by scipy's
+    ``ftol``, so this form is the stricter."""
     import numpy as np
 
     t_np = time.perf_counter()
@@ -78,18 +82,19 @@ def solve_own(args: argparse.Namespace) -> int:
     w = workloads.make(args.workload, args.size)
     x0 = workloads.start(w)
     t1 = time.perf_counter()
-    r = symad.minimize(w.text, x0, variables=list(w.variables), method="l-bfgs-b", tol=1e-8, max_iter=100_000)
+    method = OWN_METHODS[args.variant]
+    r = symad.minimize(w.text, x0, variables=list(w.variables), method=method, tol=1e-8, max_iter=100_000)
     wall = time.perf_counter() - t1
     emit(phase="build", build_s=r.setup_time)
     emit(phase="solve", solve_s=wall - r.setup_time, total_s=import_s + wall, nit=int(r.nit), nfev=int(r.nfev),
          calls=int(r.nfev), fun=float(r.fun), grad_inf=float(np.max(np.abs(r.jac), initial=0.0)),
-         success=bool(r.success), message=str(r.message)[:120], done_at=time.time(), form="symad.minimize")
+         success=bool(r.success), message=str(r.message)[:120], done_at=time.time(), form=f"symad.minimize {method}")
     return 0
 
 
 def solve(args: argparse.Namespace) -> int:
     """Imports, build and solve, each timed; then exit as a script does."""
-    if args.peer == "symad" and args.variant == "minimize":
+    if args.peer == "symad" and args.variant in OWN_METHODS:
         return solve_own(args)
     t0 = T_START
     import numpy as np

@@ -91,7 +91,8 @@ def percall(quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 
 # A peer's other call forms, measured beside its shared one: the worker's arguments.
-FORMS = {"symad.minimize": ["--peer", "symad", "--variant", "minimize"]}
+FORMS = {"symad.minimize": ["--peer", "symad", "--variant", "minimize"],
+         "symad.minimize l-bfgs-b": ["--peer", "symad", "--variant", "minimize-lbfgsb"]}
 
 
 def _alternated(task: str, peer_pool: list[str], n: int, args: list[str], keys: tuple[str, ...], repeats: int,
@@ -117,7 +118,8 @@ def hotloop(quick: bool, repeats: int) -> list[dict[str, Any]]:
 
 
 def solve(quick: bool, repeats: int) -> list[dict[str, Any]]:
-    return _alternated("solve", ["symad.minimize", "casadi"], SOLVE_N[quick], ["--workload", "rosenbrock"],
+    return _alternated("solve", ["symad.minimize", "symad.minimize l-bfgs-b", "casadi"], SOLVE_N[quick],
+                       ["--workload", "rosenbrock"],
                        ("total_s", "build_s", "solve_s", "import_s", "nfev"), repeats, script=SOLVE_WORKER)
 
 
