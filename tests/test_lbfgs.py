@@ -7,8 +7,12 @@ the two-loop recursion), and its evaluations as many.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import symad
 from symad.core.errors import SymadError
@@ -118,3 +122,50 @@ def test_a_callback_error_propagates_and_a_later_run_is_unaffected():
     with pytest.raises(RuntimeError, match="stop here"):
         symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", callback=boom)
     assert symad.minimize(ROSENBROCK, START, variables=NAMES, method="lbfgs").success
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 9), seed=st.integers(0, 2**32 - 1), spread=st.floats(0.0, 4.0))
+def test_a_quadratics_minimum_is_reached_to_rounding(n, seed, spread):
+    """0.5 x'Ax - b'x with A symmetric positive definite (eigenvalues 10^0 to 10^spread): the run
+    ends converged, or where rounding hides any decrease of f (stalled, or a failed line search),
+    with the gradient (A x - b, computed here) small; and |x - x*| <= |A^-1| |A x - b|."""
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    eig = 10 ** rng.uniform(0, spread, n)
+    a = (q * eig) @ q.T
+    a = (a + a.T) / 2
+    b = rng.uniform(-3, 3, n)
+    names = [f"x{i}" for i in range(n)]
+    terms = [f"{float(0.5 * a[i, i])!r}*x{i}^2" for i in range(n)]
+    terms += [f"{float(a[i, j])!r}*x{i}*x{j}" for i in range(n) for j in range(i + 1, n)]
+    terms += [f"{float(-b[i])!r}*x{i}" for i in range(n)]
+    r = symad.minimize(" + ".join(terms), np.zeros(n), variables=names, method="l-bfgs", tol=1e-9)
+    assert r.status in (0, 1, 6), r.message
+    reached = 1e-6 * eig.max() * (1 + np.linalg.norm(b))  # far above rounding's floor, far below |b|
+    assert np.linalg.norm(a @ r.x - b) <= reached
+    assert np.linalg.norm(r.x - np.linalg.solve(a, b)) <= np.linalg.norm(np.linalg.inv(a), 2) * reached * 1.01
+
+
+def test_solves_on_two_threads_give_what_each_gives_alone():
+    alone = [symad.minimize(text, START, variables=NAMES, method="l-bfgs") for text in (ROSENBROCK, SCALED)]
+    out: dict[int, symad.OptimizeResult] = {}
+
+    def solve(k: int, text: str) -> None:
+        out[k] = symad.minimize(text, START, variables=NAMES, method="l-bfgs")
+
+    threads = [threading.Thread(target=solve, args=(k, t)) for k, t in enumerate((ROSENBROCK, SCALED))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, r in enumerate(alone):
+        assert np.array_equal(out[k].x, r.x) and out[k].nit == r.nit and out[k].nfev == r.nfev
+
+
+def test_max_time_stops_a_run_and_a_long_one_changes_nothing():
+    r = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", max_time=1e-9)
+    assert r.status == 3 and r.nit <= 1
+    timed = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", max_time=3600)
+    quiet = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs")
+    assert timed.success and np.array_equal(timed.x, quiet.x) and timed.nit == quiet.nit
