@@ -47,8 +47,8 @@ methods: newton (exact Hessian, line search, shifted where not positive definite
   ipopt: IPOPT's interior point (pip install "symad[ipopt]"), given the exact sparse Jacobian
   and Hessian of the Lagrangian, its options by --option NAME=VALUE.
 
-sums kept as loops (past 300 terms): l-bfgs-b (scipy's; the default), l-bfgs, trust-constr
-  (the default with constraints) or ipopt, over the vectors' entries. --from x=0 gives every entry
+sums kept as loops (past 300 terms): l-bfgs (the default), l-bfgs-b (the default with
+  bounds), trust-constr (the default with constraints) or ipopt, over the vectors' entries. --from x=0 gives every entry
   of x one number, x=[...] all of them; --bounds x=-2:2 bounds every entry; a constraint may
   be a family each(i=a..b, c_i), its text read on its own. The summary gives a vector's length,
   first entries, min and max, a family its rows and largest violation; --full every entry.
@@ -79,8 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--from", dest="start", action="append", default=[], metavar="x=-1.2,y=1",
                    help="the start point: name=value pairs, one per free variable (repeatable)")
     p.add_argument("--method", choices=[*METHODS, *CONSTRAINED],
-                   help="default: newton, or slsqp with constraints; with sums kept as loops l-bfgs-b, "
-                        "or trust-constr with constraints")
+                   help="default: newton, or slsqp with constraints; with sums kept as loops l-bfgs, "
+                        "l-bfgs-b with bounds, or trust-constr with constraints")
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="iteration limit (default 1000 for newton and trust-ncg, else 100000)")
     p.add_argument("--max-time", type=float, metavar="SECONDS", help="time limit")

@@ -25,11 +25,12 @@ SHOWN_ENTRIES = 5  # a vector's first entries in the summary
 
 
 def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
-    """``symad minimize`` of a problem whose objective or constraints keep sums as loops: scipy's
-    L-BFGS-B (the default without constraints), trust-constr (the default with them) or IPOPT, on
+    """``symad minimize`` of a problem whose objective or constraints keep sums as loops: symad's
+    L-BFGS (the default), scipy's L-BFGS-B (the default with bounds), trust-constr (the default
+    with constraints) or IPOPT, on
     the problem's flat vector of variables (a vector's entries from the smallest index any text
     uses to the largest); a summary that stays short for millions of variables."""
-    method = args.method or ("trust-constr" if args.constraints else "l-bfgs-b")
+    method = args.method or ("trust-constr" if args.constraints else "l-bfgs-b" if args.bounds else "l-bfgs")
     _refuse_with_loops(args, method)
     pieces = [_read_piece(kind, given) for kind, given in args.constraints]
     fixed = parse_point(args.fix, "--fix")  # held: given to the loops as data, not variables
@@ -65,8 +66,11 @@ def _refuse_with_loops(args: argparse.Namespace, method: str) -> None:
     """A SymadError for what a problem with loops does not take."""
     if method not in LOOP_METHODS:
         why = " (its matrices are dense)" if method == "slsqp" else ""
-        raise SymadError(f"--method {method} does not take sums kept as loops{why}: use l-bfgs-b (the default), "
-                         f"l-bfgs, trust-constr (the default with constraints) or ipopt")
+        raise SymadError(f"--method {method} does not take sums kept as loops{why}: use l-bfgs (the default), "
+                         f"l-bfgs-b (the default with bounds), trust-constr (the default with constraints) or ipopt")
+    if method == "l-bfgs" and args.bounds:
+        raise SymadError("--method l-bfgs takes no bounds: use l-bfgs-b (the default with bounds), whose Cauchy "
+                         "point and subspace minimisation keep to them")
     if method in ("l-bfgs-b", "l-bfgs") and args.constraints:
         raise SymadError(f"--method {method} takes no constraints: use trust-constr (the default with constraints) "
                          "or ipopt")

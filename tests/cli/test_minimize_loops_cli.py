@@ -1,4 +1,4 @@
-"""symad minimize over sums kept as loops, through the command: L-BFGS-B by default, bounds on whole
+"""symad minimize over sums kept as loops, through the command: L-BFGS by default, bounds on whole
 vectors, each(...) families of constraints with IPOPT, a summary that stays short, and clear errors."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ ROSENBROCK = "n = 1000; sum(i = 1..n-1, 100*(x[i+1] - x[i]^2)^2 + (1 - x[i])^2)"
 STEPS = "n = 1000; each(i = 1..n-1, x[i+1] - x[i] - 1)"  # x[i] = x[1] + i - 1
 
 
-def test_rosenbrock_of_1000_variables_reaches_its_minimum_with_l_bfgs_b() -> None:
+def test_rosenbrock_of_1000_variables_reaches_its_minimum_with_l_bfgs() -> None:
     r = run("minimize", ROSENBROCK, "--from", "x=0", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["method"] == "l-bfgs-b" and out["success"] and out["status"] == 0
+    assert out["method"] == "l-bfgs" and out["success"] and out["status"] == 0
     assert out["value"] < 1e-10 and out["grad_norm"] <= 1e-8
     x = out["x"]["x"]
     assert x["length"] == 1000 and abs(x["min"] - 1) < 1e-6 and abs(x["max"] - 1) < 1e-6
@@ -28,16 +28,18 @@ def test_the_text_summary_has_one_line_for_a_vector() -> None:
     assert r.returncode == 0 and r.stderr == ""
     lines = r.stdout.splitlines()
     assert lines[0] == "status       converged: gradient norm below tolerance"
-    assert lines[1].split() == ["method", "l-bfgs-b"]
+    assert lines[1].split() == ["method", "l-bfgs"]
     assert lines[2].startswith("x[1..1000]   1,000 entries: 1, 1, 1, 1, 1, ...; min ")
     assert [line.split()[0] for line in lines[3:]] == ["f", "grad", "iterations", "evaluations", "time"]
 
 
-def test_symads_own_l_bfgs_reaches_the_same_minimum() -> None:
-    r = run("minimize", ROSENBROCK, "--from", "x=0", "--method", "l-bfgs", "--json")
+def test_scipys_l_bfgs_b_reaches_the_same_minimum_and_is_the_default_with_bounds() -> None:
+    r = run("minimize", ROSENBROCK, "--from", "x=0", "--method", "l-bfgs-b", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["method"] == "l-bfgs" and out["success"] and out["grad_norm"] <= 1e-8
+    assert out["method"] == "l-bfgs-b" and out["success"] and out["grad_norm"] <= 1e-8
+    bounded = json.loads(run("minimize", ROSENBROCK, "--from", "x=0", "--bounds", "x=-5:5", "--json").stdout)
+    assert bounded["method"] == "l-bfgs-b" and bounded["success"]
     x = out["x"]["x"]
     assert abs(x["min"] - 1) < 1e-6 and abs(x["max"] - 1) < 1e-6
 
@@ -101,8 +103,8 @@ def test_strict_exits_1_when_a_loop_problem_does_not_converge() -> None:
      "supported yet"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs-b"], "--method l-bfgs-b takes no constraints"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs"], "--method l-bfgs takes no constraints"),
-    (["--from", "x=0", "--bounds", "x=-1:1", "--method", "l-bfgs"], "method l-bfgs takes no bounds: use "
-     "method='l-bfgs-b'"),
+    (["--from", "x=0", "--bounds", "x=-1:1", "--method", "l-bfgs"], "--method l-bfgs takes no bounds: use "
+     "l-bfgs-b (the default with bounds)"),
     (["--from", "x=0", "--bounds", "x=1:0"], "--bounds: empty for x[1]: 1 > 0"),
     (["--from", "x=0", "--bounds", "z=0:1"], "--bounds: z is not a variable of the problem (x[1..1000])"),
     (["--from", "x=0", "--eq", "each(i = 1..n, x[i])"], "in --eq 'each(i = 1..n, x[i])': the last bound"),
