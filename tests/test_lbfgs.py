@@ -169,3 +169,16 @@ def test_max_time_stops_a_run_and_a_long_one_changes_nothing():
     timed = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs", max_time=3600)
     quiet = symad.minimize(ROSENBROCK, START, variables=NAMES, method="l-bfgs")
     assert timed.success and np.array_equal(timed.x, quiet.x) and timed.nit == quiet.nit
+
+
+def test_parameters_held_values_and_objectives_over_data_run_through_their_own_calls():
+    for held in ({"params": {"a": 2.0}}, {"fixed": {"a": 2.0}}):
+        r = symad.minimize("(x - a)^2 + 10*(y - x^2)^2", [0.0, 0.0], method="l-bfgs", **held)
+        assert r.success and np.allclose(r.x, [2, 4], atol=1e-7), held
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((500, 3))
+    t = x @ [1.0, -2.0, 0.5] + 0.1 * rng.standard_normal(500)
+    fit = symad.objective("(w1*x1 + w2*x2 + w3*x3 - t)^2", data={"x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2], "t": t},
+                          wrt=["w1", "w2", "w3"])
+    r = symad.minimize(fit, np.zeros(3), method="l-bfgs")
+    assert r.success and np.allclose(r.x, np.linalg.lstsq(x, t, rcond=None)[0], atol=1e-8)
