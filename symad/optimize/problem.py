@@ -136,12 +136,14 @@ class Problem:
         return self.fn.value_and_grad(x, *self.args)
 
     def fg_into(self, x: np.ndarray, grad: np.ndarray) -> float:
-        """:meth:`fg` with the gradient written into ``grad`` (a float64 vector of the variables)."""
-        self.nfev += 1
-        self.njev += 1
+        """:meth:`fg` with the gradient written into ``grad`` (a float64 vector of the variables):
+        no array made where the objective is compiled code without parameters; else :meth:`fg`
+        itself (a subclass's, which may lay the variables out otherwise)."""
         if not self.args and isinstance(self.fn, SecondOrder):
+            self.nfev += 1
+            self.njev += 1
             return self.fn.value_and_grad_at(x, grad)
-        value, grad[:] = self.fn.value_and_grad(x, *self.args)
+        value, grad[:] = self.fg(x)
         return value
 
     def point_call(self) -> Any:
