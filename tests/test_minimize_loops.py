@@ -74,5 +74,40 @@ def test_fixed_and_params_hold_whole_names_given_to_the_loops_as_data() -> None:
         symad.minimize(LOOPED, np.zeros(N), fixed={"x[1]": 0.0})
     with pytest.raises(symad.SymadError, match="z held \\(fixed or params\\) is not a variable of the objective"):
         symad.minimize(text, {"x": 0, "y": 0}, fixed={"z": 1.0})
-    with pytest.raises(symad.SymadError, match="takes no fixed"):  # with constraints: not yet
-        symad.minimize(text, {"x": 0, "y": 0}, method="trust-constr", fixed={"c": 2.0}, constraints=[("ineq", "y - 1")])
+
+
+@pytest.mark.parametrize("method", ["trust-constr", "ipopt"])
+def test_held_names_reach_every_piece_of_a_constrained_problem(method: str) -> None:
+    """fixed and params with constraints: each piece (the objective, a scalar constraint, a family)
+    reading a held name gets it, a vector cut to its own range; the same iterates, bit for bit, as
+    the problem with the values written into its texts."""
+    if method == "ipopt":
+        pytest.importorskip("cyipopt")
+    pytest.importorskip("scipy")
+    n = 500
+    d = np.arange(1.0, n + 1)
+    held = symad.minimize(f"sum(i = 1..{n}, (x[i] - c*d[i])^2)", {"x": 0}, method=method, fixed={"c": 2.0},
+                          params={"d": d}, constraints=[("eq", f"sum(i = 1..{n}, x[i]*d[i]) - c*100"),
+                                                        ("ineq", f"each(i = 2..{n}, x[i] - x[i-1] + c*d[i-1]/1000)")])
+    written = symad.minimize(f"sum(i = 1..{n}, (x[i] - 2*i)^2)", {"x": 0}, method=method,
+                             constraints=[("eq", f"sum(i = 1..{n}, x[i]*i) - 200"),
+                                          ("ineq", f"each(i = 2..{n}, x[i] - x[i-1] + 2*(i-1)/1000)")])
+    assert held.success and written.success and list(held.variables) == list(written.variables)
+    assert np.array_equal(held.x, written.x) and held.nit == written.nit
+    x = held.point["x"]
+    assert abs(x @ d - 200) <= 1e-6 and (np.diff(x) + 2 * d[:-1] / 1000).min() >= -1e-6  # checked here
+
+
+def test_a_held_vectors_array_covers_the_range_its_pieces_read_together() -> None:
+    pytest.importorskip("scipy")
+    n = 400
+    objective = f"sum(i = 1..{n}, (x[i] - d[i])^2)"
+    family = f"each(i = 1..{n}, x[i] - d[i+1])"  # reads d[2..n+1]: together d[1..n+1]
+    with pytest.raises(symad.SymadError, match=r"d is held with shape \(400,\): its pieces read d\[1..401\]"):
+        symad.minimize(objective, {"x": 0}, method="trust-constr", fixed={"d": np.zeros(n)},
+                       constraints=[("ineq", family)])
+    d = np.arange(n + 1.0)
+    r = symad.minimize(objective, {"x": 0}, method="trust-constr", fixed={"d": d}, constraints=[("ineq", family)])
+    assert r.success and np.allclose(r.point["x"], np.maximum(d[:-1], d[1:]), atol=1e-4)
+    with pytest.raises(symad.SymadError, match="q held \\(fixed or params\\) is not a variable of the problem"):
+        symad.minimize(objective, {"x": 0}, method="trust-constr", fixed={"q": 1.0}, constraints=[("ineq", family)])

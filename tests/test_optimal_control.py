@@ -157,9 +157,12 @@ def test_points_and_bounds_by_vector_or_entry_and_bad_ones() -> None:
 
 def test_what_a_problem_with_loops_refuses() -> None:
     d = double_integrator(5)
-    with pytest.raises(SymadError, match="takes no fixed"):
+    with pytest.raises(SymadError, match=r"q held \(fixed or params\) is not a variable of the problem"):
         minimize(d["fun"], {"p": 0, "u": 0, "v": 0}, method="trust-constr", constraints=d["constraints"],
                  fixed={"q": 1})
+    with pytest.raises(SymadError, match="takes no variables"):
+        minimize(d["fun"], {"p": 0, "u": 0, "v": 0}, method="trust-constr", constraints=d["constraints"],
+                 variables=["u"])
     with pytest.raises(SymadError, match="slsqp takes dense matrices"):
         minimize(d["fun"], {"p": 0, "u": 0, "v": 0}, method="slsqp", constraints=d["constraints"])
     with pytest.raises(SymadError, match="copies of one constraint"):

@@ -39,12 +39,17 @@ def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
     if entries:
         raise VariableError(f"--fix holds whole names with sums kept as loops: an entry such as {entries[0]} is "
                             f"held by its bounds, --bounds {entries[0]}=v:v", tuple(entries))
-    unknown = [k for k in fixed if k not in {label.partition("[")[0] for label in labels}]
+    every = [*labels, *(label for p in pieces for label in p.labels)]
+    unknown = [k for k in fixed if k not in {label.partition("[")[0] for label in every}]
     if unknown:
-        raise VariableError(f"--fix names {', '.join(unknown)}, which the objective does not use (its variables: "
-                            f"{', '.join(labels)})", tuple(unknown))
-    own = [label for label in labels if label.partition("[")[0] not in fixed]
-    layout = Layout([own, *(p.labels for p in pieces)])
+        whose = "the problem does not use (its variables" if pieces else "the objective does not use (its variables"
+        raise VariableError(f"--fix names {', '.join(unknown)}, which {whose}: "
+                            f"{', '.join(dict.fromkeys(every))})", tuple(unknown))
+
+    def free(names: list[str]) -> list[str]:
+        return [label for label in names if label.partition("[")[0] not in fixed]
+
+    layout = Layout([free(labels), *(free(p.labels) for p in pieces)])
     start = {k: v for k, v in parse_point(args.start, "--from").items() if k not in fixed}
     x0 = layout.values(start, "--from")
     bounds = parse_bounds(args.bounds)
@@ -77,9 +82,6 @@ def _refuse_with_loops(args: argparse.Namespace, method: str) -> None:
     if args.trace or args.plot:
         raise SymadError("--trace and --plot record and draw the path of a few variables: with sums kept as "
                          "loops they are not supported (--json --full gives the whole solution)")
-    if args.fix and args.constraints:
-        raise SymadError("--fix with constraints over sums kept as loops is not supported yet: write the value "
-                         "into the text (a = 3; ...)")
     if args.lr is not None:
         raise SymadError("--lr is for gd, momentum, nesterov and adam, which do not take sums kept as loops")
     if args.option and method != "ipopt":

@@ -48,8 +48,9 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         if method != "trust-constr":
             raise SymadError(f"method {method} takes dense matrices: a problem with loops takes method='trust-constr' "
                              f"or 'ipopt' (sparse)")
-        refuse_held(variables, fixed, params)
-        return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback)
+        refuse_held(variables, None, None)
+        return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback,
+                                   {**(fixed or {}), **(params or {})})
     t0 = time.perf_counter()
     problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
     x = problem.start(x0)
@@ -110,12 +111,14 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
 
 
 def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: float, xtol: float, max_iter: int,
-                        max_time: float | None, callback: Callable[[Any], Any] | None) -> dict[str, Any]:
-    """scipy's trust-constr on a problem with loops: the sparse forms IPOPT takes, as scipy.sparse matrices."""
+                        max_time: float | None, callback: Callable[[Any], Any] | None,
+                        held: Mapping[str, Any]) -> dict[str, Any]:
+    """scipy's trust-constr on a problem with loops: the sparse forms IPOPT takes, as scipy.sparse
+    matrices; ``held``: whole names held at their values (fixed and params)."""
     import scipy.optimize as so
 
     t0 = time.perf_counter()
-    nlp = LoopProblem(fun, constraints, bounds)
+    nlp = LoopProblem(fun, constraints, bounds, held)
     x = nlp.start(x0)
     n, m = len(x), nlp.m
     (j_rows, j_cols), union, zeros = nlp.jacobian, nlp.union, np.zeros(nlp.m)

@@ -130,7 +130,7 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     loops and a constraint may be a family ``each(k = lo..hi, c_k)`` (docs/guide/optimize.md).
     ``x0``: a dict, or a sequence in ``variables`` order (default ``expr.variables``);
     ``fixed``: ``{name: value}`` held constant (substituted: compiled for these values; with
-    loops, whole names given to the loops as data, not with constraints yet);
+    loops, whole names given to every piece's loops as data);
     ``params``: ``{name: value}`` held constant too, but passed at each call to one compiled
     function, so a :class:`~symad.second_order.SecondOrder` compiled with ``wrt=`` is reused for
     new values without compiling again; ``bounds``: ``{name: (lo, hi)}`` or one ``(lo, hi)`` per

@@ -34,7 +34,8 @@ from symad.indexed_function import IndexedFunction
 from symad.indexed_vector_function import IndexedVectorFunction
 from symad.optimize.conditions import as_constraint, check_objective
 from symad.optimize.constraints import KINDS
-from symad.optimize.problem import Problem, box, has_loops
+from symad.optimize.held import Held, reads
+from symad.optimize.problem import Problem, box, has_loops, substitute
 from symad.optimize.sparse import Union
 
 _LABEL = re.compile(r"(?P<base>[^\[\]]+)\[(?P<lo>-?\d+)(?:\.\.(?P<hi>-?\d+))?\]")
@@ -238,19 +239,21 @@ class Labels(Sequence[str]):
         return f"Labels({self._layout.described()})"
 
 
-def _compiled(expr: Expr, wrt: Sequence[str] | None = None) -> Any:
-    """An expression's value, gradient and sparse Hessian: loops kept, or written out."""
-    if has_loops(expr):
-        return IndexedFunction(expr, wrt=wrt)
-    return Function(expr)
-
-
 class Scalar:
     """A scalar piece (the objective, or one constraint): value, gradient and Hessian over its
-    own variables, at its ``take`` positions of the problem's vector."""
+    own variables, at its ``take`` positions of the problem's vector; loops kept, or written out
+    (:class:`~symad.function.Function`, the held values substituted)."""
 
-    def __init__(self, expr: Expr):
-        self.fn = _compiled(expr)
+    def __init__(self, expr: Expr, held: Held | None = None):
+        self.args: tuple[Any, ...] = ()  # what each call passes after the point: the held values it reads
+        if not has_loops(expr):
+            self.fn: Any = Function(substitute(expr, held.entries(expr.variables)) if held else expr)
+        else:
+            reader = reads(expr)
+            mine = held.names_in(reader) if held else []
+            self.fn = IndexedFunction(expr, wrt=[w for w in reader.wrt if w not in mine]) if mine else \
+                IndexedFunction(expr)
+            self.args = (held.data_for(reader),) if held and mine else ()
         self.labels = list(self.fn.variables)
 
     def place(self, layout: Layout) -> None:
@@ -259,27 +262,30 @@ class Scalar:
         self.h_rows, self.h_cols = self.take[rows], self.take[cols]  # take is increasing: still lower
 
     def fg(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        f, g = self.fn.value_and_grad(np.ascontiguousarray(x[self.take]))
+        f, g = self.fn.value_and_grad(np.ascontiguousarray(x[self.take]), *self.args)
         return float(f), np.asarray(g, dtype=float)
 
     def hessian_values(self, x: np.ndarray) -> np.ndarray:
-        return np.asarray(self.fn.hessian_values(np.ascontiguousarray(x[self.take])), dtype=float)
+        return np.asarray(self.fn.hessian_values(np.ascontiguousarray(x[self.take]), *self.args), dtype=float)
 
 
 class Family:
     """A constraint family ``each(k = lo..hi, c_k)``: its values and sparse Jacobian from an
     :class:`~symad.indexed_vector_function.IndexedVectorFunction`, its part of the Lagrangian's
     Hessian from its Lagrangian ``sum(k, λ[k]*c_k)``, an indexed function of the variables with
-    ``λ`` as data."""
+    ``λ`` as data (and the held values it reads)."""
 
-    def __init__(self, expr: Expr):
+    def __init__(self, expr: Expr, held: Held | None = None):
         g: Graph = expr.graph
         level, lo, hi = binders.range_of(g, expr.id)
         body = binders.body_of(g, expr.id)
         if binders.levels(g)[body] < level:
             raise SymadError(f"each(...) of a body without its index is {hi - lo + 1} copies of one "
                              f"constraint: give it once")
-        self.fn = IndexedVectorFunction([expr])
+        reader = reads(expr)
+        mine = held.names_in(reader) if held else []
+        self.data = held.data_for(reader) if held and mine else {}
+        self.fn = IndexedVectorFunction([expr], wrt=[w for w in reader.wrt if w not in mine] if mine else None)
         self.m = len(self.fn)
         self.labels = list(self.fn.variables)
         weight = binders.item(g, g.vector(MULTIPLIERS), g.index(level))
@@ -305,7 +311,7 @@ class Family:
         own = np.ascontiguousarray(x[self.take])
         key = own.tobytes()  # (the bits: -0.0 is not 0.0 to every function)
         if self._last is None or self._last[0] != key:
-            values, jacobian = self.fn.value_and_jacobian_values(own)
+            values, jacobian = self.fn.value_and_jacobian_values(own, self.data or None)
             self._last = (key, np.asarray(values, dtype=float), np.asarray(jacobian, dtype=float))
         return self._last[1], self._last[2]
 
@@ -316,24 +322,29 @@ class Family:
         return self._at(x)[1].copy()
 
     def hessian_values(self, x: np.ndarray, mu: np.ndarray) -> np.ndarray:
-        return np.asarray(self.lagrangian.hessian_values(np.ascontiguousarray(x[self._take_l]), {MULTIPLIERS: mu}),
-                          dtype=float)
+        return np.asarray(self.lagrangian.hessian_values(np.ascontiguousarray(x[self._take_l]),
+                                                         {MULTIPLIERS: mu, **self.data}), dtype=float)
 
 
 class LoopProblem:
     """A constrained problem with loops, as IPOPT and trust-constr take it: the objective's value,
     gradient and Hessian, the constraints' values and sparse Jacobian, the Lagrangian's sparse
-    Hessian, over :class:`Layout`'s flat vector."""
+    Hessian, over :class:`Layout`'s flat vector.  ``held`` (``{name: value}``): whole names held
+    at their values (:mod:`symad.optimize.held`), given to each piece that reads them as data."""
 
-    def __init__(self, fun: str | Expr, constraints: Any, bounds: Any):
+    def __init__(self, fun: str | Expr, constraints: Any, bounds: Any, held: Mapping[str, Any] | None = None):
         objective = parse(fun, Graph()) if isinstance(fun, str) else fun
         check_objective(objective)
-        self.objective = Scalar(objective)
+        read = _read(constraints)
+        values = None
+        if held:
+            values = Held(held, [reads(e) for e in (objective, *(e for _, e in read)) if has_loops(e)])
+        self.objective = Scalar(objective, values)
         self.kinds: list[str] = []
         self.pieces: list[Scalar | Family] = []
-        for kind, expr in _read(constraints):
+        for kind, expr in read:
             self.kinds.append(kind)
-            self.pieces.append(Family(expr) if expr.op == "each" else Scalar(expr))
+            self.pieces.append(Family(expr, values) if expr.op == "each" else Scalar(expr, values))
         self.layout = Layout([self.objective.labels, *(p.labels for p in self.pieces)])
         self.names = self.layout.labels()
         self.objective.place(self.layout)
@@ -436,20 +447,14 @@ class LoopObjective(Problem):
                  params: Mapping[str, Any] | None = None):
         check_objective(expr)
         self.expr = expr
-        held = {**(fixed or {}), **(params or {})}
-        self.fn = IndexedFunction(expr, prepare=not held)  # (with names held: read for its variables only)
-        if held:
-            entries = [k for k in held if "[" in k]
-            if entries:
-                raise VariableError(f"a problem with loops holds whole names (fixed, params): an entry such as "
-                                    f"{entries[0]} is held by its bounds, bounds={{{entries[0]!r}: (v, v)}}",
-                                    tuple(entries))
-            unknown = [k for k in held if k not in self.fn.wrt]
-            if unknown:
-                raise VariableError(f"{', '.join(unknown)} held (fixed or params) is not a variable of the "
-                                    f"objective (it has {', '.join(self.fn.wrt)})", tuple(unknown))
-            self.fn = IndexedFunction(expr, wrt=[w for w in self.fn.wrt if w not in held])
-        self.data = {name: self._held(name, value) for name, value in held.items()}
+        self.data: dict[str, Any] = {}
+        if fixed or params:
+            reader = reads(expr)
+            held = Held({**(fixed or {}), **(params or {})}, [reader], "the objective")
+            self.fn = IndexedFunction(expr, wrt=[w for w in reader.wrt if w not in held.values])
+            self.data = held.data_for(reader)
+        else:
+            self.fn = IndexedFunction(expr)
         self.layout = Layout([self.fn.variables])
         self.take = self.layout.positions(list(self.fn.variables))
         self.in_order = bool(np.array_equal(self.take, np.arange(self.layout.size)))
@@ -459,15 +464,6 @@ class LoopObjective(Problem):
         self.lower, self.upper = self.layout.box(bounds)  # by slices: no entry a variable of a dict
         self.bounded = bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
         self.nfev = self.njev = self.nhev = 0
-
-    def _held(self, name: str, value: Any) -> Any:
-        """A held name's value as the loops take it: a vector's entries (one number fills them)."""
-        span = self.fn.spans.get(name)
-        if span is None:
-            return float(value)
-        shape = [hi - lo + 1 for lo, hi in span]
-        given = np.asarray(value, dtype=float)
-        return np.full(shape, float(given)) if given.ndim == 0 else given
 
     def start(self, x0: Any) -> np.ndarray:
         """The start point: a flat sequence, or ``{"x": array or number, "x[3]": number, "a": number}``."""

@@ -122,19 +122,16 @@ def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Ma
     :class:`~symad.optimize.loops.LoopProblem`, else :class:`WrittenOut`."""
     pieces = with_loops(fun, constraints)
     if pieces is not None:
-        refuse_held(variables, fixed, params)
-        return LoopProblem(pieces[0], pieces[1], bounds)
+        refuse_held(variables, None, None)
+        return LoopProblem(pieces[0], pieces[1], bounds, {**(fixed or {}), **(params or {})})
     return WrittenOut(*constrained_problem(fun, constraints, variables, fixed, bounds, background, params))
 
 
 def refuse_held(variables: Any, fixed: Any, params: Any) -> None:
-    """A problem with loops reads its variables from its texts, and a constrained one its values
-    too: a SymadError naming what was given."""
-    given = [k for k, v in (("variables", variables), ("fixed", fixed), ("params", params)) if v]
-    if given:
-        raise SymadError(f"a problem with loops takes no {', '.join(given)}"
-                         + (" with constraints yet" if given != ["variables"] else "")
-                         + ": write the values into its text (N = 2000; h = 1/N; ...)")
+    """A problem with loops reads its variables from its texts: a SymadError where they are given."""
+    if variables:
+        raise SymadError("a problem with loops takes no variables: it reads them from its texts (the vectors' "
+                         "ranges too); hold some with fixed={...}")
 
 
 def with_loops(fun: Any, constraints: Any) -> tuple[Expr, list[tuple[Any, Expr]]] | None:

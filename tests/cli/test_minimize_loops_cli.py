@@ -99,8 +99,7 @@ def test_strict_exits_1_when_a_loop_problem_does_not_converge() -> None:
     (["--from", "x=0", "--trace", "t.csv"], "--trace and --plot record and draw the path of a few variables"),
     (["--from", "x=0", "--fix", "a=1"], "--fix names a, which the objective does not use"),
     (["--from", "x=0", "--fix", "x[2]=1"], "--fix holds whole names with sums kept as loops: an entry such as x[2]"),
-    (["--from", "x=0", "--fix", "x=1", "--eq", STEPS], "--fix with constraints over sums kept as loops is not "
-     "supported yet"),
+    (["--from", "x=0", "--fix", "q=1", "--eq", STEPS], "--fix names q, which the problem does not use"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs-b"], "--method l-bfgs-b takes no constraints"),
     (["--from", "x=0", "--eq", STEPS, "--method", "l-bfgs"], "--method l-bfgs takes no constraints"),
     (["--from", "x=0", "--bounds", "x=-1:1", "--method", "l-bfgs"], "--method l-bfgs takes no bounds: use "
@@ -120,6 +119,16 @@ def test_l_bfgs_b_takes_written_out_expressions_too_but_no_constraints() -> None
     assert r.returncode == 0 and "converged" in r.stdout and "l-bfgs-b" in r.stdout
     r = run("minimize", "(x-1)^2", "--from", "x=0", "--method", "l-bfgs-b", "--eq", "x - 2")
     assert r.returncode == 2 and "--method l-bfgs-b takes no constraints" in r.stderr
+
+
+def test_fix_holds_a_name_in_the_constraints_too() -> None:
+    pytest.importorskip("scipy")
+    r = run("minimize", "n = 500; sum(i = 1..n, (x[i] - c*i)^2)", "--from", "x=0", "--fix", "c=2",
+            "--eq", "n = 500; sum(i = 1..n, x[i]) - c*100", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["success"] and out["method"] == "trust-constr" and out["fixed"] == {"c": 2.0}
+    assert abs(out["constraints"][0]["value"]) <= 1e-6 and set(out["x"]) == {"x"}
 
 
 def test_fix_holds_a_scalar_or_a_whole_vector() -> None:
