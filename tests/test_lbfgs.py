@@ -182,3 +182,12 @@ def test_parameters_held_values_and_objectives_over_data_run_through_their_own_c
                           wrt=["w1", "w2", "w3"])
     r = symad.minimize(fit, np.zeros(3), method="l-bfgs")
     assert r.success and np.allclose(r.x, np.linalg.lstsq(x, t, rcond=None)[0], atol=1e-8)
+
+
+def test_without_llvmlite_it_says_what_it_needs(monkeypatch):
+    from symad.native import jit
+
+    monkeypatch.setattr(jit, "_lbfgs", [])
+    monkeypatch.setattr(jit, "available", lambda: False)
+    with pytest.raises(SymadError, match="l-bfgs runs machine code: it needs llvmlite"):
+        symad.minimize("(x - 1)^2", [0.0], method="l-bfgs")

@@ -664,12 +664,12 @@ def lbfgs_step(record: Any) -> Any:
 def lbfgs_entry() -> tuple[int, Any] | None:
     """The L-BFGS step's machine code (:mod:`symad.native.lbfgs_ir`): the address of its builtin
     entry and the loaded code (to keep alive while the entry is called); compiled at -O2 once a
-    machine and kept in the shared code cache, loaded once a process.  None where NumPy's or
-    CPython's layout is not the one its entry reads."""
+    machine and kept in the shared code cache, loaded once a process.  None without llvmlite, or
+    where NumPy's or CPython's layout is not the one its entry reads."""
     if _lbfgs:
         return _lbfgs[0]
     offset = fastcall.array_data_offset()
-    if offset is None or fastcall.self_offset() is None:
+    if offset is None or fastcall.self_offset() is None or not available():
         return None
     lbfgs_ir = _native("lbfgs_ir")
     key = _sources_digest(f"lbfgs {offset} {fastcall.self_offset()}", "symad.native.lbfgs_ir")

@@ -51,8 +51,8 @@ def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops
                             BIG_X2=(EXPLODED_X * (1 - _MARGIN)) ** 2)
     step = native.lbfgs_step(w)
     if step is None:
-        raise SymadError("method l-bfgs needs NumPy's and CPython's layouts as symad reads them: "
-                         "use method='l-bfgs-b'")
+        raise SymadError("method l-bfgs runs machine code: it needs llvmlite (pip install llvmlite), and NumPy's "
+                         "and CPython's layouts as symad reads them; method='l-bfgs-b' runs scipy's routine")
     xs, gs = np.array(x, dtype=np.float64), np.array(g, dtype=np.float64)
     fg, each, limit = p.fg_into, stops.each, stops.limit
     task_fg, new_x, check = native.LbfgsTask.FG, native.LbfgsTask.NEW_X, native.LbfgsTask.NEW_X_CHECK
