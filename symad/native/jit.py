@@ -645,7 +645,8 @@ def _routine_code(key: str, text: Callable[[], str], uncached_opt: int) -> tuple
             stored = codegen.object_code(text(), _target_machine_for(2), 2, codegen.QUICK_OPS + 1)
             cache.store(name, stored, folder)
             return stored, 2
-    return codegen.object_code(text(), _target_machine_for(uncached_opt), uncached_opt, codegen.QUICK_OPS + 1), 0
+    return (codegen.object_code(text(), _target_machine_for(uncached_opt), uncached_opt, codegen.QUICK_OPS + 1),
+            uncached_opt)
 
 
 _lbfgs: list[tuple[int, Any]] = []

@@ -41,8 +41,8 @@ def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops
                 memory: int = MEMORY) -> Iterator[tuple[np.ndarray, float, np.ndarray, float, int]]:
     """L-BFGS's iterates from ``x`` (``f``, ``g`` its value and gradient), ``memory`` corrections
     kept: yields ``(x, f, g, step length, iterates since the last yield)`` where the driver
-    should look (see :class:`Stops`); returns (ends) with :data:`ENDS`' status and message, or message,
-    where f stalls or a line search fails."""
+    should look (see :class:`Stops`); returns (ends) with a status and its message where f stalls,
+    or with a message where a line search fails."""
     if p.bounded:
         raise SymadError("method l-bfgs takes no bounds: use method='l-bfgs-b' (scipy's routine, whose "
                          "Cauchy point and subspace minimisation keep to them)")
