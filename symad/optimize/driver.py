@@ -115,9 +115,10 @@ def minimize(fun: Expr | str | SecondOrder | Objective, x0: Any, method: str | N
     the run with ``max_iter`` or ``max_time``.
 
     ``method``: ``gd``, ``momentum``, ``nesterov``, ``adam``, ``newton`` (the default),
-    ``trust-ncg`` or ``l-bfgs-b`` (also ``L-BFGS-B``: scipy's routine, its BLAS on one thread),
+    ``trust-ncg``, ``l-bfgs`` (symad's L-BFGS: L-BFGS-B's iteration without bounds, in machine
+    code; no bounds) or ``l-bfgs-b`` (also ``L-BFGS-B``: scipy's routine, its BLAS on one thread),
     with options ``lr``, ``beta``, ``beta1``, ``beta2``, ``eps``, ``radius`` or ``memory`` (the
-    corrections L-BFGS-B keeps, 10) as the method takes; or scipy's ``slsqp`` or
+    corrections L-BFGS and L-BFGS-B keep, 10) as the method takes; or scipy's ``slsqp`` or
     ``trust-constr`` given exact derivatives, which take ``constraints``:
     ``[("eq", "x + y - 1"), ("ineq", "1 - x^2 - y^2")]`` (``eq``: the expression is 0; ``ineq``:
     it is ≥ 0, scipy's convention), ``slsqp`` by default when there are constraints.  Their
