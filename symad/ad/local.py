@@ -6,10 +6,12 @@ mode, the tangent in forward mode), so one rule of :mod:`symad.core.ops` serves 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 
 from symad.core.dag import Graph
 from symad.core.ops import OPS
+from symad.core.ops.arith import difference_error
 from symad.core.term import Term
 
 
@@ -27,12 +29,43 @@ def local_partials(graph: Graph, node: int, wanted: Sequence[int]) -> list[int |
         if isinstance(rule, float):
             out.append(rule)
             continue
+        on_nodes = _ON_NODES.get(rule)
+        if on_nodes is not None:
+            built = on_nodes(graph, graph.args[node], node)
+            if built is not None:
+                out.append(built)
+                continue
         if wrapped is None:
             wrapped = [Term(graph, a) for a in graph.args[node]]
             wrapped.append(Term(graph, node))
         local = rule(*wrapped)
         out.append(float(local) if isinstance(local, (int, float)) else local.id)
     return out
+
+
+def _pow_base(graph: Graph, args: tuple[int, ...], node: int) -> int | None:
+    """``pow``'s rule along its base for a finite constant exponent ``k`` (the common ``x^2``):
+    ``k * a^s`` times ``a^e`` unless ``e`` is +0 (s = k − 1 rounded, e its rounding error)."""
+    a, b = args
+    if graph.op[b] != "const" or not math.isfinite(graph.data[b]):  # type: ignore[arg-type]
+        return None
+    fixed = graph.data[b]
+    s = fixed - 1.0  # type: ignore[operator]
+    make = graph.make
+    written = make("mul", b, make("pow", a, graph.const(s)))
+    e = difference_error(fixed, 1.0, s)
+    return written if e == 0.0 and math.copysign(1.0, e) > 0 else make("mul", written, make("pow", a, graph.const(e)))
+
+
+# The rules the gradient meets most, on node ids: each builds the nodes its op table rule builds on
+# terms, in the same order, without a Term per argument (or None: that rule builds this one).
+# Keyed by the rule itself, so an op defined again with other rules takes them.
+_ON_NODES: dict[Callable, Callable[[Graph, tuple[int, ...], int], int | None]] = {
+    OPS["mul"].partials[0]: lambda graph, args, node: args[1],
+    OPS["mul"].partials[1]: lambda graph, args, node: args[0],
+    OPS["exp"].partials[0]: lambda graph, args, node: node,
+    OPS["pow"].partials[0]: _pow_base,
+}
 
 
 def times(graph: Graph, factor: int, local: int | float) -> int | None:
@@ -48,4 +81,3 @@ def local_partial(graph: Graph, node: int, k: int) -> int:
     """The expression ∂node/∂(its k-th argument), as a node."""
     local = local_partials(graph, node, [k])[0]
     return graph.const(local) if isinstance(local, float) else local
-
