@@ -52,7 +52,10 @@ def _pow_base(graph: Graph, args: tuple[int, ...], node: int) -> int | None:
     fixed = graph.data[b]
     s = fixed - 1.0  # type: ignore[operator]
     make = graph.make
-    written = make("mul", b, make("pow", a, graph.const(s)))
+    exponent = graph.const(s)
+    # a^1 is a, as make rewrites it, without its lookup and rule (x^2's partial, the commonest)
+    power = a if s == 1.0 and graph.op[a] != "const" else make("pow", a, exponent)
+    written = make("mul", b, power)
     e = difference_error(fixed, 1.0, s)
     return written if e == 0.0 and math.copysign(1.0, e) > 0 else make("mul", written, make("pow", a, graph.const(e)))
 
