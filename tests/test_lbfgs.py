@@ -191,3 +191,32 @@ def test_without_llvmlite_it_says_what_it_needs(monkeypatch):
     monkeypatch.setattr(jit, "available", lambda: False)
     with pytest.raises(SymadError, match="l-bfgs runs machine code: it needs llvmlite"):
         symad.minimize("(x - 1)^2", [0.0], method="l-bfgs")
+
+
+def test_a_long_run_takes_up_the_code_that_replaces_the_objectives_quick_code(monkeypatch):
+    """The loop asks which code serves the objective every RECHECK_CALLS evaluations (as the
+    -O2 code arrives from its background compile): a run long enough calls the new one."""
+    from symad.optimize import lbfgs
+    from symad.optimize.problem import Problem
+
+    monkeypatch.setattr(lbfgs, "RECHECK_CALLS", 8)
+    served: list[str] = []
+    original = Problem.point_call
+
+    def point_call(self):
+        call = original(self)
+        if call is None:
+            return None
+        tier = "later" if len(served) >= 20 else "first"
+
+        def counted(x, g):
+            served.append(tier)
+            return call(x, g)
+        return counted
+
+    monkeypatch.setattr(Problem, "point_call", point_call)
+    fn = symad.SecondOrder(ROSENBROCK, NAMES)
+    fn.prepare()  # (compiled code now: a small program's calls are interpreted first)
+    r = symad.minimize(fn, START, method="l-bfgs")
+    assert r.success and served[:8] == ["first"] * 8 and served[-1] == "later"
+    assert len(served) == r.nfev - 1  # (the driver's own first evaluation aside)

@@ -24,6 +24,7 @@ from symad.optimize.problem import Problem
 
 _MARGIN = 1e-6  # the machine code's stopping tests are looser than the driver's by this (rounding)
 UNBOUNDED_F, EXPLODED_X = 1e300, 1e150  # the driver's
+RECHECK_CALLS = 1024  # evaluations between two looks at which code serves the objective
 
 
 class Stops(NamedTuple):
@@ -65,6 +66,8 @@ def lbfgs_steps(p: Problem, x: np.ndarray, f: float, g: np.ndarray, stops: Stops
             if call is not None:
                 w[at_f] = call(xs, gs)
                 calls += 1
+                if not calls % RECHECK_CALLS:  # optimised code may have replaced the quick code since
+                    call = p.point_call()
             else:
                 w[at_f] = fg(xs, gs)
         elif task == new_x or task == check:
