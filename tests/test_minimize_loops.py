@@ -111,3 +111,13 @@ def test_a_held_vectors_array_covers_the_range_its_pieces_read_together() -> Non
     assert r.success and np.allclose(r.point["x"], np.maximum(d[:-1], d[1:]), atol=1e-4)
     with pytest.raises(symad.SymadError, match="q held \\(fixed or params\\) is not a variable of the problem"):
         symad.minimize(objective, {"x": 0}, method="trust-constr", fixed={"q": 1.0}, constraints=[("ineq", family)])
+
+
+def test_a_name_held_only_in_a_written_out_constraint_is_substituted_there() -> None:
+    pytest.importorskip("scipy")
+    n = 500
+    held = symad.minimize(f"sum(i = 1..{n}, (x[i] - i)^2)", {"x": 0}, method="trust-constr", fixed={"c": 0.5},
+                          constraints=[("ineq", "c - x[1]")])
+    written = symad.minimize(f"sum(i = 1..{n}, (x[i] - i)^2)", {"x": 0}, method="trust-constr",
+                             constraints=[("ineq", "0.5 - x[1]")])
+    assert held.success and np.array_equal(held.x, written.x) and held.point["x"][0] == pytest.approx(0.5, abs=1e-6)

@@ -27,15 +27,17 @@ def reads(expr: Expr) -> IndexedInputs:
 
 
 class Held:
-    """The held values over pieces that read them (``readers``: :func:`reads` of each piece)."""
+    """The held values over pieces that read them (``readers``: :func:`reads` of each piece with
+    loops; ``written``: the variables of the written-out pieces, where a held name is substituted)."""
 
-    def __init__(self, values: Mapping[str, Any], readers: Sequence[IndexedInputs], whose: str = "the problem"):
+    def __init__(self, values: Mapping[str, Any], readers: Sequence[IndexedInputs], whose: str = "the problem",
+                 written: Sequence[str] = ()):
         entries = [k for k in values if "[" in k]
         if entries:
             raise VariableError(f"a problem with loops holds whole names (fixed, params): an entry such as "
                                 f"{entries[0]} is held by its bounds, bounds={{{entries[0]!r}: (v, v)}}",
                                 tuple(entries))
-        names = sorted({w for r in readers for w in r.wrt})
+        names = sorted({*(w for r in readers for w in r.wrt), *written})
         unknown = [k for k in values if k not in names]
         if unknown:
             raise VariableError(f"{', '.join(unknown)} held (fixed or params) is not a variable of {whose} (it has "

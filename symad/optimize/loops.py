@@ -338,7 +338,9 @@ class LoopProblem:
         read = _read(constraints)
         values = None
         if held:
-            values = Held(held, [reads(e) for e in (objective, *(e for _, e in read)) if has_loops(e)])
+            pieces = [objective, *(e for _, e in read)]
+            values = Held(held, [reads(e) for e in pieces if has_loops(e)],
+                          written=[v for e in pieces if not has_loops(e) for v in e.variables])
         self.objective = Scalar(objective, values)
         self.kinds: list[str] = []
         self.pieces: list[Scalar | Family] = []
