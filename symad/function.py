@@ -388,12 +388,13 @@ class Function(Inputs):
         """The value at ``point`` (a float64 vector in ``variables`` order), its gradient written
         into ``grad`` (a float64 vector as long): an optimizer's call with no array made, the
         bits of :meth:`value_and_grad`.  The function has no parameters."""
-        program = self._value_grad.program
-        call = program.call if program is not None else self._value_grad.vm_call()
-        if (call is not None and type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape
+        if (type(point) is np.ndarray and point.dtype is _F64 and point.shape == self._shape
                 and point.strides == _STRIDE and type(grad) is np.ndarray and grad.dtype is _F64
                 and grad.shape == self._shape and grad.strides == _STRIDE):
-            return call(point, grad)
+            program = self._value_grad.program  # (asked after the arrays: the instructions count their calls)
+            call = program.call if program is not None else self._value_grad.vm_call()
+            if call is not None:
+                return call(point, grad)
         value, grad[:] = self.value_and_grad(point)
         return value
 

@@ -672,14 +672,17 @@ def lbfgs_entry() -> tuple[int, Any] | None:
     offset = fastcall.array_data_offset()
     if offset is None or fastcall.self_offset() is None or not available():
         return None
-    lbfgs_ir = _native("lbfgs_ir")
+    text = functools.partial(_native("lbfgs_ir").lbfgs_ir, offset)
+    # its sources' digest, else (a source unreadable) its IR text, written once
     key = _sources_digest(f"lbfgs {offset} {fastcall.self_offset()}", "symad.native.lbfgs_ir")
+    if key is None:
+        key = text()
+        text = functools.partial(str, key)
 
     def load() -> tuple[int, Any]:
         with _compile_lock:
             if not _lbfgs:
-                code = _load(*_routine_code(key or lbfgs_ir.lbfgs_ir(offset), lambda: lbfgs_ir.lbfgs_ir(offset),
-                                            uncached_opt=2))
+                code = _load(*_routine_code(key, text, uncached_opt=2))
                 _lbfgs.append((code.get_function_address("fast"), code))
             return _lbfgs[0]
 

@@ -16,7 +16,7 @@ at ``x`` from ``w[F]`` and the gradient from ``g``, and answers
   ``g·g``, ``x·x`` and the step's ``s·s``); ``NEW_X_CHECK`` where a stopping rule of the driver
   may hold (its thresholds, with a margin for rounding, in ``w``), so a caller looks only then;
 * ``STALLED``: the last iterate did not lower f (L-BFGS-B's own test with ``factr`` 0);
-* ``FAILED``: no acceptable point in :data:`LINE_STEPS` evaluations, with no memory left to
+* ``FAILED``: no acceptable point in :data:`LBFGS_LINE_STEPS` evaluations, with no memory left to
   drop; ``NO_DESCENT``: ``-g`` is no descent direction (``g`` is 0 or not finite).
 
 As in L-BFGS-B: a line search ending on one of Moré-Thuente's warnings (rounding errors, the
@@ -40,7 +40,7 @@ from symad.native.fastcall import fast_entry_ir
 
 FTOL, GTOL, XTOL = 1e-3, 0.9, 0.1  # the line search's (L-BFGS-B's)
 STEP_MAX = 1e10  # L-BFGS-B's largest step without bounds
-LINE_STEPS = LBFGS_LINE_STEPS = 20  # most evaluations of one line search (scipy's maxls)
+LBFGS_LINE_STEPS = 20  # most evaluations of one line search (scipy's maxls)
 EPS = 2.220446049250313e-16  # a correction is kept where s·y > EPS·(-s·g) (L-BFGS-B's test)
 
 
@@ -50,9 +50,6 @@ class LbfgsTask:
     FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = 1, 2, 3, 4, 5, 6
 
 
-FG, NEW_X, FAILED, NO_DESCENT, NEW_X_CHECK, STALLED = (LbfgsTask.FG, LbfgsTask.NEW_X, LbfgsTask.FAILED,
-                                                       LbfgsTask.NO_DESCENT, LbfgsTask.NEW_X_CHECK, LbfgsTask.STALLED)
-
 # The record: these scalars, then d, the last iterate's x and g, the corrections s and y (a ring of
 # m + 1 rows of n: the row after the newest is free for the next correction, written before it
 # is known to be kept), their 1/(s·y), and the two-loop's alphas.
@@ -60,7 +57,6 @@ SCALARS = ("F", "PHASE", "N", "M", "K", "HEAD", "FOLD", "STP", "GINIT", "GTEST",
            "WIDTH", "WIDTH1", "STX", "FX", "GX", "STY", "FY", "GY", "STMIN", "STMAX", "NLS", "GG", "XX",
            "SS", "GAMMA", "STALL", "TOL2", "XTOL_STOP", "UNBOUNDED", "BIG_X2", "ITER")
 LBFGS_SLOT = {name: i for i, name in enumerate(SCALARS)}
-SLOT = LBFGS_SLOT
 HEADER = len(SCALARS)
 
 
@@ -73,9 +69,9 @@ def lbfgs_record(n: int, m: int, **scalars: float) -> np.ndarray:
     """A record for ``n`` variables and ``m`` corrections, the scalars named set (``F``: the start's
     value; the driver's thresholds ``TOL2``, ``XTOL_STOP``, ``UNBOUNDED``, ``BIG_X2``), at the start."""
     record = np.zeros(record_size(n, m))
-    record[SLOT["N"]], record[SLOT["M"]] = n, m
+    record[LBFGS_SLOT["N"]], record[LBFGS_SLOT["M"]] = n, m
     for name, value in scalars.items():
-        record[SLOT[name]] = value
+        record[LBFGS_SLOT[name]] = value
     return record
 
 
@@ -92,7 +88,7 @@ class _Writer:
         ir = _ir()
         self.ir = ir
         self.module = ir.Module(name="lbfgs")
-        self.f64, self.i64, self.ptr, self.i1 = ir.DoubleType(), ir.IntType(64), ir.PointerType(), ir.IntType(1)
+        self.f64, self.i64, self.ptr = ir.DoubleType(), ir.IntType(64), ir.PointerType()
         self.v4 = ir.VectorType(self.f64, 4)
         unary = ir.FunctionType(self.f64, [self.f64])
         # the op table's own lowerings of sqrt and abs (intrinsics: the same bits as every backend's)
@@ -105,12 +101,16 @@ class _Writer:
     def int(self, value: int) -> Any:
         return self.ir.Constant(self.i64, value)
 
-    def function(self, name: str, ret: Any, args: list[Any], internal: bool = True) -> tuple[Any, Any]:
+    def function(self, name: str, ret: Any, args: list[Any]) -> tuple[Any, Any]:
         fn = self.ir.Function(self.module, self.ir.FunctionType(ret, args), name)
-        if internal:  # a vector loop: called, not inlined (a copy at each of its calls cost compile time)
-            fn.linkage = "internal"
-            fn.attributes.add("noinline")
         return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def kernel(self, name: str, ret: Any, args: list[Any]) -> tuple[Any, Any]:
+        """A vector loop: called, not inlined (a copy at each of its calls cost compile time)."""
+        fn, b = self.function(name, ret, args)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        return fn, b
 
     @staticmethod
     def at(b: Any, base: Any, index: Any, typ: Any) -> Any:
@@ -138,7 +138,7 @@ def _kernels(w: _Writer) -> dict[str, Any]:
     f64, i64, ptr = w.f64, w.i64, w.ptr
     fns = {}
 
-    fn, b = w.function("dot", f64, [ptr, ptr, i64])
+    fn, b = w.kernel("dot", f64, [ptr, ptr, i64])
     a, c, n = fn.args
     acc = [b.alloca(w.v4), b.alloca(w.v4)]
     zero = w.ir.Constant(w.v4, [0.0] * 4)
@@ -163,7 +163,7 @@ def _kernels(w: _Writer) -> dict[str, Any]:
     fns["dot"] = fn
 
     def elementwise(name: str, args: list[Any], value: Any) -> None:
-        fn, b = w.function(name, w.ir.VoidType(), [ptr, *args, i64])
+        fn, b = w.kernel(name, w.ir.VoidType(), [ptr, *args, i64])
         out, *rest, n = fn.args
         with w.counted(b, w.int(0), n) as i:
             b.store(value(b, i, out, *rest), w.at(b, out, i, f64))
@@ -206,12 +206,12 @@ class _Step:
         return self.b.gep(self.rec, [self.b.add(offset, self.w.int(HEADER))], source_etype=self.w.f64)
 
     def get(self, name: str) -> Any:
-        return self.b.load(self.w.at(self.b, self.rec, self.w.int(SLOT[name]), self.w.f64), typ=self.w.f64)
+        return self.b.load(self.w.at(self.b, self.rec, self.w.int(LBFGS_SLOT[name]), self.w.f64), typ=self.w.f64)
 
     def put(self, name: str, value: Any) -> None:
         if isinstance(value, (int, float)):
             value = self.w.const(float(value))
-        self.b.store(value, self.w.at(self.b, self.rec, self.w.int(SLOT[name]), self.w.f64))
+        self.b.store(value, self.w.at(self.b, self.rec, self.w.int(LBFGS_SLOT[name]), self.w.f64))
 
     def call(self, name: str, *args: Any) -> Any:
         return self.b.call(self.k[name], list(args))
@@ -251,30 +251,34 @@ class _Step:
         self.b.ret(self.c(float(task)))
 
     # ---------------------------------------------------------------- the parts
+    PARTS = ("start", "direction", "begin", "search", "trial", "accept", "failed")  # each a method _<part>
+
     def write(self) -> None:
         w, b = self.w, self.b
-        blocks = {name: self.fn.append_basic_block(name) for name in
-                  ("start", "search", "direction", "begin", "trial", "accept", "failed")}
-        self.blocks = blocks
+        self.blocks = {name: self.fn.append_basic_block(name) for name in self.PARTS}
         phase = b.fptosi(self.get("PHASE"), w.i64)
-        switch = b.switch(phase, blocks["start"])
-        switch.add_case(w.int(1), blocks["search"])
-        switch.add_case(w.int(2), blocks["direction"])
-        self.reason = None
-        for name in ("start", "direction", "begin", "search", "trial", "accept", "failed"):
-            b.position_at_end(blocks[name])
+        switch = b.switch(phase, self.blocks["start"])
+        switch.add_case(w.int(1), self.blocks["search"])
+        switch.add_case(w.int(2), self.blocks["direction"])
+        for name in self.PARTS:
+            b.position_at_end(self.blocks[name])
             getattr(self, "_" + name)()
+
+    def drop_memory(self) -> None:
+        """No corrections kept; ``d = -g`` (at the last iterate)."""
+        self.put("K", 0.0)
+        self.put("HEAD", 0.0)
+        self.call("neg", self.d, self.gold, self.n)
 
     def _start(self) -> None:
         """The start point's x, g and f kept; no corrections; along -g."""
-        b = self.b
         self.call("copy", self.xold, self.x, self.n)
         self.call("copy", self.gold, self.g, self.n)
         self.put("FOLD", self.get("F"))
-        for name in ("K", "HEAD", "ITER", "STALL"):
-            self.put(name, 0.0)
-        self.call("neg", self.d, self.gold, self.n)
-        b.branch(self.blocks["begin"])
+        self.put("ITER", 0.0)
+        self.put("STALL", 0.0)
+        self.drop_memory()
+        self.b.branch(self.blocks["begin"])
 
     def _direction(self) -> None:
         """``d = -H g`` by the two-loop recursion over the ``K`` corrections, newest first."""
@@ -282,7 +286,7 @@ class _Step:
         stalled, go = self.fn.append_basic_block("stalled"), self.fn.append_basic_block("twoloop")
         b.cbranch(self.flag("STALL"), stalled, go)
         b.position_at_end(stalled)
-        self.ret(STALLED)
+        self.ret(LbfgsTask.STALLED)
         b.position_at_end(go)
         k = b.fptosi(self.get("K"), w.i64)
         head = b.fptosi(self.get("HEAD"), w.i64)
@@ -319,9 +323,7 @@ class _Step:
         before = b.block
         b.cbranch(b.or_(descent, b.not_(has_memory)), ready, retry)
         b.position_at_end(retry)
-        self.put("K", 0.0)
-        self.put("HEAD", 0.0)
-        self.call("neg", self.d, self.gold, self.n)
+        self.drop_memory()
         gd2 = self.dot(self.gold, self.d)
         b.branch(ready)
         b.position_at_end(ready)
@@ -333,7 +335,7 @@ class _Step:
         b.cbranch(ok, go, none)
         b.position_at_end(none)
         self.put("PHASE", 2.0)
-        self.ret(NO_DESCENT)
+        self.ret(LbfgsTask.NO_DESCENT)
         b.position_at_end(go)
         first = self.fcmp("==", self.get("ITER"), self.c(0.0))
         dnorm = self.sqrt(self.dot(self.d, self.d))
@@ -357,7 +359,7 @@ class _Step:
         """``x = xold + stp·d``, to be evaluated."""
         self.call("lincomb", self.x, self.xold, self.get("STP"), self.d, self.n)
         self.put("PHASE", 1.0)
-        self.ret(FG)
+        self.ret(LbfgsTask.FG)
 
     def _search(self) -> None:
         """One evaluation of the line search: Moré-Thuente's test, then its next step."""
@@ -453,9 +455,9 @@ class _Step:
         self.next_or_fail()
 
     def next_or_fail(self) -> None:
-        """The next trial point, or a failed search after :data:`LINE_STEPS` evaluations."""
+        """The next trial point, or a failed search after :data:`LBFGS_LINE_STEPS` evaluations."""
         b = self.b
-        spent = self.fcmp(">=", self.get("NLS"), self.c(float(LINE_STEPS)))
+        spent = self.fcmp(">=", self.get("NLS"), self.c(float(LBFGS_LINE_STEPS)))
         out = self.fn.append_basic_block("spent")
         b.cbranch(spent, out, self.blocks["trial"])
         b.position_at_end(out)
@@ -571,28 +573,23 @@ class _Step:
             b.or_(b.or_(self.fcmp("<=", gg, self.get("TOL2")), self.fcmp(">=", xx, self.get("BIG_X2"))),
                   self.fcmp("<=", ss, b.fmul(reach, reach))))
         maybe = b.or_(b.or_(maybe, b.not_(self.fcmp("==", b.fsub(f, f), self.c(0.0)))), self.flag("STALL"))
-        b.ret(self.sel(maybe, self.c(float(NEW_X_CHECK)), self.c(float(NEW_X))))
+        b.ret(self.sel(maybe, self.c(float(LbfgsTask.NEW_X_CHECK)), self.c(float(LbfgsTask.NEW_X))))
 
     def _failed(self) -> None:
         """A failed line search: with corrections, they are dropped and the search starts again
         along -g from the last iterate (x, g and f restored); without, the run ends."""
         b = self.b
+        self.call("copy", self.x, self.xold, self.n)
+        self.call("copy", self.g, self.gold, self.n)
+        self.put("F", self.get("FOLD"))
         again, end = self.fn.append_basic_block("again"), self.fn.append_basic_block("end")
         b.cbranch(self.fcmp(">", self.get("K"), self.c(0.0)), again, end)
         b.position_at_end(again)
-        self.put("K", 0.0)
-        self.put("HEAD", 0.0)
-        self.call("copy", self.x, self.xold, self.n)
-        self.call("copy", self.g, self.gold, self.n)
-        self.put("F", self.get("FOLD"))
-        self.call("neg", self.d, self.gold, self.n)
+        self.drop_memory()
         b.branch(self.blocks["begin"])
         b.position_at_end(end)
-        self.call("copy", self.x, self.xold, self.n)
-        self.call("copy", self.g, self.gold, self.n)
-        self.put("F", self.get("FOLD"))
         self.put("PHASE", 2.0)
-        self.ret(FAILED)
+        self.ret(LbfgsTask.FAILED)
 
 
 def lbfgs_ir(data_offset: int | None) -> str:
@@ -601,9 +598,7 @@ def lbfgs_ir(data_offset: int | None) -> str:
     (:func:`symad.native.fastcall.fast_entry_ir`)."""
     w = _Writer()
     kernels = _kernels(w)
-    step = _Step(w, kernels)
-    step.write()
-    step.fn.linkage = "external"
+    _Step(w, kernels).write()
     text = str(w.module)
     if data_offset is None:
         return text

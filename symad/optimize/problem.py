@@ -139,7 +139,7 @@ class Problem:
         """:meth:`fg` with the gradient written into ``grad`` (a float64 vector of the variables):
         no array made where the objective is compiled code without parameters; else :meth:`fg`
         itself (a subclass's, which may lay the variables out otherwise)."""
-        if not self.args and isinstance(self.fn, SecondOrder):
+        if self._plain_function():
             self.nfev += 1
             self.njev += 1
             return self.fn.value_and_grad_at(x, grad)
@@ -150,7 +150,11 @@ class Problem:
         """The objective's compiled ``call(x, grad) -> f`` as it stands (see
         :meth:`symad.function.Function.point_call`), for a caller that counts its evaluations
         itself; None where there is none (then :meth:`fg_into`)."""
-        return self.fn.point_call() if not self.args and isinstance(self.fn, SecondOrder) else None
+        return self.fn.point_call() if self._plain_function() else None
+
+    def _plain_function(self) -> bool:
+        """Whether the objective is a compiled function of ``x`` alone (no parameters passed)."""
+        return not self.args and isinstance(self.fn, SecondOrder)
 
     def dense(self) -> bool:
         """Whether Newton may form the Hessian matrix (see ``DENSE_NEWTON_OPS``)."""
