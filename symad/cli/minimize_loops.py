@@ -42,9 +42,8 @@ def run_loops(args: argparse.Namespace, text: str, expr: Expr) -> None:
     every = [*labels, *(label for p in pieces for label in p.labels)]
     unknown = [k for k in fixed if k not in {label.partition("[")[0] for label in every}]
     if unknown:
-        whose = "the problem does not use (its variables" if pieces else "the objective does not use (its variables"
-        raise VariableError(f"--fix names {', '.join(unknown)}, which {whose}: "
-                            f"{', '.join(dict.fromkeys(every))})", tuple(unknown))
+        raise VariableError(f"--fix names {', '.join(unknown)}, which the {'problem' if pieces else 'objective'} "
+                            f"does not use (its variables: {', '.join(dict.fromkeys(every))})", tuple(unknown))
 
     def free(names: list[str]) -> list[str]:
         return [label for label in names if label.partition("[")[0] not in fixed]

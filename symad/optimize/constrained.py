@@ -21,7 +21,7 @@ from symad.expr import Expr
 from symad.optimize.constraints import Constraints
 from symad.optimize.loops import LoopProblem
 from symad.optimize.methods import SCIPY_METHODS
-from symad.optimize.nlp import FEASIBLE, constrained_problem, jacobian_t, refuse_held, violation, with_loops
+from symad.optimize.nlp import FEASIBLE, constrained_problem, jacobian_t, refuse_variables, violation, with_loops
 from symad.optimize.problem import Problem
 from symad.optimize.sparse import SparseHessian, symmetric_csr
 from symad.second_order import SecondOrder
@@ -48,9 +48,8 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
         if method != "trust-constr":
             raise SymadError(f"method {method} takes dense matrices: a problem with loops takes method='trust-constr' "
                              f"or 'ipopt' (sparse)")
-        refuse_held(variables, None, None)
-        return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback,
-                                   {**(fixed or {}), **(params or {})})
+        refuse_variables(variables)
+        return _trust_constr_loops(*pieces, x0, bounds, tol, xtol, max_iter, max_time, callback, fixed, params)
     t0 = time.perf_counter()
     problem, cons = constrained_problem(fun, constraints, variables, fixed, bounds, background, params)
     x = problem.start(x0)
@@ -112,13 +111,13 @@ def minimize_scipy(fun: Expr | str | SecondOrder | Objective, x0: Any, method: s
 
 def _trust_constr_loops(fun: Any, constraints: Any, x0: Any, bounds: Any, tol: float, xtol: float, max_iter: int,
                         max_time: float | None, callback: Callable[[Any], Any] | None,
-                        held: Mapping[str, Any]) -> dict[str, Any]:
+                        fixed: Mapping[str, Any] | None, params: Mapping[str, Any] | None) -> dict[str, Any]:
     """scipy's trust-constr on a problem with loops: the sparse forms IPOPT takes, as scipy.sparse
-    matrices; ``held``: whole names held at their values (fixed and params)."""
+    matrices; ``fixed`` and ``params``: whole names held at their values."""
     import scipy.optimize as so
 
     t0 = time.perf_counter()
-    nlp = LoopProblem(fun, constraints, bounds, held)
+    nlp = LoopProblem(fun, constraints, bounds, fixed, params)
     x = nlp.start(x0)
     n, m = len(x), nlp.m
     (j_rows, j_cols), union, zeros = nlp.jacobian, nlp.union, np.zeros(nlp.m)

@@ -287,9 +287,9 @@ def _problem(fun: Any, method: str, variables: Sequence[str] | None, fixed: Mapp
             fun = parse(fun, Graph()) if isinstance(fun, str) else fun  # text: a graph of its own
             if has_loops(fun):  # whole vectors: value, gradient and Hessian-vector products as loops
                 from symad.optimize.loops import LoopObjective
-                from symad.optimize.nlp import refuse_held
+                from symad.optimize.nlp import refuse_variables
 
-                refuse_held(variables, None, None)
+                refuse_variables(variables)
                 return LoopObjective(fun, bounds, fixed, params)
         return Problem(fun, variables, fixed, bounds, background=background, params=params)
     if variables:

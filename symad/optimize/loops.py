@@ -329,17 +329,19 @@ class Family:
 class LoopProblem:
     """A constrained problem with loops, as IPOPT and trust-constr take it: the objective's value,
     gradient and Hessian, the constraints' values and sparse Jacobian, the Lagrangian's sparse
-    Hessian, over :class:`Layout`'s flat vector.  ``held`` (``{name: value}``): whole names held
-    at their values (:mod:`symad.optimize.held`), given to each piece that reads them as data."""
+    Hessian, over :class:`Layout`'s flat vector.  ``fixed`` and ``params`` (``{name: value}``):
+    whole names held at their values (:mod:`symad.optimize.held`), given to each piece that reads
+    them as data."""
 
-    def __init__(self, fun: str | Expr, constraints: Any, bounds: Any, held: Mapping[str, Any] | None = None):
+    def __init__(self, fun: str | Expr, constraints: Any, bounds: Any, fixed: Mapping[str, Any] | None = None,
+                 params: Mapping[str, Any] | None = None):
         objective = parse(fun, Graph()) if isinstance(fun, str) else fun
         check_objective(objective)
         read = _read(constraints)
         values = None
-        if held:
+        if fixed or params:
             pieces = [objective, *(e for _, e in read)]
-            values = Held(held, [reads(e) for e in pieces if has_loops(e)],
+            values = Held({**(fixed or {}), **(params or {})}, [reads(e) for e in pieces if has_loops(e)],
                           written=[v for e in pieces if not has_loops(e) for v in e.variables])
         self.objective = Scalar(objective, values)
         self.kinds: list[str] = []

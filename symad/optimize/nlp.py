@@ -122,12 +122,12 @@ def build(fun: Any, constraints: Any, variables: Sequence[str] | None, fixed: Ma
     :class:`~symad.optimize.loops.LoopProblem`, else :class:`WrittenOut`."""
     pieces = with_loops(fun, constraints)
     if pieces is not None:
-        refuse_held(variables, None, None)
-        return LoopProblem(pieces[0], pieces[1], bounds, {**(fixed or {}), **(params or {})})
+        refuse_variables(variables)
+        return LoopProblem(pieces[0], pieces[1], bounds, fixed, params)
     return WrittenOut(*constrained_problem(fun, constraints, variables, fixed, bounds, background, params))
 
 
-def refuse_held(variables: Any, fixed: Any, params: Any) -> None:
+def refuse_variables(variables: Any) -> None:
     """A problem with loops reads its variables from its texts: a SymadError where they are given."""
     if variables:
         raise SymadError("a problem with loops takes no variables: it reads them from its texts (the vectors' "
