@@ -31,11 +31,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
+from symad.core.ops import Inline
 from symad.native.fastcall import fast_entry_ir
 from symad.native.ir import op_lines
 from symad.schedule.lowering import PRIMITIVES
@@ -72,10 +74,24 @@ def variant(sources: tuple[int, ...], keep: bool, store: bool) -> int:
     return number | (64 if keep else 0) | (128 if store else 0)
 
 
-VARIANTS = 256
+LANES = 4  # a vector stencil's lanes: four doubles (AVX's registers; two SSE ones elsewhere)
+# How a vector stencil reads an operand: LANES slots from the hole on; one slot in every lane;
+# LANES slots from the hole on, last first
+VECTOR, BROADCAST, REVERSED = 0, 1, 2
+VECTOR_BASE = 256  # vector variants follow the scalar ones
 
 
-FORMAT = "stencils-4"  # the stencils' generator and calling convention: changed with them
+def vector_variant(kinds: tuple[int, ...]) -> int:
+    """The number of a vector stencil's variant: ``kinds[k]`` (:data:`VECTOR`, :data:`BROADCAST`,
+    :data:`REVERSED`) is how operand ``k`` is read; the result is always stored, :data:`LANES`
+    slots from the destination's hole on, and both registers pass through unchanged."""
+    return VECTOR_BASE + sum(kind * 3**k for k, kind in enumerate(kinds))
+
+
+VARIANTS = VECTOR_BASE + 27
+
+
+FORMAT = "stencils-5"  # the stencils' generator and calling convention: changed with them
 
 
 def library_digest() -> str:
@@ -122,8 +138,68 @@ def library_ir() -> str:
                     name = f"{PREFIX}{op}_{variant(sources, keep, store)}"
                     parts.append(f"define void @{name}(ptr noalias %f, double %acc, double %keep) {{\nentry:\n"
                                  + "\n".join(lines) + "\n}\n")
+    vector_declared: dict[str, str] = {}
+    parts += _vector_stencils(vector_declared)
     decls = "".join(f"declare double @{fn}({', '.join(['double'] * n)})\n" for fn, n in declared.items())
+    decls += "".join(f"declare <{LANES} x double> @{fn}({params})\n" for fn, params in vector_declared.items())
     return decls + "\n".join(parts) + "\nattributes #0 = { nobuiltin }\n"
+
+
+_LANEWISE = re.compile(r"^\{[rt]\}\w* = (fadd|fsub|fmul|fdiv) double \{\w+\}, \{\w+\}$"
+                       r"|^\{[rt]\}\w* = fneg double \{\w+\}$")
+_VECTOR_INTRINSICS = {"llvm.sqrt.f64": "llvm.sqrt.v4f64"}  # (of LANES doubles)
+
+
+def vector_lines(op: str, vals: list[str], r: str, t: str, declared: dict[str, str]) -> list[str] | None:
+    """IR lines computing primitive ``op`` lane by lane on vectors of :data:`LANES` doubles, from the
+    op table's own lowering, where that is IEEE arithmetic alone (each lane the bits of the scalar
+    lowering); None for any other op (a C library call, a comparison, a constant)."""
+    spec = PRIMITIVES[op]
+    lowering = spec.llvm
+    vec = f"<{LANES} x double>"
+    if isinstance(lowering, Inline):
+        template = lowering.template
+        if lowering.calls or not all(_LANEWISE.match(line) for line in template.split("\n")):
+            return None
+        return ["  " + ln for ln in template.replace("double", vec).format(*vals, r=r, t=t).split("\n")]
+    symbol = _VECTOR_INTRINSICS.get(lowering.symbol)
+    if symbol is None:
+        return None
+    declared[symbol] = ", ".join([vec] * spec.arity)
+    return [f"  {r} = call {vec} @{symbol}({', '.join(f'{vec} {v}' for v in vals)})"]
+
+
+def _vector_stencils(declared: dict[str, str]) -> list[str]:
+    """The vector stencils (``stencil_<op>_<vector variant>``) of the ops :func:`vector_lines` lowers."""
+    vec = f"<{LANES} x double>"
+    parts = []
+    for op, spec in PRIMITIVES.items():
+        vals = [f"%a{k}" for k in range(spec.arity)]
+        lines = vector_lines(op, vals, "%r", "%t", declared)
+        if lines is None:
+            continue
+        for kinds in itertools.product((VECTOR, BROADCAST, REVERSED), repeat=spec.arity):
+            loads = []
+            for k, kind in enumerate(kinds):
+                loads.append(f"  %p{k} = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[k]} to i64)")
+                if kind == VECTOR:
+                    loads.append(f"  %a{k} = load {vec}, ptr %p{k}, align 8")
+                elif kind == REVERSED:
+                    last_first = ", ".join(f"i32 {LANES - 1 - j}" for j in range(LANES))
+                    loads += [f"  %v{k} = load {vec}, ptr %p{k}, align 8",
+                              f"  %a{k} = shufflevector {vec} %v{k}, {vec} poison, <{LANES} x i32> <{last_first}>"]
+                else:
+                    loads += [f"  %s{k} = load double, ptr %p{k}",
+                              f"  %i{k} = insertelement {vec} poison, double %s{k}, i64 0",
+                              f"  %a{k} = shufflevector {vec} %i{k}, {vec} poison, <{LANES} x i32> zeroinitializer"]
+            body = loads + lines + [
+                f"  %po = getelementptr i8, ptr %f, i64 ptrtoint (ptr @{HOLES[3]} to i64)",
+                f"  store {vec} %r, ptr %po, align 8",
+                f"  musttail call void @{NEXT}(ptr %f, double %acc, double %keep)", "  ret void"]
+            name = f"{PREFIX}{op}_{vector_variant(kinds)}"
+            parts.append(f"define void @{name}(ptr noalias %f, double %acc, double %keep) {{\nentry:\n"
+                         + "\n".join(body) + "\n}\n")
+    return parts
 
 
 # The record a stitched program's entries read (see symad.native.stitcher): eight-byte fields.
@@ -225,6 +301,11 @@ class Library:
     addresses: list[int | None] | None = None  # the calls' addresses in this process, once found
     tail: np.ndarray | None = None  # the bytes after a stitched body (the stitcher's, once built)
     split: tuple | None = None  # the relocations, holes and relative ones apart (the stitcher's, once built)
+
+    @property
+    def vectorizable(self) -> np.ndarray:
+        """By op number: whether the op has vector stencils."""
+        return self.variants[:, VECTOR_BASE] >= 0
 
 
 TABLES_FORMAT = "stencil-tables-1"  # the layout of :func:`tables`: changed with it or with Library's arrays

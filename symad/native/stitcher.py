@@ -27,8 +27,8 @@ import numpy as np
 
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
-from symad.native import elf, fastcall
-from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, Library
+from symad.native import elf, fastcall, packing
+from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, VECTOR_BASE, Library
 from symad.schedule.schedule import Schedule
 
 _RET = 0xC3
@@ -71,25 +71,72 @@ def layout(schedule: Schedule, library: Library,
     frame = np.zeros(base + n)
     frame[n_in:base] = [schedule.consts[node] for node in const_nodes]
     outs = slot(np.array(schedule.outputs, dtype=np.int64))
-
-    sources, keep = registers(operands, arity, base)
-    reads_memory = (sources == MEMORY) & (np.arange(3) < arity[:, None])
-    read = np.zeros(base + n, dtype=bool)  # read from the frame, or an output
-    read[operands[:, :3][reads_memory]] = True
-    read[outs] = True
-    number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2]  # (int8: at most 42)
-    number = number + 64 * keep + 128 * read[base:]
-    stencil = library.variants[op_ids, number]
     # The outputs' slots one after another, in order, where each is a step of its own: the entries
     # then copy them out in one block (gathering a thousand partials one by one costs more).
-    if block_outputs and len(outs) and (outs >= base).all() and len(set(outs.tolist())) == len(outs):
-        order = np.full(base + n, -1, dtype=np.int64)
+    block = block_outputs and len(outs) and (outs >= base).all() and len(set(outs.tolist())) == len(outs)
+    found = None
+    if block and library.vectorizable.any():
+        found = packing.find(operands, arity, op_ids, library.vectorizable, outs, n_in, frame,
+                             library.ops.get("add", -1))
+    if found is not None:
+        frame = np.concatenate([frame, found.const_values])
+        entry_ops, entry_arity, result, op_ids, pack_of = _entries(operands, arity, op_ids, found, base)
+    else:
+        entry_ops, entry_arity, result, pack_of = operands, arity, operands[:, 3], None
+
+    scalar = result >= 0
+    sources, keep = registers(entry_ops, entry_arity, result, len(frame))
+    reads_memory = (sources == MEMORY) & (np.arange(3) < entry_arity[:, None])
+    read = np.zeros(len(frame), dtype=bool)  # read from the frame, or an output
+    read[entry_ops[:, :3][reads_memory]] = True
+    read[outs] = True
+    if pack_of is not None:  # a pack reads every lane of its operands
+        lanes = found.groups  # type: ignore[union-attr]
+        for k in range(3):
+            present = arity[lanes[:, 0]] > k
+            read[operands[lanes[present], k]] = True
+    number = sources[:, 0] + 4 * sources[:, 1] + 16 * sources[:, 2]  # (int8: at most 42)
+    number = number + 64 * keep + 128 * read[np.maximum(result, 0)]
+    if pack_of is not None:
+        number[~scalar] = VECTOR_BASE + found.kinds[pack_of[~scalar]] @ (3 ** np.arange(3))  # type: ignore[union-attr]
+    stencil = library.variants[op_ids, number]
+    if block:
+        order = np.full(len(frame), -1, dtype=np.int64)
         order[:base] = np.arange(base)
         order[outs] = base + np.arange(len(outs))
-        rest = order[base:] < 0
-        order[base:][rest] = base + len(outs) + np.arange(int(rest.sum()))
-        operands, outs = order[operands], order[outs]
-    return stencil, operands, frame, outs
+        at = base + len(outs)
+        if found is not None:  # each pack's lanes one after another, in order (seeds are outputs)
+            laid = np.lexsort((found.seed, found.path))
+            lanes = found.groups[laid[found.path[laid] > 0]].reshape(-1) + base
+            order[lanes] = at + np.arange(len(lanes))
+            at += len(lanes)
+        rest = np.flatnonzero(order < 0)
+        order[rest] = at + np.arange(len(rest))
+        entry_ops, outs = order[entry_ops], order[outs]
+    return stencil, entry_ops, frame, outs
+
+
+def _entries(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, found: packing.Packs,
+             base: int) -> tuple[np.ndarray, ...]:
+    """The program's stencils in the order they run, with packs: the steps not in a pack in
+    their order, each pack right after the step it runs after (:class:`packing.Packs`).  Each
+    entry's operands (a pack's: the slots it reads, and its first lane's as the destination),
+    arity, result slot (-1: a pack), op number and pack (-1: a step)."""
+    n = len(arity)
+    in_pack = np.zeros(n, dtype=bool)
+    in_pack[found.groups] = True
+    steps = np.flatnonzero(~in_pack)
+    m = len(found.groups)
+    position = np.concatenate([steps, found.after])
+    tie = np.concatenate([np.zeros(len(steps), dtype=np.int64), 1 + found.depth])
+    order = np.lexsort((tie, position))
+    pack_of = np.concatenate([np.full(len(steps), -1, dtype=np.int64), np.arange(m)])[order]
+    first_lane = found.groups[:, 0]
+    entry_ops = np.concatenate([operands[steps], np.column_stack([found.slots, base + first_lane])])[order]
+    result = np.where(pack_of >= 0, -1, entry_ops[:, 3])
+    entry_arity = np.concatenate([arity[steps], arity[first_lane]])[order]
+    entry_op_ids = np.concatenate([op_ids[steps], op_ids[first_lane]])[order]
+    return entry_ops, entry_arity, result, entry_op_ids, pack_of
 
 
 _TABLE_RATIO, _TABLE_SLACK = 8, 4096  # a table by node id where its ids are this dense (see _slots)
@@ -119,35 +166,44 @@ def _slots(*parts: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return table.__getitem__
 
 
-def registers(operands: np.ndarray, arity: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each step reads its operands (:data:`~symad.native.stencils.MEMORY`, ``ACC``, ``KEEP``;
-    a row of three, unused ones ``MEMORY``), and which steps keep their result in ``KEEP``.
+def registers(operands: np.ndarray, arity: np.ndarray, result: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each entry (a step, or a pack: ``result`` -1) reads its operands
+    (:data:`~symad.native.stencils.MEMORY`, ``ACC``, ``KEEP``; a row of three, unused ones
+    ``MEMORY``), and which steps keep their result in ``KEEP``; ``slots``: the frame's size.
 
     ``ACC`` holds the last result not kept (most often the previous step's).  ``KEEP`` serves
     chains: a step whose result is next read two or more steps later, by a step whose own result
     is read so too (a running sum ``s = s + term``: the sum waits in ``KEEP`` while the term is
     computed), keeps it, chosen greedily by the end of the wait (most waits, none overlapping); a
     chain's links then pass in a register, not through a store and a load, which would lengthen
-    every link by the store's forwarding latency."""
+    every link by the store's forwarding latency.  A pack reads the frame, and leaves both
+    registers as they were."""
     n = len(operands)
-    present = np.arange(3) < arity[:, None]
+    scalar = result >= 0
+    present = (np.arange(3) < arity[:, None]) & scalar[:, None]
     step = np.broadcast_to(np.arange(n)[:, None], (n, 3))
-    producer = operands[:, :3] - base  # the step computing an operand (negative: an input or constant)
+    if n and result[-1] - result[0] == n - 1 and scalar.all():  # step i's result in slot first + i
+        producer = operands[:, :3] - result[0]
+        producer[producer < 0] = -1
+    else:
+        at = np.full(slots, -1, dtype=np.int64)
+        at[result[scalar]] = np.flatnonzero(scalar)
+        producer = at[operands[:, :3]]  # the entry computing an operand (-1: an input, constant or pack)
     far = present & (producer >= 0) & (step >= producer + 2)
-    first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more steps on
+    first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more entries on
     np.minimum.at(first_far, producer[far], step[far])
     waits = np.flatnonzero(first_far < n)
     ends = first_far[waits]
     chain = first_far[ends] < n  # the reader's own result waits too: a link of a chain
     keep = np.zeros(n, dtype=bool)
     keep[_earliest_ends(waits[chain], ends[chain], n)] = True
-    # The results in the registers before each step: in KEEP the last kept one before it, in ACC
-    # the last one not kept (a kept result leaves ACC as it was).
-    kept_slot = _last_before(keep, base)
-    acc_slot = _last_before(~keep, base)
-    slots = operands[:, :3]
-    in_keep = present & (slots == kept_slot[:, None])
-    in_acc = present & (slots == acc_slot[:, None]) & ~in_keep
+    # The results in the registers before each entry: in KEEP the last kept one before it, in ACC
+    # the last one not kept (a kept result, and a pack, leave ACC as it was).
+    kept_slot = _last_before(keep, result)
+    acc_slot = _last_before(~keep & scalar, result)
+    slots_read = operands[:, :3]
+    in_keep = present & (slots_read == kept_slot[:, None])
+    in_acc = present & (slots_read == acc_slot[:, None]) & ~in_keep
     sources = np.full((n, 3), MEMORY, dtype=np.int8)
     sources[in_keep] = KEEP
     sources[in_acc] = ACC
@@ -186,12 +242,11 @@ def _earliest_ends(starts: np.ndarray, ends: np.ndarray, n: int) -> np.ndarray:
     return starts[np.cumsum(runs[:m]) > 0]
 
 
-def _last_before(which: np.ndarray, base: int) -> np.ndarray:
-    """For each step, the frame slot of the result of the last step before it where ``which`` holds
-    (-1: none)."""
+def _last_before(which: np.ndarray, result: np.ndarray) -> np.ndarray:
+    """For each entry, the result slot of the last entry before it where ``which`` holds (-1: none)."""
     at = np.where(which, np.arange(len(which)), -1)
     last = np.concatenate([[-1], np.maximum.accumulate(at)[:-1]]) if len(which) else at
-    return np.where(last >= 0, last + base, -1)
+    return np.where(last >= 0, result[last], -1)
 
 
 _CHUNK = 1 << 14  # steps copied and patched at a time (see body)

@@ -259,7 +259,7 @@ def test_a_running_sum_waits_in_a_register_and_gives_the_same_bits():
     library = jit._load_stencils()[0]
     stencil, operands, _, _ = stitching.layout(schedule, library, block_outputs=False)
     arity = np.array([len(args) for _, _, args in schedule.steps])
-    sources, keep = stitching.registers(operands, arity, operands[0, 3])
+    sources, keep = stitching.registers(operands, arity, operands[:, 3], int(operands.max()) + 1)
     assert keep.sum() >= n - 2 and (sources == stencils.KEEP).sum() >= n - 2
     # a KEEP read is of the last kept result before it
     for i in np.flatnonzero((sources == stencils.KEEP).any(axis=1)):

@@ -1,0 +1,289 @@
+"""Packing: the steps of a stitched program that run four at a time in vector stencils.
+
+A written-out problem repeats itself: the partials of Rosenbrock's terms are the same few steps on
+neighbouring variables.  As LLVM's SLP vectoriser does, packs grow down from seeds: four
+neighbouring outputs computed by one op, and four terms of one shape that a written-out sum adds
+one by one.  A pack's operands, lane by lane, are read as one vector, so each operand is one of
+
+* one slot for every lane (a broadcast);
+* four neighbouring inputs, in order or last first;
+* four constants, copied to four new slots of the frame's template (a constant block);
+* four steps of one op that has vector stencils: a pack of its own, and so on down;
+* four lanes of packs already found, neighbours in their layout (in order or last first).
+
+Each pack belongs to a seed and a path (the operand positions followed from the seed); the
+packs of one path are laid out seed after seed, so four lanes across two neighbouring packs are
+neighbours too: a term read by its own partial and by its neighbour's is one vector read either
+way.  A vector is never read from four slots that four scalar stencils stored (the load would
+wait for the stores to reach the cache): a pack whose operand pack is dropped is dropped too.
+
+A pack runs right after the last step it reads; a sum's terms where their first lane ran, so
+that their work stays between the links of the sum's chain.  It is kept only where every step
+reading one of its lanes still runs after it.  Each lane computes the bits of its scalar step
+(the vector stencils are the op table's lowerings lane by lane: IEEE arithmetic alone).
+
+Everything is NumPy over the packs of one level of the growth at a time; a program whose seeds
+hold under a tenth of its steps is not searched (random code gains nothing, and the search
+would cost it a fifth of its stitching).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from symad.native.stencils import BROADCAST, LANES, REVERSED, VECTOR
+
+_MAX_LEVELS = 64  # packs grown this many levels down at most
+_MAX_DROPS = 16  # rounds of dropping packs that would run after a reader (see find)
+_MIN_SEEDED = 0.1  # the share of a program's steps its seeds must hold for a search
+_STEP = np.arange(LANES)  # a lane's offset from the first
+
+
+@dataclass
+class Packs:
+    """What :func:`find` found, in the slots of :func:`symad.native.stitcher.layout` before its
+    outputs are put one after another (step ``i``'s result in slot ``base + i``).
+
+    ``groups`` (rows of :data:`LANES` steps) are the packs; ``kinds`` (a row of three, unused
+    ones ``VECTOR``) say how each operand is read and ``slots`` the slot it is read from (a
+    :data:`VECTOR` operand: its first lane's); ``const_values`` are the constant blocks, in slots
+    ``base + n`` on (``n`` the number of steps).  A pack runs right after step ``after`` (-1:
+    first), after the packs there of lower ``depth``.  The packs' lanes are laid out one after
+    another in the order of ``path`` then ``seed`` (the outputs' packs, path 0, are outputs already)."""
+
+    groups: np.ndarray
+    kinds: np.ndarray
+    slots: np.ndarray
+    const_values: np.ndarray
+    after: np.ndarray
+    depth: np.ndarray
+    path: np.ndarray
+    seed: np.ndarray
+
+
+def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray,
+         outs: np.ndarray, n_in: int, frame: np.ndarray, add: int = -1) -> Packs | None:
+    """The packs of a program (see the module's text): ``operands`` (a row of three slots a step,
+    unused ones repeating the first), each step's ``arity`` and op number, ``vectorizable`` by op
+    number, the outputs' slots (each a step of its own, all distinct), ``n_in`` inputs and the
+    frame's template (inputs, then constants, then a slot a step); None where there are none.
+    ``add``: the op number of addition, whose chains (a written-out sum) seed packs too.
+
+    Each pack belongs to a seed (the four outputs it grew from) and a path (the operand positions
+    followed from the outputs).  The packs of one path, seed after seed, are laid out one after
+    another, so that four lanes across two neighbouring seeds' packs are neighbours too: a term of
+    a written-out sum read by its own partial and by its neighbour's (Rosenbrock's ``x[i+1]``
+    and ``x[i]``) is one vector read either way."""
+    n = len(arity)
+    base = len(frame) - n
+    seeds = outs[1:1 + (len(outs) - 1) // LANES * LANES].reshape(-1, LANES) - base
+    numbers = np.flatnonzero(_isomorphic(seeds, op_ids, vectorizable))  # (a seed's number: its outputs' place)
+    is_output = np.zeros(n, dtype=bool)
+    is_output[outs - base] = True
+    terms, term_seed, term_path = _sum_terms(operands, arity, op_ids, vectorizable, add, base, n_in, is_output,
+                                             _MIN_SEEDED * n - LANES * len(numbers))
+    if LANES * (len(numbers) + len(terms)) < _MIN_SEEDED * n:
+        return None  # (too irregular a program to pay for the search)
+    top = n // LANES + 1
+    groups = np.zeros((top, LANES), dtype=np.int64)
+    kinds = np.full((top, 3), VECTOR, dtype=np.int64)
+    slots = np.zeros((top, 3), dtype=np.int64)
+    needs = np.full((top, 6), -1, dtype=np.int64)  # the packs whose results a pack reads
+    ok = np.zeros(top, dtype=bool)
+    g_seed = np.zeros(top, dtype=np.int64)
+    g_path = np.zeros(top, dtype=np.int64)
+    group_of = np.full(n, -1, dtype=np.int64)
+    place = np.full(n, -1, dtype=np.int64)  # a step's place in its path: LANES * seed + lane
+    taken = np.zeros(n, dtype=bool)  # outputs, and steps in a pack
+    taken[outs - base] = True
+    consts: list[np.ndarray] = []
+    n_groups, n_paths = 0, 1 + (int(term_path.max()) + 1 if len(terms) else 0)
+
+    def new_groups(rows: np.ndarray, seed: np.ndarray, path: np.ndarray) -> np.ndarray:
+        nonlocal n_groups
+        ids = n_groups + np.arange(len(rows))
+        groups[ids], g_seed[ids], g_path[ids] = rows, seed, path
+        group_of[rows] = ids[:, None]
+        place[rows] = LANES * seed[:, None] + np.arange(LANES)
+        taken[rows] = True
+        n_groups += len(rows)
+        return ids
+
+    level = np.concatenate([new_groups(seeds[numbers], numbers, np.zeros(len(numbers), dtype=np.int64)),
+                            new_groups(terms, term_seed, 1 + term_path)])
+    for _ in range(_MAX_LEVELS):
+        if not len(level):
+            break
+        lanes = groups[level]
+        ok[level] = True
+        grown = []
+        arity_of = arity[lanes[:, 0]]
+        for k in range(int(arity_of.max())):
+            has = arity_of > k
+            o = operands[lanes, k]  # (packs, LANES) slots
+            lane0 = o[:, :1]
+            same = (o == lane0).all(axis=1) & has
+            inputs = (o == lane0 + _STEP).all(axis=1) & (o[:, -1] < n_in) & has
+            backwards = (o == lane0 - _STEP).all(axis=1) & (o[:, 0] < n_in) & has  # (read last first)
+            lowest, highest = o.min(axis=1), o.max(axis=1)
+            constant = (lowest >= n_in) & (highest < base) & ~same & has
+            steps = (lowest >= base) & ~same & has
+            vector = inputs
+            if steps.any():
+                s = np.where(steps[:, None], o - base, 0)
+                g = group_of[s]
+                # four places in a row along one path: one pack's lanes, or two neighbouring seeds'
+                existing = steps & (g >= 0).all(axis=1) & (g_path[g] == g_path[g[:, :1]]).all(axis=1)
+                placed = place[s] - place[s[:, :1]]
+                backwards = backwards | (existing & (placed == -_STEP).all(axis=1))
+                existing &= (placed == _STEP).all(axis=1) | backwards
+                rows = level[existing]
+                needs[rows, 2 * k], needs[rows, 2 * k + 1] = g[existing, 0], g[existing, -1]
+                fresh = steps & ~existing & ~taken[s].any(axis=1) & _isomorphic(s, op_ids, vectorizable)
+                ordered = np.sort(s, axis=1)
+                fresh &= (ordered[:, 1:] != ordered[:, :-1]).all(axis=1)
+                if fresh.any():  # no lane reading another (a vector stencil computes them at once)
+                    reads = operands[s[fresh], :3][:, :, :, None] - base  # (rows, LANES, 3, 1)
+                    fresh[fresh] = ~(reads == s[fresh][:, None, None, :]).any(axis=(1, 2, 3))
+                rows = np.flatnonzero(fresh)
+                if len(rows):  # a step two rows would claim goes to the first
+                    flat = s[rows].reshape(-1)
+                    owner = np.full(n, len(flat), dtype=np.int64)
+                    np.minimum.at(owner, flat, np.arange(len(flat)))
+                    claimed = (owner[flat] == np.arange(len(flat))).reshape(-1, LANES).all(axis=1)
+                    fresh[rows[~claimed]] = False
+                    rows = rows[claimed]
+                    path = n_paths + _compact(g_path[level[rows]])
+                    n_paths = int(path.max()) + 1
+                    ids = new_groups(s[rows], g_seed[level[rows]], path)
+                    needs[level[rows], 2 * k] = ids
+                    grown.append(ids)
+                vector = vector | existing | fresh
+            rows = np.flatnonzero(constant)
+            if len(rows):
+                at = sum(map(len, consts))
+                consts.append(frame[o[rows]].reshape(-1))
+                slots[level[rows], k] = base + n + at + LANES * np.arange(len(rows))
+            kinds[level[same], k] = BROADCAST
+            kinds[level[backwards], k] = REVERSED
+            read = same | vector | backwards
+            slots[level[read], k] = np.where(backwards[read], o[read, -1], o[read, 0])
+            ok[level] &= ~has | read | constant
+        level = np.concatenate(grown) if grown else np.zeros(0, dtype=np.int64)
+    groups, kinds, slots, needs, ok, g_seed, g_path = (
+        a[:n_groups] for a in (groups, kinds, slots, needs, ok, g_seed, g_path))
+    if not ok.any():
+        return None
+    terms_seeded = np.zeros(n_groups, dtype=bool)
+    terms_seeded[len(numbers):len(numbers) + len(terms)] = True
+    packed, after, depth = _placed(operands, arity, groups, needs, ok, base, terms_seeded)
+    if not packed.any():
+        return None
+    const_values = np.concatenate(consts) if consts else np.zeros(0)
+    return Packs(groups[packed], kinds[packed], slots[packed], const_values, after[packed], depth[packed],
+                 g_path[packed], g_seed[packed])
+
+
+def _sum_terms(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray, add: int,
+               base: int, n_in: int, is_output: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Seeds from written-out sums: the terms a chain of additions adds one by one (an addition
+    one of whose operands is an addition: the other is a term), four at a time among the terms
+    of one shape (their op, and the op, input or constant each operand comes from), in the
+    order they run; each seed's number in its shape and the shape's number (a path).  None
+    where there are fewer than ``floor`` terms."""
+    none = np.zeros((0, LANES), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if add < 0:
+        return none
+    links = np.flatnonzero(op_ids == add)
+    a, b = operands[links, 0] - base, operands[links, 1] - base
+    chained_a = (a >= 0) & (op_ids[np.maximum(a, 0)] == add)
+    term = np.where(chained_a, b, a)
+    term = term[(chained_a | ((b >= 0) & (op_ids[np.maximum(b, 0)] == add))) & (term >= 0)]
+    term = term[~is_output[term] & vectorizable[op_ids[term]]]
+    if len(term) < max(LANES, floor):
+        return none
+    slots = operands[term, :3]
+    kind = np.where(slots < n_in, 0, np.where(slots < base, 1, op_ids[np.maximum(slots - base, 0)] + 2))
+    kind = np.where(np.arange(3) < arity[term][:, None], kind, -1)
+    order = np.lexsort((term, kind[:, 2], kind[:, 1], kind[:, 0], op_ids[term]))
+    term, shape = term[order], np.column_stack([op_ids[term], kind])[order]
+    fresh = np.ones(len(term), dtype=bool)
+    fresh[1:] = term[1:] != term[:-1]  # (a term of two sums once)
+    term, shape = term[fresh], shape[fresh]
+    starts = np.ones(len(term), dtype=bool)
+    starts[1:] = (shape[1:] != shape[:-1]).any(axis=1)
+    run = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    at = np.arange(len(term)) - first[run]
+    length = np.diff(np.append(first, len(term)))[run]
+    whole = at < length // LANES * LANES
+    term, run, at = term[whole], run[whole], at[whole]
+    if not len(term):
+        return none
+    return term.reshape(-1, LANES), at[::LANES] // LANES, _compact(run[::LANES])
+
+
+def _compact(keys: np.ndarray) -> np.ndarray:
+    """``keys`` (small non-negative integers) numbered 0, 1, ... in the order of their values
+    (not np.unique: NumPy's first call of it imports numpy.ma, milliseconds)."""
+    present = np.bincount(keys) > 0
+    return (np.cumsum(present) - 1)[keys]
+
+
+def _isomorphic(rows: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray) -> np.ndarray:
+    """Which rows of steps are of one op, one with vector stencils."""
+    ops = op_ids[rows]
+    return (ops == ops[:, :1]).all(axis=1) & vectorizable[ops[:, 0]]
+
+
+def _placed(operands: np.ndarray, arity: np.ndarray, groups: np.ndarray, needs: np.ndarray, ok: np.ndarray,
+            base: int, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which packs are kept, and where each runs: right after the last step it reads (or reads
+    through the packs it reads), ``after`` (-1: none), and after the packs there it reads
+    (``depth``: one more than theirs).  A pack is kept where every operand it reads from other
+    packs is a pack kept (never four slots stored by four scalar stencils: a vector load of
+    those waits for the stores to reach the cache) and every step reading one of its lanes runs
+    later.  Dropping a pack can drop others: rounds until none drops (at most :data:`_MAX_DROPS`)."""
+    n = len(arity)
+    present = np.arange(3) < arity[:, None]
+    reader = np.broadcast_to(np.arange(n)[:, None], (n, 3))[present]
+    producer = operands[:, :3][present] - base
+    reader, producer = reader[producer >= 0], producer[producer >= 0]
+    lane_in = (np.arange(3) < arity[groups][:, :, None])  # (packs, LANES, 3)
+    lane_from = np.where(lane_in, operands[groups, :3] - base, -1)
+    kept = ok.copy()
+    for _ in range(_MAX_DROPS):
+        while True:  # (along chains of packs reading packs)
+            reads_kept = ((needs < 0) | kept[needs]).all(axis=1)
+            if not (kept & ~reads_kept).any():
+                break
+            kept &= reads_kept
+        pack_of = np.full(n, -1, dtype=np.int64)
+        pack_of[groups[kept]] = np.flatnonzero(kept)[:, None]
+        from_pack = pack_of[np.maximum(lane_from, 0)]
+        scalar_from = np.where((lane_from >= 0) & (from_pack < 0), lane_from, -1).max(axis=(1, 2))
+        first_read = np.full(n, n, dtype=np.int64)  # each step's first reader not in a pack
+        scalar_reader = pack_of[reader] < 0
+        np.minimum.at(first_read, producer[scalar_reader], reader[scalar_reader])
+        read_at = first_read[groups].min(axis=1)
+        # where its first lane ran, if the steps it reads have run and no reader has yet
+        floor = np.maximum(scalar_from, np.where(terms, np.minimum(groups.min(axis=1) - 1, read_at - 1), -1))
+        after, depth = floor.copy(), np.zeros(len(groups), dtype=np.int64)
+        reads_pack = (lane_from >= 0) & (from_pack >= 0)
+        for _ in range(len(groups) + 1):  # along chains of packs reading packs (at most all of them)
+            theirs = np.where(reads_pack, after[from_pack], -1)
+            new_after = np.maximum(floor, theirs.max(axis=(1, 2)))
+            at_same = reads_pack & (theirs == new_after[:, None, None])
+            new_depth = np.where(at_same, depth[from_pack] + 1, 0).max(axis=(1, 2))
+            if (new_after == after).all() and (new_depth == depth).all():
+                break
+            after, depth = new_after, new_depth
+        else:  # packs reading each other round a cycle: no order runs them
+            break
+        late = kept & (read_at <= after)
+        if not late.any():
+            return kept, after, depth
+        kept &= ~late
+    return np.zeros_like(kept), np.zeros(len(groups), dtype=np.int64), np.zeros(len(groups), dtype=np.int64)
