@@ -37,7 +37,9 @@ from symad.native.stencils import BROADCAST, LANES, REVERSED, VECTOR
 
 _MAX_LEVELS = 64  # packs grown this many levels down at most
 _MAX_DROPS = 16  # rounds of dropping packs that would run after a reader (see find)
-_MIN_SEEDED = 0.1  # the share of a program's steps its seeds must hold for a search
+_MIN_SEEDED = 0.05  # the share of a program's steps its seeds must hold for a search
+_MIN_GROWN = 0.5  # the share of the seeds whose operands must all read as vectors for a search on,
+_FEW = 16  # where there are this many seeds or more (fewer are searched quickly)
 _STEP = np.arange(LANES)  # a lane's offset from the first
 
 
@@ -82,8 +84,8 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
     numbers = np.flatnonzero(_isomorphic(seeds, op_ids, vectorizable))  # (a seed's number: its outputs' place)
     is_output = np.zeros(n, dtype=bool)
     is_output[outs - base] = True
-    terms, term_seed, term_path = _sum_terms(operands, arity, op_ids, vectorizable, add, base, n_in, is_output,
-                                             _MIN_SEEDED * n - LANES * len(numbers))
+    terms, term_seed, term_path, span = _sum_terms(operands, arity, op_ids, vectorizable, add, base, n_in,
+                                                   is_output, _MIN_SEEDED * n - LANES * len(numbers))
     if LANES * (len(numbers) + len(terms)) < _MIN_SEEDED * n:
         return None  # (too irregular a program to pay for the search)
     top = n // LANES + 1
@@ -171,6 +173,8 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
             read = same | vector | backwards
             slots[level[read], k] = np.where(backwards[read], o[read, -1], o[read, 0])
             ok[level] &= ~has | read | constant
+        if level[0] == 0 and len(level) >= _FEW and ok[level].sum() < _MIN_GROWN * len(level):
+            return None  # (seeds of steps that do not line up: an irregular program)
         level = np.concatenate(grown) if grown else np.zeros(0, dtype=np.int64)
     groups, kinds, slots, needs, ok, g_seed, g_path = (
         a[:n_groups] for a in (groups, kinds, slots, needs, ok, g_seed, g_path))
@@ -178,7 +182,7 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
         return None
     terms_seeded = np.zeros(n_groups, dtype=bool)
     terms_seeded[len(numbers):len(numbers) + len(terms)] = True
-    packed, after, depth = _placed(operands, arity, groups, needs, ok, base, terms_seeded)
+    packed, after, depth = _placed(operands, arity, groups, needs, ok, base, terms_seeded, span)
     if not packed.any():
         return None
     const_values = np.concatenate(consts) if consts else np.zeros(0)
@@ -187,20 +191,23 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
 
 
 def _sum_terms(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray, add: int,
-               base: int, n_in: int, is_output: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               base: int, n_in: int, is_output: np.ndarray,
+               floor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int] | None]:
     """Seeds from written-out sums: the terms a chain of additions adds one by one (an addition
-    one of whose operands is an addition: the other is a term), four at a time among the terms
-    of one shape (their op, and the op, input or constant each operand comes from), in the
-    order they run; each seed's number in its shape and the shape's number (a path).  None
-    where there are fewer than ``floor`` terms."""
-    none = np.zeros((0, LANES), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    one of whose operands is an addition, a link: the other is a term), four at a time among the
+    terms of one shape (their op, and the op, input or constant each operand comes from), in the
+    order they run; each seed's number in its shape, the shape's number (a path), and the steps
+    of the first and last links (None: no chain).  No seeds where there are fewer than ``floor`` terms."""
     if add < 0:
-        return none
+        return np.zeros((0, LANES), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), None
     links = np.flatnonzero(op_ids == add)
     a, b = operands[links, 0] - base, operands[links, 1] - base
     chained_a = (a >= 0) & (op_ids[np.maximum(a, 0)] == add)
+    chained = chained_a | ((b >= 0) & (op_ids[np.maximum(b, 0)] == add))
+    span = (int(links[chained][0]), int(links[chained][-1])) if chained.any() else None
+    none = np.zeros((0, LANES), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), span
     term = np.where(chained_a, b, a)
-    term = term[(chained_a | ((b >= 0) & (op_ids[np.maximum(b, 0)] == add))) & (term >= 0)]
+    term = term[chained & (term >= 0)]
     term = term[~is_output[term] & vectorizable[op_ids[term]]]
     if len(term) < max(LANES, floor):
         return none
@@ -222,7 +229,7 @@ def _sum_terms(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vect
     term, run, at = term[whole], run[whole], at[whole]
     if not len(term):
         return none
-    return term.reshape(-1, LANES), at[::LANES] // LANES, _compact(run[::LANES])
+    return term.reshape(-1, LANES), at[::LANES] // LANES, _compact(run[::LANES]), span
 
 
 def _compact(keys: np.ndarray) -> np.ndarray:
@@ -239,13 +246,19 @@ def _isomorphic(rows: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray) 
 
 
 def _placed(operands: np.ndarray, arity: np.ndarray, groups: np.ndarray, needs: np.ndarray, ok: np.ndarray,
-            base: int, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which packs are kept, and where each runs: right after the last step it reads (or reads
-    through the packs it reads), ``after`` (-1: none), and after the packs there it reads
-    (``depth``: one more than theirs).  A pack is kept where every operand it reads from other
-    packs is a pack kept (never four slots stored by four scalar stencils: a vector load of
-    those waits for the stores to reach the cache) and every step reading one of its lanes runs
-    later.  Dropping a pack can drop others: rounds until none drops (at most :data:`_MAX_DROPS`)."""
+            base: int, terms: np.ndarray, span: tuple[int, int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which packs are kept, and where each runs: right after step ``after`` (-1: first), after the
+    packs there of lower ``depth``.
+
+    A pack runs right after the last step it reads (or reads through the packs it reads), a sum's
+    term (``terms``) where its first lane ran.  It is kept where every operand it reads from other
+    packs is a pack kept (never four slots stored by four scalar stencils: a vector load of those
+    waits for the stores to reach the cache) and every step reading one of its lanes runs later;
+    dropping a pack can drop others: rounds until none drops (at most :data:`_MAX_DROPS`).  Then,
+    where the program adds a sum link by link (its links at steps ``span``), the other packs are
+    spread among the links, each as near its share of the way as what it reads and what reads it
+    allow: a chain of additions is a chain of latencies, which the processor overlaps with the
+    packs' work only where they come between its links."""
     n = len(arity)
     present = np.arange(3) < arity[:, None]
     reader = np.broadcast_to(np.arange(n)[:, None], (n, 3))[present]
@@ -253,6 +266,8 @@ def _placed(operands: np.ndarray, arity: np.ndarray, groups: np.ndarray, needs: 
     reader, producer = reader[producer >= 0], producer[producer >= 0]
     lane_in = (np.arange(3) < arity[groups][:, :, None])  # (packs, LANES, 3)
     lane_from = np.where(lane_in, operands[groups, :3] - base, -1)
+    none = (np.zeros(len(groups), dtype=bool), np.zeros(len(groups), dtype=np.int64),
+            np.zeros(len(groups), dtype=np.int64))
     kept = ok.copy()
     for _ in range(_MAX_DROPS):
         while True:  # (along chains of packs reading packs)
@@ -263,27 +278,80 @@ def _placed(operands: np.ndarray, arity: np.ndarray, groups: np.ndarray, needs: 
         pack_of = np.full(n, -1, dtype=np.int64)
         pack_of[groups[kept]] = np.flatnonzero(kept)[:, None]
         from_pack = pack_of[np.maximum(lane_from, 0)]
+        reads_pack = (lane_from >= 0) & (from_pack >= 0)
         scalar_from = np.where((lane_from >= 0) & (from_pack < 0), lane_from, -1).max(axis=(1, 2))
         first_read = np.full(n, n, dtype=np.int64)  # each step's first reader not in a pack
         scalar_reader = pack_of[reader] < 0
         np.minimum.at(first_read, producer[scalar_reader], reader[scalar_reader])
         read_at = first_read[groups].min(axis=1)
-        # where its first lane ran, if the steps it reads have run and no reader has yet
         floor = np.maximum(scalar_from, np.where(terms, np.minimum(groups.min(axis=1) - 1, read_at - 1), -1))
-        after, depth = floor.copy(), np.zeros(len(groups), dtype=np.int64)
-        reads_pack = (lane_from >= 0) & (from_pack >= 0)
-        for _ in range(len(groups) + 1):  # along chains of packs reading packs (at most all of them)
-            theirs = np.where(reads_pack, after[from_pack], -1)
-            new_after = np.maximum(floor, theirs.max(axis=(1, 2)))
-            at_same = reads_pack & (theirs == new_after[:, None, None])
-            new_depth = np.where(at_same, depth[from_pack] + 1, 0).max(axis=(1, 2))
-            if (new_after == after).all() and (new_depth == depth).all():
-                break
-            after, depth = new_after, new_depth
-        else:  # packs reading each other round a cycle: no order runs them
-            break
+        edges = _edges(reads_pack, from_pack)
+        placed = _propagated(floor, *edges)
+        if placed is None:  # packs reading each other round a cycle: no order runs them
+            return none
+        after, depth = placed
         late = kept & (read_at <= after)
-        if not late.any():
+        if late.any():
+            kept &= ~late
+            continue
+        spread = np.flatnonzero(kept & ~terms)
+        if span is None or not len(spread):
             return kept, after, depth
-        kept &= ~late
-    return np.zeros_like(kept), np.zeros(len(groups), dtype=np.int64), np.zeros(len(groups), dtype=np.int64)
+        latest = _latest(read_at - 1, *edges)
+        order = spread[np.lexsort((depth[spread], after[spread]))]
+        share = span[0] + np.arange(len(order)) * (span[1] - span[0]) // len(order)
+        floor[order] = np.minimum(np.maximum(share, after[order]), latest[order])
+        placed = _propagated(floor, *edges)
+        return (kept, *placed) if placed is not None else none  # type: ignore[return-value]
+    return none
+
+
+def _edges(reads_pack: np.ndarray, from_pack: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which pack reads which (``reads_pack``: the lanes' operands that are ``from_pack``'s), each
+    pair once, in order of reader: the readers and the packs read."""
+    count = len(from_pack)
+    reader = np.broadcast_to(np.arange(count)[:, None, None], reads_pack.shape)[reads_pack]
+    pair = np.sort(reader * count + from_pack[reads_pack])
+    if len(pair):
+        pair = pair[np.append(True, pair[1:] != pair[:-1])]
+    return pair // count, pair % count
+
+
+def _propagated(floor: np.ndarray, reader: np.ndarray, read: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each pack's place: after ``floor`` and after every pack it reads (``reader`` reads ``read``,
+    in order of reader), at a ``depth`` one more than that of the packs it reads at the same place;
+    None where packs read each other round a cycle."""
+    after, depth = floor.copy(), np.zeros(len(floor), dtype=np.int64)
+    if not len(reader):
+        return after, depth
+    first = np.flatnonzero(np.append(True, reader[1:] != reader[:-1]))
+    readers = reader[first]
+    for _ in range(len(floor) + 1):  # along chains of packs reading packs (at most all of them)
+        theirs = after[read]
+        new_after = floor.copy()
+        new_after[readers] = np.maximum(floor[readers], np.maximum.reduceat(theirs, first))
+        at_same = np.where(theirs == new_after[reader], depth[read] + 1, 0)
+        new_depth = np.zeros(len(floor), dtype=np.int64)
+        new_depth[readers] = np.maximum.reduceat(at_same, first)
+        if (new_after == after).all() and (new_depth == depth).all():
+            return after, depth
+        after, depth = new_after, new_depth
+    return None
+
+
+def _latest(latest: np.ndarray, reader: np.ndarray, read: np.ndarray) -> np.ndarray:
+    """The latest place each pack can run: ``latest`` (before its steps' readers), and before the
+    packs reading it (``reader`` reads ``read``) can run."""
+    latest = latest.copy()
+    if not len(reader):
+        return latest
+    order = np.argsort(read, kind="stable")
+    reader, read = reader[order], read[order]
+    first = np.flatnonzero(np.append(True, read[1:] != read[:-1]))
+    reads = read[first]
+    for _ in range(len(latest) + 1):
+        bound = np.minimum(latest[reads], np.minimum.reduceat(latest[reader], first))
+        if (bound == latest[reads]).all():
+            break
+        latest[reads] = bound
+    return latest
