@@ -18,13 +18,15 @@ way.  A vector is never read from four slots that four scalar stencils stored (t
 wait for the stores to reach the cache): a pack whose operand pack is dropped is dropped too.
 
 A pack runs right after the last step it reads; a sum's terms where their first lane ran, so
-that their work stays between the links of the sum's chain.  It is kept only where every step
-reading one of its lanes still runs after it.  Each lane computes the bits of its scalar step
-(the vector stencils are the op table's lowerings lane by lane: IEEE arithmetic alone).
+that their work stays between the links of the sum's chain, and the other packs spread among
+those links (a chain of additions is a chain of latencies, which the processor overlaps with
+work placed between its links).  It is kept only where every step reading one of its lanes
+still runs after it.  Each lane computes the bits of its scalar step (the vector stencils are the
+op table's lowerings lane by lane: IEEE arithmetic alone).
 
-Everything is NumPy over the packs of one level of the growth at a time; a program whose seeds
-hold under a tenth of its steps is not searched (random code gains nothing, and the search
-would cost it a fifth of its stitching).
+Everything is NumPy over the packs of one level of the growth at a time.  Irregular code gains
+nothing and should pay little: a program whose seeds hold under a twentieth of its steps is not
+searched, nor one with many seeds most of whose operands do not read as vectors.
 """
 
 from __future__ import annotations
