@@ -101,7 +101,11 @@ def render(data: dict[str, Any]) -> str:
                         "additions, each waiting for the one before) with the next point's first ones, so this is "
                         "the code's throughput, not one call's latency.  The random program calls the C library "
                         "(sin, cos, exp, tanh, cosh) about once every fifteen operations, the same calls in every "
-                        "tier, which bounds how much faster than the instructions any native code of it can be.\n\n"
+                        "tier, which bounds how much faster than the instructions any native code of it can be.  "
+                        "Stitched code runs the regular parts of a program four steps at a time (packs of vector "
+                        "stencils, as LLVM's SLP vectoriser packs -O2 code; -O2 code uses this machine's widest "
+                        "vectors): a written-out Rosenbrock or normalisation mostly in packs, the random program "
+                        "step by step.\n\n"
                         + table(["workload", "operations", "stitched", "-O2", "-O0", "instructions",
                                  "stitched / -O2", "instructions / stitched", "stitched code alone",
                                  "-O2 code alone", "alone: stitched / -O2", "stitch", "-O0 compile",
