@@ -39,6 +39,7 @@ from symad.native.stencils import BROADCAST, LANES, REVERSED, VECTOR
 
 _MAX_LEVELS = 64  # packs grown this many levels down at most
 _MAX_DROPS = 16  # rounds of dropping packs that would run after a reader (see find)
+_MAX_CHAIN = 256  # packs reading packs reading packs ...: no packs past this many (their placing costs rounds)
 _MIN_SEEDED = 0.05  # the share of a program's steps its seeds must hold for a search
 _MIN_GROWN = 0.5  # the share of the seeds whose operands must all read as vectors for a search on,
 _FEW = 16  # where there are this many seeds or more (fewer are searched quickly)
@@ -300,11 +301,15 @@ def _placed(operands: np.ndarray, arity: np.ndarray, groups: np.ndarray, needs: 
         if span is None or not len(spread):
             return kept, after, depth
         latest = _latest(read_at - 1, *edges)
+        if latest is None:
+            return kept, after, depth
         order = spread[np.lexsort((depth[spread], after[spread]))]
         share = span[0] + np.arange(len(order)) * (span[1] - span[0]) // len(order)
         floor[order] = np.minimum(np.maximum(share, after[order]), latest[order])
-        placed = _propagated(floor, *edges)
-        return (kept, *placed) if placed is not None else none  # type: ignore[return-value]
+        spread_out = _propagated(floor, *edges)
+        if spread_out is None or (kept & (read_at <= spread_out[0])).any():  # (never, but checked)
+            return kept, after, depth
+        return (kept, *spread_out)
     return none
 
 
@@ -322,13 +327,13 @@ def _edges(reads_pack: np.ndarray, from_pack: np.ndarray) -> tuple[np.ndarray, n
 def _propagated(floor: np.ndarray, reader: np.ndarray, read: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Each pack's place: after ``floor`` and after every pack it reads (``reader`` reads ``read``,
     in order of reader), at a ``depth`` one more than that of the packs it reads at the same place;
-    None where packs read each other round a cycle."""
+    None where packs read each other round a cycle (or along a chain longer than :data:`_MAX_CHAIN`)."""
     after, depth = floor.copy(), np.zeros(len(floor), dtype=np.int64)
     if not len(reader):
         return after, depth
     first = np.flatnonzero(np.append(True, reader[1:] != reader[:-1]))
     readers = reader[first]
-    for _ in range(len(floor) + 1):  # along chains of packs reading packs (at most all of them)
+    for _ in range(min(len(floor) + 1, _MAX_CHAIN)):  # along chains of packs reading packs
         theirs = after[read]
         new_after = floor.copy()
         new_after[readers] = np.maximum(floor[readers], np.maximum.reduceat(theirs, first))
@@ -341,9 +346,10 @@ def _propagated(floor: np.ndarray, reader: np.ndarray, read: np.ndarray) -> tupl
     return None
 
 
-def _latest(latest: np.ndarray, reader: np.ndarray, read: np.ndarray) -> np.ndarray:
+def _latest(latest: np.ndarray, reader: np.ndarray, read: np.ndarray) -> np.ndarray | None:
     """The latest place each pack can run: ``latest`` (before its steps' readers), and before the
-    packs reading it (``reader`` reads ``read``) can run."""
+    packs reading it (``reader`` reads ``read``) can run; None along a chain of packs longer than
+    :data:`_MAX_CHAIN`."""
     latest = latest.copy()
     if not len(reader):
         return latest
@@ -351,9 +357,9 @@ def _latest(latest: np.ndarray, reader: np.ndarray, read: np.ndarray) -> np.ndar
     reader, read = reader[order], read[order]
     first = np.flatnonzero(np.append(True, read[1:] != read[:-1]))
     reads = read[first]
-    for _ in range(len(latest) + 1):
+    for _ in range(min(len(latest) + 1, _MAX_CHAIN)):
         bound = np.minimum(latest[reads], np.minimum.reduceat(latest[reader], first))
         if (bound == latest[reads]).all():
-            break
+            return latest
         latest[reads] = bound
-    return latest
+    return None

@@ -9,6 +9,10 @@ read-only data and one trampoline per C function they call (``jmp *addr``), whic
 relative calls reach.  Every address in the body is relative, so the bytes are built before
 pages are mapped for them.
 
+Steps that repeat themselves run four at a time, as packs (:mod:`symad.native.packing`): a
+pack is one vector stencil in place of four, reading its operands as vectors from neighbouring
+slots, which the layout gives it.
+
 Everything is NumPy over arrays of steps and bytes (no Python loop per step past reading the
 schedule): all stencil copies are one gather from the library's bytes, and every patch one
 scattered write of four bytes.
@@ -398,6 +402,8 @@ class StitchedProgram:
         if len(schedule.inputs) + len(schedule.consts) + schedule.size > MAX_FRAME_SLOTS:
             raise PointError("a program this large has no stitched code")
         stencil, operands, frame, outs = layout(schedule, library)
+        if len(frame) > MAX_FRAME_SLOTS:  # (the packs' constant blocks lengthen it)
+            raise PointError("a program this large has no stitched code")
         # The record the entries read, which keeps alive what it points to: whoever holds ``call``
         # (a caller that took it just before this program was replaced) runs code still mapped.
         self.record = (ctypes.c_int64 * 6)()
