@@ -16,6 +16,7 @@ from symad.backends.tape import Tape
 from symad.core.dag import Graph
 from symad.native import jit as native
 from symad.runtime import policy
+from symad.runtime.program import faster
 from symad.runtime.tiering import COMPILE_AFTER_CALLS
 
 COMPILED = ["python", "native"] if native.available() else ["python"]
@@ -239,6 +240,7 @@ def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
     monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
     monkeypatch.setattr(policy, "compile_seconds",
                         lambda size, opt: 50 * (policy.CALL_S + policy.QUICK_S_PER_OP * size))
+    monkeypatch.setattr(program_mod, "faster", lambda *args: True)  # (which is faster: the next test)
     e = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph())
     p = program_mod.Program(e.graph, [e.id], [e.graph.var(v) for v in e.variables], "auto")
     quick = p.native
@@ -251,6 +253,46 @@ def test_quick_code_is_optimised_only_once_its_calls_have_paid(monkeypatch):
     assert p._compiling is not None  # the 50th starts -O2
     p.wait_native()
     assert p.native is not quick and p.point(x).tolist() == want
+
+
+@pytest.mark.parametrize("optimised_faster", [True, False])
+def test_optimised_code_replaces_quick_code_only_where_it_runs_faster(monkeypatch, optimised_faster):
+    """When -O2 code arrives, both codes are timed at a point of the calls that paid for it, and
+    the faster serves (stitched code can beat -O2 code); the counting wrapper goes either way."""
+    from symad.runtime import program as program_mod
+    monkeypatch.setattr(policy, "NATIVE_SYNC_OPS", 10)
+    monkeypatch.setattr(policy, "quick_calls_before_optimising", lambda size: 3)
+    timed = []
+
+    def faster(first, second, x, n_out):
+        timed.append(x.copy())
+        return optimised_faster
+
+    monkeypatch.setattr(program_mod, "faster", faster)
+    e = symad.parse("+".join(f"(1-x{i})^2 + 100*(x{i + 1}-x{i}^2)^2" for i in range(4)), Graph())
+    p = program_mod.Program(e.graph, [e.id], [e.graph.var(v) for v in e.variables], "auto")
+    quick = p.native
+    x = np.linspace(-1, 1, len(e.variables))
+    want = p.point(x).tolist()
+    p.point(x)
+    p.point(x)  # the third call starts -O2
+    p.wait_native()
+    assert len(timed) == 1 and timed[0].tolist() == x.tolist()
+    assert (p.native is not quick) == optimised_faster
+    assert p.call is p.native.call and p.point(x).tolist() == want
+
+
+def test_the_faster_of_two_calls_is_found():
+    """Two calls a thousandfold apart in their work: the faster one is found, either way round."""
+    x = np.zeros(3)
+
+    def quick(x, rest):
+        return 0.0
+
+    def slow(x, rest):
+        return float(sum(range(20_000)))
+
+    assert faster(quick, slow, x, 2) and not faster(slow, quick, x, 2)
 
 
 def test_prepare_waits_for_optimised_code_however_few_the_calls(monkeypatch):
