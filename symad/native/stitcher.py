@@ -32,7 +32,7 @@ import numpy as np
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
 from symad.native import elf, fastcall, packing
-from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, VECTOR_BASE, Library
+from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, VECTOR_BASE, Library, StencilError
 from symad.schedule.schedule import Schedule
 
 _RET = 0xC3
@@ -104,6 +104,8 @@ def layout(schedule: Schedule, library: Library,
     if pack_of is not None:
         number[~scalar] = VECTOR_BASE + found.kinds[pack_of[~scalar]] @ (3 ** np.arange(3))  # type: ignore[union-attr]
     stencil = library.variants[op_ids, number]
+    if (stencil < 0).any():  # (a library without a variant the layout asks for: never the stencils' own)
+        raise StencilError("the stencils lack a variant this program needs")
     if block:
         order = np.full(len(frame), -1, dtype=np.int64)
         order[:base] = np.arange(base)
