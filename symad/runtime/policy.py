@@ -11,9 +11,10 @@ operation to build, no compiler run) where this machine has them, else -O0 code 
 about the time Python needs to compile the same program); once they have cost what optimised
 code's compile will, a background thread compiles it, up to ``NATIVE_OPTIMIZE_OPS`` (-O2's
 time grows faster than linearly), and it serves from then on where it runs faster than the
-quick code (both timed when it arrives: stitched code often wins).  Past ``NATIVE_MAX_OPS`` (LLVM's memory), stitched code up
-to ``STITCH_MAX_OPS``, then Python code compiled in chunks, keep memory bounded.  The thresholds are read through
-this module at each use, so a test may change them.
+quick code (both timed when it arrives: stitched code often wins).  Past ``NATIVE_MAX_OPS``
+(LLVM's memory), stitched code up to ``STITCH_MAX_OPS``, then Python code compiled in chunks,
+keep memory bounded.  The thresholds are read through this module at each use, so a test may
+change them.
 """
 
 from __future__ import annotations
