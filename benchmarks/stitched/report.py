@@ -86,6 +86,15 @@ def render(data: dict[str, Any]) -> str:
                          fmt_ratio(vs_o2), fmt_ratio(vs_vm), fmt_time(r.get("stitched_alone_s")),
                          fmt_time(r.get("o2_alone_s")), fmt_ratio(alone),
                          fmt_time(r["stitch_build_s"]), fmt_time(r["o0_compile_s"]), fmt_time(r["o2_compile_s"])])
+        floor = ""
+        for r in data["percall"]:
+            libm, vm = r.get("libm_s"), r.get("vm_call_s")
+            if libm and vm:
+                floor = (f"  The {r['workload']} program's C library calls alone, as a program of their own (the same "
+                         f"functions, as many, on arguments like its own, summed; stitched code), take "
+                         f"{fmt_time(libm)} a call, against a fifth of the instructions' call, {fmt_time(vm / 5)}"
+                         + (": no native code of it that gives the C library's bits can be five times faster than "
+                            "the instructions." if libm > vm / 5 else "."))
         targets.append(["a call within 2x of -O2 code", "see below", _verdict(ok_o2)])
         targets.append(["a call at least 5x faster than the instructions", "see below", _verdict(ok_vm)])
         targets.append(["(the code alone, no call's entry: within 2x of -O2 code)", "see below", _verdict(ok_alone)])
@@ -105,7 +114,7 @@ def render(data: dict[str, Any]) -> str:
                         "Stitched code runs the regular parts of a program four steps at a time (packs of vector "
                         "stencils, as LLVM's SLP vectoriser packs -O2 code; -O2 code uses this machine's widest "
                         "vectors): a written-out Rosenbrock or normalisation mostly in packs, the random program "
-                        "step by step.\n\n"
+                        "step by step." + floor + "\n\n"
                         + table(["workload", "operations", "stitched", "-O2", "-O0", "instructions",
                                  "stitched / -O2", "instructions / stitched", "stitched code alone",
                                  "-O2 code alone", "alone: stitched / -O2", "stitch", "-O0 compile",

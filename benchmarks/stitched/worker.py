@@ -150,7 +150,42 @@ def percall(args: argparse.Namespace) -> None:
             alone[name].append((time.perf_counter() - t) / len(rows))
     emit(phase="percall", **{f"{name}_call_s": statistics.median(v) for name, v in times.items()},
          **{f"{name}_best_s": min(v) for name, v in times.items()},
-         **{f"{name}_alone_s": min(v) for name, v in alone.items()})
+         **{f"{name}_alone_s": min(v) for name, v in alone.items()},
+         **({"libm_s": library_calls_alone(schedule, args.repeats)} if args.workload == "random" else {}))
+
+
+C_LIBRARY = ("sin", "cos", "tan", "exp", "log", "sinh", "cosh", "tanh", "pow")  # the calls every tier makes
+
+
+def library_calls_alone(schedule: Any, repeats: int) -> float:
+    """A call of a program of ``schedule``'s C library calls alone (the same functions, as many,
+    on arguments like its own: a product of two of its inputs, 1 + a square for log), summed:
+    a floor under any native code of the schedule that gives the C library's bits (stitched
+    code, fastest block of ``repeats``)."""
+    import numpy as np
+
+    import symad
+    from symad.native import jit
+    from symad.schedule.schedule import Schedule
+
+    calls = [op for _, op, _ in schedule.steps if op in C_LIBRARY]
+    e = symad.parse("+".join(f"{op}(y{k})" for k, op in enumerate(calls)))
+    program = jit.stitch(Schedule.build(e.graph, [e.id], [e.graph.var(v) for v in e.variables]))
+    rng = np.random.default_rng(2)
+    y = rng.uniform(-1, 1, len(e.variables)) * rng.uniform(-1, 1, len(e.variables))
+    where = {v: k for k, v in enumerate(e.variables)}
+    for k, op in enumerate(calls):
+        if op == "log":
+            y[where[f"y{k}"]] = 1 + y[where[f"y{k}"]] ** 2
+    rest = np.empty(0)
+    reps = max(20, int(2e6 / max(1, len(calls) * 20)))
+    best = float("inf")
+    for _ in range(max(1, repeats) * 7):
+        t = time.perf_counter()
+        for _ in range(reps):
+            program.call(y, rest)
+        best = min(best, (time.perf_counter() - t) / reps)
+    return best
 
 
 def solveparts(args: argparse.Namespace) -> None:
