@@ -147,13 +147,13 @@ def library_ir() -> str:
 
 _LANEWISE = re.compile(r"^\{[rt]\}\w* = (fadd|fsub|fmul|fdiv) double \{\w+\}, \{\w+\}$"
                        r"|^\{[rt]\}\w* = fneg double \{\w+\}$")
-_VECTOR_INTRINSICS = {"llvm.sqrt.f64": "llvm.sqrt.v4f64"}  # (of LANES doubles)
 
 
 def vector_lines(op: str, vals: list[str], r: str, t: str, declared: dict[str, str]) -> list[str] | None:
     """IR lines computing primitive ``op`` lane by lane on vectors of :data:`LANES` doubles, from the
-    op table's own lowering, where that is IEEE arithmetic alone (each lane the bits of the scalar
-    lowering); None for any other op (a C library call, a comparison, a constant)."""
+    op table's own lowering, where that is IEEE arithmetic alone or an intrinsic the table marks
+    ``lanewise`` (each lane the bits of the scalar lowering); None for any other op (a C library
+    call, a comparison, a constant)."""
     spec = PRIMITIVES[op]
     lowering = spec.llvm
     vec = f"<{LANES} x double>"
@@ -162,9 +162,9 @@ def vector_lines(op: str, vals: list[str], r: str, t: str, declared: dict[str, s
         if lowering.calls or not all(_LANEWISE.match(line) for line in template.split("\n")):
             return None
         return ["  " + ln for ln in template.replace("double", vec).format(*vals, r=r, t=t).split("\n")]
-    symbol = _VECTOR_INTRINSICS.get(lowering.symbol)
-    if symbol is None:
+    if not lowering.lanewise or not lowering.symbol.endswith(".f64"):
         return None
+    symbol = f"{lowering.symbol[:-len('f64')]}v{LANES}f64"  # (the intrinsic on LANES doubles)
     declared[symbol] = ", ".join([vec] * spec.arity)
     return [f"  {r} = call {vec} @{symbol}({', '.join(f'{vec} {v}' for v in vals)})"]
 

@@ -98,7 +98,7 @@ define("exp", 1, math.exp, _np("exp", math.exp), (lambda a, out: out,), llvm=Cal
 define("log", 1, math.log, _np("log", math.log), (lambda a, out: 1.0 / a,), llvm=Call("llvm.log.f64"),
        domain=((0.7,), (2.5,)), doc="natural log; log(x, b) is log base b",
        latex=r"\log", sympy="log", math_raises="-math.inf if x == 0.0 else math.nan")
-define("sqrt", 1, math.sqrt, _np("sqrt"), (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64"),
+define("sqrt", 1, math.sqrt, _np("sqrt"), (lambda a, out: 0.5 / out,), llvm=Call("llvm.sqrt.f64", lanewise=True),
        domain=((0.7,), (2.5,)), latex=(r"\sqrt{", 0, "}"), sympy=Sympy(build=lambda sp, a: sp.sqrt(a)),
        math_raises=_NAN)  # (SymPy's sqrt is a power: read back as one, x**(1/2))
 define("abs", 1, abs, _np("absolute"), (lambda a, out: sign(a),), llvm=Call("llvm.fabs.f64"), domain=((0.7,), (-1.3,)),

@@ -71,6 +71,9 @@ class Call:
     # Called as `nobuiltin`, which LLVM leaves alone: its IR passes would rewrite pow(x, 0.5)
     # into sqrt(x) and pow(2, x) into exp2(x), 1 ulp off the C library's pow on ~0.1% of inputs.
     opaque: bool = False
+    # An intrinsic that the processor computes on a vector of doubles lane by lane, each lane's
+    # bits the scalar one's (IEEE's correctly rounded square root): vector stencils call it so.
+    lanewise: bool = False
 
 
 @dataclass(frozen=True)
