@@ -88,13 +88,14 @@ def render(data: dict[str, Any]) -> str:
                          fmt_time(r["stitch_build_s"]), fmt_time(r["o0_compile_s"]), fmt_time(r["o2_compile_s"])])
         floor = ""
         for r in data["percall"]:
-            libm, vm = r.get("libm_s"), r.get("vm_call_s")
-            if libm and vm:
-                floor = (f"  The {r['workload']} program's C library calls alone, as a program of their own (the same "
-                         f"functions, as many, on arguments like its own, summed; stitched code), take "
-                         f"{fmt_time(libm)} a call, against a fifth of the instructions' call, {fmt_time(vm / 5)}"
-                         + (": no native code of it that gives the C library's bits can be five times faster than "
-                            "the instructions." if libm > vm / 5 else "."))
+            libm, vm, calls = r.get("libm_s"), r.get("vm_call_s"), r.get("libm_calls")
+            if libm and vm and calls and r.get("ops"):
+                floor = (f"  The {r['workload']} program's {calls:,.0f} C library calls alone, as a program of their "
+                         f"own (the same functions, as many, on arguments like its own, summed; stitched code), "
+                         f"take {fmt_time(libm)} a call, {fmt_ratio(libm / (vm / 5))} times a fifth of the "
+                         f"instructions' call ({fmt_time(vm / 5)}), before any of its other "
+                         f"{r['ops'] - calls:,.0f} operations: any native code of it that gives the C library's "
+                         "bits spends about that on the calls alone.")
         targets.append(["a call within 2x of -O2 code", "see below", _verdict(ok_o2)])
         targets.append(["a call at least 5x faster than the instructions", "see below", _verdict(ok_vm)])
         targets.append(["(the code alone, no call's entry: within 2x of -O2 code)", "see below", _verdict(ok_alone)])

@@ -83,7 +83,8 @@ def percall(quick: bool, repeats: int) -> list[dict[str, Any]]:
                    for _ in range(n)]
         row: dict[str, Any] = {"workload": name, "size": size, "samples": samples}
         for key in ("ops", "stencils_load_s", "stitch_build_s", "o2_compile_s", "o0_compile_s", "stitched_call_s",
-                    "o2_call_s", "o0_call_s", "vm_call_s", "stitched_alone_s", "o2_alone_s", "libm_s"):
+                    "o2_call_s", "o0_call_s", "vm_call_s", "stitched_alone_s", "o2_alone_s", "libm_s",
+                    "libm_calls"):
             row[key] = _median(samples, key)
         rows.append(row)
         print(f"percall {name} {size}: {row}", file=sys.stderr)

@@ -151,17 +151,17 @@ def percall(args: argparse.Namespace) -> None:
     emit(phase="percall", **{f"{name}_call_s": statistics.median(v) for name, v in times.items()},
          **{f"{name}_best_s": min(v) for name, v in times.items()},
          **{f"{name}_alone_s": min(v) for name, v in alone.items()},
-         **({"libm_s": library_calls_alone(schedule, args.repeats)} if args.workload == "random" else {}))
+         **(library_calls_alone(schedule, args.repeats) if args.workload == "random" else {}))
 
 
 C_LIBRARY = ("sin", "cos", "tan", "exp", "log", "sinh", "cosh", "tanh", "pow")  # the calls every tier makes
 
 
-def library_calls_alone(schedule: Any, repeats: int) -> float:
+def library_calls_alone(schedule: Any, repeats: int) -> dict[str, float]:
     """A call of a program of ``schedule``'s C library calls alone (the same functions, as many,
-    on arguments like its own: a product of two of its inputs, 1 + a square for log), summed:
-    a floor under any native code of the schedule that gives the C library's bits (stitched
-    code, fastest block of ``repeats``)."""
+    on arguments like its own: a product of two of its inputs, 1 + a square for log), summed
+    (stitched code, fastest block of ``repeats``), and how many calls: what any native code of
+    the schedule that gives the C library's bits spends before its other operations."""
     import numpy as np
 
     import symad
@@ -185,7 +185,7 @@ def library_calls_alone(schedule: Any, repeats: int) -> float:
         for _ in range(reps):
             program.call(y, rest)
         best = min(best, (time.perf_counter() - t) / reps)
-    return best
+    return {"libm_s": best, "libm_calls": len(calls)}
 
 
 def solveparts(args: argparse.Namespace) -> None:
