@@ -92,8 +92,8 @@ def render(data: dict[str, Any]) -> str:
             if libm and vm and calls and r.get("ops"):
                 floor = (f"  The {r['workload']} program's {calls:,.0f} C library calls alone, as a program of their "
                          f"own (the same functions, as many, on arguments like its own, summed; stitched code), "
-                         f"take {fmt_time(libm)} a call, {fmt_ratio(libm / (vm / 5))} times a fifth of the "
-                         f"instructions' call ({fmt_time(vm / 5)}), before any of its other "
+                         f"take {fmt_time(libm)} a call ({fmt_ratio(libm / (vm / 5))}x a fifth of the "
+                         f"instructions' call, {fmt_time(vm / 5)}), before any of its other "
                          f"{r['ops'] - calls:,.0f} operations: any native code of it that gives the C library's "
                          "bits spends about that on the calls alone.")
         targets.append(["a call within 2x of -O2 code", "see below", _verdict(ok_o2)])
