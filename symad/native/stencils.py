@@ -20,6 +20,11 @@ frame register as it found them, so any sequence of them is one function too.  N
 and no IR passes: each op computes the bits of its lowering, as the interpreter and the
 compiled code do.
 
+Ops whose lowering is IEEE arithmetic alone (or an intrinsic the table marks ``lanewise``) also
+get vector stencils (:func:`vector_lines`): the same lowering on :data:`LANES` doubles, reading
+each operand as neighbouring slots, one slot broadcast, or neighbouring slots last first, for
+the stitcher's packs (:mod:`symad.native.packing`); each lane computes the scalar bits.
+
 :func:`library_ir` writes the stencils' IR (from whatever the table holds), :func:`entries_ir`
 the entry points that run a stitched body, and :func:`parse` reads the object code of the
 stencils into :class:`Library` arrays (without LLVM); :mod:`symad.native.jit` compiles and
