@@ -32,7 +32,19 @@ import numpy as np
 from symad.core.errors import PointError
 from symad.core.gcpause import without_gc
 from symad.native import elf, fastcall, packing
-from symad.native.stencils import ACC, HOLE, KEEP, MEMORY, PC_CALL, PC_DATA, PC_NEXT, VECTOR_BASE, Library, StencilError
+from symad.native.stencils import (
+    ACC,
+    HOLE,
+    KEEP,
+    LANES,
+    MEMORY,
+    PC_CALL,
+    PC_DATA,
+    PC_NEXT,
+    VECTOR_BASE,
+    Library,
+    StencilError,
+)
 from symad.schedule.schedule import Schedule
 
 _RET = 0xC3
@@ -109,17 +121,39 @@ def layout(schedule: Schedule, library: Library,
     if block:
         order = np.full(len(frame), -1, dtype=np.int64)
         order[:base] = np.arange(base)
-        order[outs] = base + np.arange(len(outs))
-        at = base + len(outs)
-        if found is not None:  # each pack's lanes one after another, in order (seeds are outputs)
+        at = base
+        if found is not None:  # the outputs' packs (from output 1 on) at a multiple of LANES slots
+            at += -(base + 1) % LANES
+        order[outs] = at + np.arange(len(outs))
+        at += len(outs)
+        if found is not None:  # each path's packs one after another from a multiple of LANES slots
             laid = np.lexsort((found.seed, found.path))
-            lanes = found.groups[laid[found.path[laid] > 0]].reshape(-1) + base
-            order[lanes] = at + np.arange(len(lanes))
-            at += len(lanes)
+            laid = laid[found.path[laid] > 0]
+            path = found.path[laid]
+            first = np.flatnonzero(np.append(True, path[1:] != path[:-1])).tolist() + [len(laid)]
+            place = np.empty(len(laid), dtype=np.int64)
+            for lo, hi in zip(first[:-1], first[1:]):  # (a pass a path: a few dozen)
+                at += -at % LANES
+                place[lo:hi] = at + LANES * np.arange(hi - lo)
+                at += LANES * (hi - lo)
+            order[found.groups[laid] + base] = place[:, None] + np.arange(LANES)
         rest = np.flatnonzero(order < 0)
         order[rest] = at + np.arange(len(rest))
+        laid_out = np.zeros(int(order.max()) + 1)
+        laid_out[order] = frame
+        frame = laid_out
         entry_ops, outs = order[entry_ops], order[outs]
     return stencil, entry_ops, frame, outs
+
+
+def aligned_copy(frame: np.ndarray) -> np.ndarray:
+    """A copy of ``frame`` whose first slot is at a multiple of 64 bytes (a pack's four slots,
+    at a multiple of four, then never straddle two cache lines)."""
+    room = np.empty(len(frame) + 8)
+    at = (-room.ctypes.data % 64) // 8
+    copy = room[at:at + len(frame)]
+    copy[:] = frame
+    return copy
 
 
 def _entries(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, found: packing.Packs,
@@ -416,7 +450,7 @@ class StitchedProgram:
         self.n_in, self.n_out = len(schedule.inputs), len(schedule.outputs)
         self.size = len(code)
         self.template = frame
-        self.frame = frame.copy()  # call's
+        self.frame = aligned_copy(frame)  # call's
         self.outs = outs
         block = bool(len(outs)) and bool((np.diff(outs) == 1).all())
         self.record[:] = (self.image.base, self.n_in, outs.ctypes.data, self.n_out,
@@ -431,10 +465,10 @@ class StitchedProgram:
 
     def point(self, inp: int, out0: int, rest: int) -> None:
         """Output 0 at the inputs at address ``inp`` to ``out0``, output k ≥ 1 to ``rest[k-1]``."""
-        frame = self.template.copy()
+        frame = aligned_copy(self.template)
         self.entries.point(self._address, frame.ctypes.data, inp, out0, rest)
 
     def batch(self, inp: int, out: int, n: int) -> None:
         """``n`` points, rows of inputs at ``inp``, into rows of outputs at ``out``."""
-        frame = self.template.copy()
+        frame = aligned_copy(self.template)
         self.entries.batch(self._address, frame.ctypes.data, inp, out, n)

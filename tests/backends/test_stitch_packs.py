@@ -193,3 +193,17 @@ def test_packs_run_after_the_steps_they_read_and_before_their_readers(text):
             producer = operands[step, k] - base
             if producer >= 0:  # (no lane of a pack reads another lane of it)
                 assert runs_at[producer] < runs_at[step]
+
+
+def test_packs_store_whole_aligned_blocks_of_a_frame_aligned_to_a_cache_line():
+    """Every pack stores its four lanes at a multiple of four slots, and every frame the code runs
+    in starts at a multiple of 64 bytes: no pack's store straddles two cache lines."""
+    schedule = _schedule(_rosenbrock(50))
+    library = jit._load_stencils()[0]
+    stencil, operands, frame, _ = stitching.layout(schedule, library)
+    vector = library.variants[:, stencils.VECTOR_BASE:]
+    packs = np.isin(stencil, vector[vector >= 0])
+    assert packs.sum() > 50 and (operands[packs, 3] % stencils.LANES == 0).all()
+    program = jit.stitch(schedule)
+    assert program.frame.ctypes.data % 64 == 0
+    assert all(stitching.aligned_copy(frame[:k]).ctypes.data % 64 == 0 for k in (1, 7, 100))
