@@ -125,6 +125,9 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
         ok[level] = True
         grown = []
         arity_of = arity[lanes[:, 0]]
+        if level[0] == 0 and len(level) >= _FEW and not _mostly_lined_up(operands[lanes, :3], arity_of, op_ids,
+                                                                          vectorizable, n_in, base):
+            return None  # (seeds of steps that do not line up: an irregular program)
         for k in range(int(arity_of.max())):
             has = arity_of > k
             o = operands[lanes, k]  # (packs, LANES) slots
@@ -240,6 +243,23 @@ def _compact(keys: np.ndarray) -> np.ndarray:
     (not np.unique: NumPy's first call of it imports numpy.ma, milliseconds)."""
     present = np.bincount(keys) > 0
     return (np.cumsum(present) - 1)[keys]
+
+
+def _mostly_lined_up(o: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray, n_in: int,
+                     base: int) -> bool:
+    """Whether at least :data:`_MIN_GROWN` of the seeds (their lanes' operand slots ``o``, of
+    shape (seeds, LANES, 3)) could read every operand as a vector: one slot, neighbouring inputs
+    or constants, or steps of one op with vector stencils (a quick look, before any claim)."""
+    first = o[:, :1, :]
+    same = (o == first).all(axis=1)
+    step = _STEP[:, None]
+    inputs = ((o == first + step).all(axis=1) | (o == first - step).all(axis=1)) & (o.max(axis=1) < n_in)
+    constant = (o.min(axis=1) >= n_in) & (o.max(axis=1) < base)
+    steps = o.min(axis=1) >= base
+    ops = op_ids[np.maximum(o - base, 0)]
+    alike = (ops == ops[:, :1, :]).all(axis=1) & vectorizable[ops[:, 0, :]]
+    fine = same | inputs | constant | (steps & alike) | (np.arange(3) >= arity[:, None])
+    return bool(fine.all(axis=1).sum() >= _MIN_GROWN * len(o))
 
 
 def _isomorphic(rows: np.ndarray, op_ids: np.ndarray, vectorizable: np.ndarray) -> np.ndarray:

@@ -139,9 +139,10 @@ def layout(schedule: Schedule, library: Library,
             order[found.groups[laid] + base] = place[:, None] + np.arange(LANES)
         rest = np.flatnonzero(order < 0)
         order[rest] = at + np.arange(len(rest))
-        laid_out = np.zeros(int(order.max()) + 1)
-        laid_out[order] = frame
-        frame = laid_out
+        if found is not None:  # (else the steps' slots, zeros, move among themselves alone)
+            laid_out = np.zeros(int(order.max()) + 1)
+            laid_out[order] = frame
+            frame = laid_out
         entry_ops, outs = order[entry_ops], order[outs]
     return stencil, entry_ops, frame, outs
 
