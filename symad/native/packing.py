@@ -76,8 +76,8 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
     frame's template (inputs, then constants, then a slot a step); None where there are none.
     ``add``: the op number of addition, whose chains (a written-out sum) seed packs too.
 
-    Each pack belongs to a seed (the four outputs it grew from) and a path (the operand positions
-    followed from the outputs).  The packs of one path, seed after seed, are laid out one after
+    Each pack belongs to a seed (the four outputs or sum terms it grew from) and a path (the
+    operand positions followed from the seed).  The packs of one path, seed after seed, are laid out one after
     another, so that four lanes across two neighbouring seeds' packs are neighbours too: a term of
     a written-out sum read by its own partial and by its neighbour's (Rosenbrock's ``x[i+1]``
     and ``x[i]``) is one vector read either way."""
