@@ -101,8 +101,7 @@ def find(operands: np.ndarray, arity: np.ndarray, op_ids: np.ndarray, vectorizab
     g_path = np.zeros(top, dtype=np.int64)
     group_of = np.full(n, -1, dtype=np.int64)
     place = np.full(n, -1, dtype=np.int64)  # a step's place in its path: LANES * seed + lane
-    taken = np.zeros(n, dtype=bool)  # outputs, and steps in a pack
-    taken[outs - base] = True
+    taken = is_output.copy()  # outputs, and steps in a pack
     consts: list[np.ndarray] = []
     n_groups, n_paths = 0, 1 + (int(term_path.max()) + 1 if len(terms) else 0)
 

@@ -56,10 +56,13 @@ _NODE, _OP, _ARGS = (operator.itemgetter(k) for k in range(3))  # a step's field
 @without_gc
 def layout(schedule: Schedule, library: Library,
            block_outputs: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each step's stencil (the library's number) and the frame slots of its operands (a row of
-    three, unused ones repeating the first) and of its result; the frame's template (inputs'
-    slots zero, constants in place); the outputs' slots (with ``block_outputs``, one after another
-    when they can be; else step ``i``'s result is in slot ``i`` past the inputs and constants).
+    """Each entry's stencil (the library's number: a step's, or a pack's of four steps, in the
+    order they run) and the frame slots of its operands (a row of three, unused ones repeating
+    the first; a pack's: the first of its four) and of its result; the frame's template (inputs'
+    slots zero, constants in place, the packs' constant blocks); the outputs' slots (with
+    ``block_outputs``, one after another when they can be, and packs found
+    (:func:`packing.find`) laid out at multiples of four slots; else step ``i``'s result is in
+    slot ``i`` past the inputs and constants).
 
     Operands are read from registers where :func:`registers` finds them there, and a result no
     step reads from the frame (nor an output) is not stored (:func:`stencils.variant`)."""
@@ -223,13 +226,9 @@ def registers(operands: np.ndarray, arity: np.ndarray, result: np.ndarray, slots
     scalar = result >= 0
     present = (np.arange(3) < arity[:, None]) & scalar[:, None]
     step = np.broadcast_to(np.arange(n)[:, None], (n, 3))
-    if n and result[-1] - result[0] == n - 1 and scalar.all():  # step i's result in slot first + i
-        producer = operands[:, :3] - result[0]
-        producer[producer < 0] = -1
-    else:
-        at = np.full(slots, -1, dtype=np.int64)
-        at[result[scalar]] = np.flatnonzero(scalar)
-        producer = at[operands[:, :3]]  # the entry computing an operand (-1: an input, constant or pack)
+    at = np.full(slots, -1, dtype=np.int64)
+    at[result[scalar]] = np.flatnonzero(scalar)
+    producer = at[operands[:, :3]]  # the entry computing an operand (-1: an input, constant or pack)
     far = present & (producer >= 0) & (step >= producer + 2)
     first_far = np.full(n, n, dtype=np.int64)  # each step's result's first read two or more entries on
     np.minimum.at(first_far, producer[far], step[far])
