@@ -283,16 +283,27 @@ def test_optimised_code_replaces_quick_code_only_where_it_runs_faster(monkeypatc
 
 
 def test_the_faster_of_two_calls_is_found():
-    """Two calls hundreds of times apart in their work: the faster one is found, either way round."""
+    """Two calls, one 300 times the other's time on a clock they advance (no real timing: the
+    test cannot depend on the machine's load), and one the process waited through once: the
+    faster one is found, either way round."""
     x = np.zeros(3)
+    now = [0.0]
+    waits = [1.0]  # one block of the quick call waits a whole second
+
+    def clock():
+        return now[0]
 
     def quick(x, rest):
+        now[0] += 1e-7 + waits.pop() if waits else 1e-7
         return 0.0
 
     def slow(x, rest):
-        return float(sum(range(3_000)))
+        now[0] += 3e-5
+        return 0.0
 
-    assert faster(quick, slow, x, 2) and not faster(slow, quick, x, 2)
+    assert faster(quick, slow, x, 2, clock=clock)
+    waits.append(1.0)
+    assert not faster(slow, quick, x, 2, clock=clock)
 
 
 def test_prepare_waits_for_optimised_code_however_few_the_calls(monkeypatch):
